@@ -1,0 +1,51 @@
+"""sphinx-tlstages: show what TileLang's compiler does as ``num_stages`` changes.
+
+``setup`` wires one feature per call, in the order data flows: configuration, the
+directive that records what to lower, the batch that lowers it after reading, the
+rendering that fills the pages, and the HTML-only touches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.application import Sphinx
+
+from .batch import lower_project
+from .collector import TlPipelineCollector
+from .config import setup_config
+from .directive import TlPipelineDirective
+from .html import setup_html
+from .nodes import skip, tl_pipeline_placeholder
+from .transforms import CollapsiblesAsText, FillPipelines
+
+__version__ = "0.1.0"
+
+
+def setup_directive(app: Sphinx) -> None:
+    app.add_directive("tl-pipeline", TlPipelineDirective)
+    app.add_env_collector(TlPipelineCollector)
+    # The placeholder never reaches a writer; these only guard builders that skip
+    # post-transforms.
+    visitors = (skip, None)
+    app.add_node(tl_pipeline_placeholder, html=visitors, latex=visitors, text=visitors,
+                 man=visitors, texinfo=visitors)
+
+
+def setup_batch(app: Sphinx) -> None:
+    app.connect("env-updated", lower_project)
+
+
+def setup_render(app: Sphinx) -> None:
+    app.add_post_transform(FillPipelines)
+    app.add_post_transform(CollapsiblesAsText)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    setup_config(app)
+    setup_directive(app)
+    setup_batch(app)
+    setup_render(app)
+    setup_html(app)
+    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
+            "env_version": 1}

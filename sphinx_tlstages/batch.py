@@ -1,0 +1,156 @@
+"""After reading: lower every variant of the project in one batch.
+
+Runs on ``env-updated``, when every document has been read (and, with ``-j``, merged).
+Variants are deduplicated by key, taken from the cache where possible, and the misses
+lowered by the worker pool. Failures are warned about on every build, cached or not, so
+``-W`` stays red until the kernel is fixed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sphinx.util import logging
+
+from . import facts
+from .cache import Cache, cache_dir
+from .collector import all_directives
+from .errors import warn
+from .pool import Job, default_jobs, run_jobs
+from .render import over_limit
+from .spec import DirectiveSpec, VariantSpec, tilelang_stamp, tilelang_version
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+    from sphinx.environment import BuildEnvironment
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class BatchState:
+    """What the renderer needs: results by variant key, and how to key a variant."""
+
+    stamp: str
+    version: str | None
+    results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
+
+    def result(self, variant: VariantSpec) -> dict[str, Any]:
+        found = self.results.get(variant.key(self.stamp))
+        return found or facts.failure("unavailable", "this variant was not lowered", None)
+
+
+def batch_state(app: Sphinx) -> BatchState | None:
+    state: BatchState | None = getattr(app, "_tlstages_batch", None)
+    return state
+
+
+def _report_duplicates(specs: list[DirectiveSpec]) -> list[DirectiveSpec]:
+    """Warn about every reused :name: (naming both places); keep the first of each."""
+    seen: dict[str, DirectiveSpec] = {}
+    kept = []
+    for spec in specs:
+        first = seen.setdefault(spec.name, spec)
+        if first is spec:
+            kept.append(spec)
+            continue
+        warn(f"tl-pipeline name {spec.name!r} is already used at "
+             f"{first.docname}:{first.lineno}; give this directive its own :name:",
+             "name", location=(spec.docname, spec.lineno))
+    return kept
+
+
+def _jobs(app: Sphinx) -> int:
+    configured = os.environ.get("TLSTAGES_JOBS") or app.config.tlstages_jobs
+    return max(1, int(configured)) if configured else default_jobs()
+
+
+def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    """Lower what the project needs; return documents whose results changed."""
+    specs = _report_duplicates(all_directives(env))
+    stamp = tilelang_stamp()
+    state = BatchState(stamp or "missing", tilelang_version())
+    app._tlstages_batch = state  # type: ignore[attr-defined]
+    wanted: dict[str, tuple[VariantSpec, DirectiveSpec]] = {}
+    for spec in specs:
+        for variant in spec.variants:
+            wanted.setdefault(variant.key(state.stamp), (variant, spec))
+    if not wanted:
+        return []
+    started = time.perf_counter()
+    if stamp is None:
+        message = "TileLang is not installed in this environment; nothing could be lowered"
+        warn(message, "tilelang")
+        state.results = {key: facts.failure("unavailable", message, None) for key in wanted}
+    else:
+        _lower(app, state, wanted)
+    _warn_failures(specs, state)
+    failed = sum(1 for key in wanted if not state.results[key].get("ok"))
+    logger.info(f"tl-pipeline: {len(wanted)} variants, {len(state.lowered)} lowered, "
+                f"{len(wanted) - len(state.lowered)} cached, {failed} failed, "
+                f"{time.perf_counter() - started:.1f} s")
+    return _changed_documents(env, specs, state)
+
+
+def _lower(app: Sphinx, state: BatchState,
+           wanted: dict[str, tuple[VariantSpec, DirectiveSpec]]) -> None:
+    cache = Cache(cache_dir(app.config.tlstages_cache_dir, app.confdir, app.doctreedir))
+    jobs = []
+    for key, (variant, spec) in wanted.items():
+        cached = cache.get(key)
+        if cached is not None:
+            state.results[key] = cached
+            logger.verbose(f"tl-pipeline: {spec.name} {variant.label}: cached")
+        else:
+            jobs.append(Job(key, variant.payload(), spec.timeout or app.config.tlstages_timeout))
+    if not jobs:
+        return
+
+    def done(job: Job, result: dict[str, Any]) -> None:
+        variant, spec = wanted[job.id]
+        cache.put(job.id, result)
+        state.results[job.id] = result
+        state.lowered.add(job.id)
+        status = "lowered" if result.get("ok") else f"failed ({result['error']['kind']})"
+        logger.info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
+                    f"{status} in {result.get('seconds', 0):.2f} s")
+
+    stats = run_jobs(jobs, min(_jobs(app), len(jobs)), done)
+    if stats.unavailable:
+        warn(f"TileLang cannot lower here: {stats.unavailable}", "tilelang")
+    logger.verbose(f"tl-pipeline: {stats.workers} workers, peak {stats.peak_rss_mb:.0f} MB each")
+
+
+def _warn_failures(specs: list[DirectiveSpec], state: BatchState) -> None:
+    for spec in specs:
+        for variant in spec.variants:
+            result = state.result(variant)
+            if not result.get("ok"):
+                error = result["error"]
+                if error["kind"] == "unavailable":
+                    continue  # said once for the whole build
+                warn(f"{spec.name}: num_stages={variant.num_stages} failed to lower "
+                     f"({error['kind']}): {error['message']}", "lowering",
+                     location=spec.kernel_location(error.get("line")))
+            elif over_limit(result, spec.target.shared_memory_limit):
+                used = result["dynamic_shared_bytes"] + result["static_shared_bytes"]
+                warn(f"{spec.name}: num_stages={variant.num_stages} needs {used:,} B of shared "
+                     f"memory per block; {spec.target.label} allows "
+                     f"{spec.target.shared_memory_limit:,} B", "limit",
+                     location=(spec.docname, spec.lineno))
+
+
+def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
+                       state: BatchState) -> list[str]:
+    """Documents Sphinx did not re-read whose variants now have other keys (a TileLang
+    upgrade, say): they must be written again."""
+    previous: dict[str, list[str]] = getattr(env, "tlstages_keys", {})
+    current: dict[str, list[str]] = {}
+    for spec in specs:
+        current.setdefault(spec.docname, []).extend(v.key(state.stamp) for v in spec.variants)
+    env.tlstages_keys = current  # type: ignore[attr-defined]
+    return sorted(doc for doc, keys in current.items() if previous.get(doc) != keys)

@@ -1,0 +1,58 @@
+"""The content-addressed store of lowering results: one JSON file per variant key.
+
+Entries are written atomically, so several builds (and ``-j`` workers) may share one
+folder; an entry that cannot be read or is not a valid result is a miss and is
+rewritten. Timeouts and crashes are never stored: they depend on the machine, not on
+the inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .facts import validate
+from .files import write_atomic
+
+MAX_ENTRY_BYTES = 32 << 20
+CACHEABLE_FAILURES = ("exception",)
+
+
+def cache_dir(configured: str | None, confdir: str | os.PathLike[str],
+              doctreedir: str | os.PathLike[str]) -> Path:
+    """``TLSTAGES_CACHE_DIR``, else ``tlstages_cache_dir``, else beside the doctrees."""
+    chosen = os.environ.get("TLSTAGES_CACHE_DIR") or configured
+    if chosen:
+        return Path(confdir, chosen).resolve()
+    return Path(doctreedir, "tlstages-cache").resolve()
+
+
+class Cache:
+    """Lowering results by variant key."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        path = self.path(key)
+        try:
+            if path.stat().st_size > MAX_ENTRY_BYTES:
+                return None
+            return validate(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+
+    def put(self, key: str, result: dict[str, Any]) -> bool:
+        """Store ``result`` unless it depends on the machine; True when stored."""
+        if not result.get("ok") and result.get("error", {}).get("kind") not in CACHEABLE_FAILURES:
+            return False
+        try:
+            write_atomic(self.path(key), json.dumps(result, sort_keys=True, indent=1))
+        except OSError:
+            return False
+        return True

@@ -1,0 +1,84 @@
+"""Every configuration value and environment variable, declared once.
+
+``setup_config`` registers them with Sphinx; the book's reference page is generated from
+the same tuples, so the documentation cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sphinx.application import Sphinx
+
+SHOW_PARTS = ("source", "annotations", "shared", "sync", "diff", "cuda")
+DIFF_MODES = ("consecutive", "baseline", "none")
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """One ``conf.py`` value: its name, default, what it invalidates and what it means."""
+
+    name: str
+    default: Any
+    rebuild: Literal["", "env", "html"]
+    types: tuple[type, ...]
+    doc: str
+
+
+CONFIG_VALUES: tuple[ConfigValue, ...] = (
+    ConfigValue(
+        "tlstages_num_stages", "1 2 3 4", "env", (str, list, tuple),
+        "num_stages values lowered when a directive gives no ``:num-stages:``.",
+    ),
+    ConfigValue(
+        "tlstages_target", "sm_80", "env", (str,),
+        "Target used when a directive gives no ``:target:`` (an arch such as ``sm_80``, "
+        "``cuda -arch=sm_90a`` or a JSON target). Never ``auto``: docs build without a GPU.",
+    ),
+    ConfigValue(
+        "tlstages_file_roots", [], "env", (list, tuple),
+        "Folders besides the source directory from which ``:file:`` may read kernels "
+        "(relative to the configuration directory, or absolute).",
+    ),
+    ConfigValue(
+        "tlstages_show", list(SHOW_PARTS), "env", (list, tuple, str),
+        "Parts shown when a directive gives no ``:show:``.",
+    ),
+    ConfigValue(
+        "tlstages_diff", "consecutive", "env", (str,),
+        "CUDA diffs when a directive gives no ``:diff:``: ``consecutive``, ``baseline`` "
+        "or ``none``.",
+    ),
+    ConfigValue(
+        "tlstages_diff_max_lines", 400, "env", (int,),
+        "Lines of one CUDA diff shown on the page; the rest is one click away in the "
+        "downloadable CUDA files.",
+    ),
+    ConfigValue(
+        "tlstages_cache_dir", None, "", (str, type(None)),
+        "Folder of the lowering cache (default ``tlstages-cache`` in the doctree folder, "
+        "which survives ``-E``). The environment variable ``TLSTAGES_CACHE_DIR`` wins.",
+    ),
+    ConfigValue(
+        "tlstages_jobs", None, "", (int, type(None)),
+        "Worker processes that lower cache misses (default: the CPUs this process may "
+        "use, capped so the workers fit in memory). ``TLSTAGES_JOBS`` wins.",
+    ),
+    ConfigValue(
+        "tlstages_timeout", 300, "", (int, float),
+        "Seconds one variant may take to lower (from the start of its lowering, not the "
+        "worker's start-up) before it is killed and reported as timed out.",
+    ),
+)
+
+ENVIRONMENT_VARIABLES: dict[str, str] = {
+    "TLSTAGES_CACHE_DIR": "Folder of the lowering cache; wins over ``tlstages_cache_dir``.",
+    "TLSTAGES_JOBS": "Number of lowering workers; wins over ``tlstages_jobs``.",
+}
+
+
+def setup_config(app: Sphinx) -> None:
+    """Register every value of :data:`CONFIG_VALUES`."""
+    for value in CONFIG_VALUES:
+        app.add_config_value(value.name, value.default, value.rebuild, types=value.types)

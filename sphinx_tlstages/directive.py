@@ -1,0 +1,166 @@
+"""The ``tl-pipeline`` directive: options and kernel in, a :class:`DirectiveSpec` out.
+
+It lowers nothing: it checks what can be checked from the text alone (options, syntax,
+the factory and its parameters), records the spec in the environment and leaves a
+placeholder that :mod:`.render` fills once the whole project has been lowered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
+
+from . import options
+from .collector import directives as directives_of
+from .errors import OptionError, SourceError, warn
+from .kernel_source import (
+    check_params,
+    choose_factory,
+    find_factories,
+    normalise_source,
+    parse_kernel,
+)
+from .nodes import tl_pipeline_placeholder
+from .spec import DirectiveSpec, VariantSpec, canonical_params, kernel_location
+from .targets import parse_target
+
+INLINE_SOURCE_NAME = "kernel.py"
+_T = TypeVar("_T")
+
+
+def error_box(message: str) -> nodes.Element:
+    """What the page shows in place of a directive that could not be used."""
+    return nodes.error("", nodes.paragraph(text=f"tl-pipeline: {message}"),
+                       classes=["tl-error"])
+
+
+class TlPipelineDirective(SphinxDirective):
+    """``.. tl-pipeline:: [title]`` with a kernel as content or from ``:file:``."""
+
+    has_content = True
+    optional_arguments = 1
+    final_argument_whitespace = True
+    option_spec: ClassVar[dict[str, Callable[[str], object]]] = {
+        name: directives.unchanged
+        for name in ("num-stages", "target", "params", "factory", "file", "name", "show",
+                     "diff", "timeout")
+    }
+
+    def run(self) -> list[nodes.Node]:
+        count = int(self.env.temp_data.get("tlstages_count") or 0) + 1
+        self.env.temp_data["tlstages_count"] = count
+        self._kernel_line: int | None = None
+        self._kernel_path: Path | None = None
+        try:
+            spec = self._spec(count)
+        except OptionError as exc:
+            warn(str(exc), "option", location=(self.env.docname, exc.line or self.lineno))
+            return [error_box(str(exc))]
+        except SourceError as exc:
+            warn(str(exc), "source", location=self._kernel_location(exc.line))
+            return [error_box(str(exc))]
+        directives_of(self.env).setdefault(self.env.docname, []).append(spec)
+        std = self.env.domains.standard_domain
+        if spec.name not in std.labels:  # a duplicate is reported once, with both places
+            std.note_hyperlink_target(spec.name, self.env.docname, spec.node_id, spec.title)
+        placeholder = tl_pipeline_placeholder(name=spec.name, ids=[spec.node_id])
+        self.set_source_info(placeholder)
+        return [placeholder]
+
+    # --- where things are ----------------------------------------------------------
+
+    def _option_line(self, option: str) -> int:
+        for offset, line in enumerate(self.block_text.splitlines()):
+            if line.strip().startswith(f":{option}:"):
+                return int(self.lineno) + offset
+        return int(self.lineno)
+
+    def _content_line(self) -> int:
+        # MyST counts content_offset from the fence, docutils from the document start.
+        if type(self.state).__module__.startswith("myst_parser"):
+            return int(self.lineno + self.content_offset) + 1
+        return int(self.content_offset) + 1
+
+    def _kernel_location(self, line: int | None) -> tuple[str, int] | str:
+        path = str(self._kernel_path) if self._kernel_path else None
+        return kernel_location(self.env.docname, self.lineno, self._kernel_line, path, line)
+
+    # --- reading the options -------------------------------------------------------
+
+    def _option(self, option: str, parser: Callable[[str], _T], default: object) -> _T:
+        if option not in self.options:
+            return parser(default)  # type: ignore[arg-type]
+        try:
+            return parser(self.options[option])
+        except OptionError as exc:
+            raise OptionError(f":{option}: {exc}", self._option_line(option)) from None
+
+    def _kernel(self) -> tuple[str, str]:
+        """(normalised source, the file name it compiles under)."""
+        file = self.options.get("file")
+        if file and self.content:
+            raise OptionError("give the kernel inline or with :file:, not both",
+                              self._option_line("file"))
+        if not file:
+            if not self.content:
+                raise OptionError("no kernel: write it as the directive's content or use :file:")
+            self._kernel_line = self._content_line()
+            return normalise_source("\n".join(self.content)), INLINE_SOURCE_NAME
+        line = self._option_line("file")
+        rel, absolute = self.env.relfn2path(file.strip(), self.env.docname)
+        path = Path(absolute).resolve()
+        roots = [Path(self.env.srcdir).resolve()] + [
+            Path(self.config.confdir, root).resolve() for root in self.config.tlstages_file_roots
+        ]
+        if not any(path.is_relative_to(root) for root in roots):
+            raise OptionError(f":file: {file} is outside the source directory and "
+                              "tlstages_file_roots", line)
+        if not path.is_file():
+            raise OptionError(f":file: {file} is not a file (looked for {rel})", line)
+        self.env.note_dependency(str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise OptionError(f":file: {file} cannot be read: {exc}", line) from None
+        self._kernel_path = path
+        return normalise_source(text), path.name
+
+    def _spec(self, count: int) -> DirectiveSpec:
+        config = self.config
+        default_name = f"{self.env.docname.replace('/', '-')}-{count}"
+        name = self._option("name", options.parse_name, default_name)
+        num_stages = self._option("num-stages", options.parse_num_stages,
+                                  config.tlstages_num_stages)
+        target = self._option("target", parse_target, config.tlstages_target)
+        params = self._option("params", options.parse_params, "")
+        show = self._option("show", options.parse_show, config.tlstages_show)
+        diff = self._option("diff", options.parse_diff, config.tlstages_diff)
+        timeout = self._option("timeout", options.parse_timeout, str(config.tlstages_timeout))
+        source, source_name = self._kernel()
+        tree = parse_kernel(source, source_name)
+        factory = choose_factory(find_factories(tree), self.options.get("factory"))
+        check_params(factory, params)
+        canonical = canonical_params(params)
+        variants = tuple(
+            VariantSpec(source, source_name, factory.name, canonical, stages, target)
+            for stages in num_stages
+        )
+        return DirectiveSpec(
+            name=name,
+            docname=self.env.docname,
+            lineno=self.lineno,
+            kernel_line=self._kernel_line,
+            kernel_path=str(self._kernel_path) if self._kernel_path else None,
+            title=self.arguments[0] if self.arguments else f"Kernel {factory.name}",
+            target=target,
+            variants=variants,
+            show=show,
+            diff=diff,
+            timeout=timeout,
+            node_id=nodes.make_id(f"tl-{name}"),
+        )

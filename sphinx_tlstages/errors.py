@@ -1,0 +1,53 @@
+"""The extension's error classes and its one way of warning.
+
+Every warning carries ``type="tlstages"`` and a subtype, so a book can silence one
+kind with ``suppress_warnings = ["tlstages.limit"]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.util import logging
+
+logger = logging.getLogger("sphinx_tlstages")
+
+WARNING_TYPE = "tlstages"
+
+# Subtypes, one per kind of problem; the reference page lists them.
+SUBTYPES: dict[str, str] = {
+    "option": "a directive option has a bad value",
+    "source": "the kernel source cannot be used (syntax error, no factory, missing file)",
+    "name": "two directives share a :name:",
+    "lowering": "a variant failed to lower (exception, timeout or crashed worker)",
+    "limit": "a variant needs more shared memory than its target allows per block",
+    "tilelang": "TileLang is missing or cannot lower CUDA here",
+    "cache": "a cache entry could not be read or written",
+}
+
+
+class TlStagesError(Exception):
+    """Base class of the errors this extension raises and reports."""
+
+
+class OptionError(TlStagesError):
+    """A directive option or config value that cannot be used; ``line`` is the
+    document line of the option, when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class SourceError(TlStagesError):
+    """Kernel source that cannot be used; ``line`` is relative to the kernel (1-based)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+def warn(message: str, subtype: str, location: Any = None) -> None:
+    """Log a filterable ``tlstages`` warning at ``location`` (a node or ``(docname, line)``)."""
+    assert subtype in SUBTYPES, subtype
+    logger.warning(message, type=WARNING_TYPE, subtype=subtype, location=location)

@@ -1,0 +1,168 @@
+"""Reading kernel source as Python text: factories, their parameters, pipelined loops.
+
+Pure ``ast`` work, shared by the directive (which checks a kernel while Sphinx reads) and
+the worker (which names the statements of each pipelined loop). Nothing here imports
+TileLang.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+
+from .errors import SourceError
+
+FACTORY_KINDS = ("jit", "autotune", "plain")
+
+
+def normalise_source(text: str) -> str:
+    """Dedent, strip trailing blanks and end with one newline, so keys ignore layout noise."""
+    lines = [line.rstrip() for line in textwrap.dedent(text.expandtabs()).splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def parse_kernel(source: str, filename: str) -> ast.Module:
+    """Parse kernel source; a syntax error becomes a :class:`SourceError` at its line."""
+    try:
+        return ast.parse(source, filename=filename)
+    except SyntaxError as exc:
+        raise SourceError(f"syntax error in kernel: {exc.msg}", exc.lineno) from None
+
+
+@dataclass(frozen=True)
+class Factory:
+    """A top-level callable that may build the kernel."""
+
+    name: str
+    kind: str  # one of FACTORY_KINDS
+    params: tuple[str, ...]
+    required: tuple[str, ...]
+    has_kwargs: bool
+    line: int
+
+    @property
+    def takes_num_stages(self) -> bool:
+        return "num_stages" in self.params or self.has_kwargs
+
+
+def _decorator_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def find_factories(tree: ast.Module) -> list[Factory]:
+    """Top-level functions, each classified by its decorators."""
+    found: list[Factory] = []
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        names = [_decorator_name(d).rsplit(".", 1)[-1] for d in node.decorator_list]
+        kind = "autotune" if "autotune" in names else "jit" if "jit" in names else "plain"
+        args = node.args
+        positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+        required = positional[: len(positional) - len(args.defaults)]
+        defaults = zip(args.kwonlyargs, args.kw_defaults, strict=True)
+        required += [a.arg for a, d in defaults if d is None]
+        params = (*positional, *(a.arg for a in args.kwonlyargs))
+        found.append(
+            Factory(node.name, kind, tuple(params), tuple(required), args.kwarg is not None,
+                    node.lineno)
+        )
+    return found
+
+
+def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
+    """Pick the factory: the one requested, else the only jit/autotune one, else the only
+    plain function taking ``num_stages``."""
+    listing = ", ".join(f"{f.name} (line {f.line}, {f.kind})" for f in factories) or "none"
+    if requested:
+        for factory in factories:
+            if factory.name == requested:
+                break
+        else:
+            raise SourceError(
+                f"no top-level function {requested!r} in the kernel; found: {listing}")
+    else:
+        decorated = [f for f in factories if f.kind != "plain"]
+        candidates = decorated or [f for f in factories if f.takes_num_stages]
+        if not candidates:
+            raise SourceError(
+                "no kernel factory: expected a @tilelang.jit or @autotune function, or a "
+                f"function taking num_stages; found: {listing}"
+            )
+        if len(candidates) > 1:
+            names = ", ".join(f"{f.name} (line {f.line})" for f in candidates)
+            raise SourceError(f"several kernel factories: {names}; choose one with :factory:")
+        factory = candidates[0]
+    if not factory.takes_num_stages:
+        raise SourceError(
+            f"factory {factory.name!r} has no num_stages parameter "
+            f"(its parameters: {', '.join(factory.params) or 'none'})",
+            factory.line,
+        )
+    return factory
+
+
+def check_params(factory: Factory, params: dict[str, object]) -> None:
+    """Check keyword arguments against the factory's signature, before anything runs."""
+    if "num_stages" in params:
+        raise SourceError("num_stages comes from :num-stages:, not from :params:")
+    if not factory.has_kwargs:
+        unknown = sorted(set(params) - set(factory.params))
+        if unknown:
+            raise SourceError(
+                f"factory {factory.name!r} takes no parameter {', '.join(unknown)} "
+                f"(its parameters: {', '.join(factory.params)})"
+            )
+    missing = [p for p in factory.required if p not in params and p != "num_stages"]
+    if missing:
+        raise SourceError(f"factory {factory.name!r} needs :params: for {', '.join(missing)}")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One statement of a pipelined loop body: its text, kernel line and the names it uses."""
+
+    text: str
+    line: int
+    names: frozenset[str]
+
+
+def _is_pipelined(node: ast.For) -> bool:
+    call = node.iter
+    return isinstance(call, ast.Call) and _decorator_name(call.func).endswith("Pipelined")
+
+
+def _one_line(segment: str, limit: int = 96) -> str:
+    text = " ".join(segment.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
+    """The body statements of each ``T.Pipelined`` loop in the factory, in source order."""
+    tree = ast.parse(source)
+    scope: ast.AST = tree
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == factory_name:
+            scope = node
+    loops: list[list[Statement]] = []
+    for found in ast.walk(scope):
+        if isinstance(found, ast.For) and _is_pipelined(found):
+            body = []
+            for stmt in found.body:
+                segment = ast.get_source_segment(source, stmt) or ast.unparse(stmt)
+                names = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name))
+                body.append(Statement(_one_line(segment), stmt.lineno, names))
+            loops.append(body)
+    loops.sort(key=lambda body: body[0].line if body else 0)
+    return loops

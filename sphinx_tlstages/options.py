@@ -1,0 +1,99 @@
+"""Parsing the directive's option values into plain Python values.
+
+Each parser raises :class:`OptionError` with a message fit for the author; the directive
+turns it into a warning at the option's line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable
+
+from .config import DIFF_MODES, SHOW_PARTS
+from .errors import OptionError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_PARAM_START = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def parse_num_stages(value: str | Iterable[int]) -> tuple[int, ...]:
+    """``1 2 3 4`` or ``1, 2, 3`` -> distinct non-negative ints, in the order given."""
+    words = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    if not words:
+        raise OptionError("num-stages is empty: give at least one value, e.g. 1 2 3 4")
+    result: list[int] = []
+    for word in words:
+        try:
+            number = int(word)
+        except (TypeError, ValueError):
+            raise OptionError(f"num-stages: {word!r} is not a whole number") from None
+        if number < 0:
+            raise OptionError(f"num-stages: {number} is negative")
+        if number in result:
+            raise OptionError(f"num-stages: {number} is listed twice")
+        result.append(number)
+    return tuple(result)
+
+
+def parse_params(value: str) -> dict[str, object]:
+    """``M=1024 tile=(64, 64) dtype="float16"``: keyword arguments as Python literals."""
+    text = value.strip()
+    if not text:
+        return {}
+    starts = list(_PARAM_START.finditer(text))
+    if not starts or text[: starts[0].start(1)].strip():
+        raise OptionError(f"params: expected KEY=VALUE pairs, got {text!r}")
+    params: dict[str, object] = {}
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        key, literal = match.group(1), text[match.end() : end].strip()
+        if key in params:
+            raise OptionError(f"params: {key} is given twice")
+        if not literal:
+            raise OptionError(f"params: {key} has no value")
+        try:
+            params[key] = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            raise OptionError(
+                f"params: the value of {key}, {literal!r}, is not a Python literal"
+                " (quote strings: dtype=\"float16\")"
+            ) from None
+    return params
+
+
+def parse_show(value: str | Iterable[str]) -> tuple[str, ...]:
+    """A subset of :data:`SHOW_PARTS`, kept in the page's order."""
+    words = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    unknown = [w for w in words if w not in SHOW_PARTS]
+    if unknown:
+        raise OptionError(
+            f"show: unknown part {', '.join(unknown)}; choose from {' '.join(SHOW_PARTS)}"
+        )
+    return tuple(part for part in SHOW_PARTS if part in words)
+
+
+def parse_diff(value: str) -> str:
+    mode = value.strip()
+    if mode not in DIFF_MODES:
+        raise OptionError(f"diff: {mode!r} is not one of {', '.join(DIFF_MODES)}")
+    return mode
+
+
+def parse_name(value: str) -> str:
+    name = value.strip()
+    if not _NAME.match(name):
+        raise OptionError(
+            f"name {name!r}: use letters, digits, '.', '_' and '-' (it names snapshot files)"
+        )
+    return name
+
+
+def parse_timeout(value: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        raise OptionError(f"timeout: {value!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise OptionError("timeout must be positive")
+    return seconds

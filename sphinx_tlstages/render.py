@@ -1,0 +1,282 @@
+"""Turning a directive's results into docutils nodes, the same for every builder.
+
+The root is a container of class ``tl-pipeline`` holding a caption and the parts
+``tl-summary``, ``tl-annotations``, ``tl-shared``, ``tl-sync`` and ``tl-diff``. Long
+texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which only HTML keeps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docutils import nodes
+
+from . import diffs
+from .cuda import without_line_directives
+from .nodes import tl_collapsible
+from .spec import DirectiveSpec, VariantSpec
+from .tables import Cell, Span, code, table
+
+Result = dict[str, Any]
+
+
+def _n(value: int) -> str:
+    return f"{value:,}"
+
+
+def over_limit(result: Result, limit: int | None) -> bool:
+    """Whether a variant needs more shared memory per block than its target allows."""
+    used = result.get("dynamic_shared_bytes", 0) + result.get("static_shared_bytes", 0)
+    return bool(result.get("ok")) and limit is not None and used > limit
+
+
+def _doc_line(spec: DirectiveSpec, line: int | None) -> str:
+    if line is None:
+        return ""
+    if spec.kernel_line is None:
+        return f"{spec.variants[0].source_name}:{line}"
+    return str(spec.kernel_line + line - 1)
+
+
+def caption(spec: DirectiveSpec, version: str | None) -> nodes.paragraph:
+    first = spec.variants[0]
+    para = nodes.paragraph(classes=["tl-caption"])
+    para += nodes.strong(text=spec.title)
+    para += nodes.Text(" — kernel ")
+    para += code(first.factory)
+    para += nodes.Text(f", target {spec.target.label}, TileLang {version or 'not installed'}")
+    if first.params:
+        para += nodes.Text(", ")
+        para += code(" ".join(f"{k}={v}" for k, v in first.params))
+    return para
+
+
+def _part(cls: str, title: str, *body: nodes.Node) -> nodes.container:
+    part = nodes.container(classes=[cls])
+    part += nodes.rubric(text=title)
+    for node in body:
+        part += node
+    return part
+
+
+def _schedule(result: Result) -> str:
+    ws = result.get("warp_specialized")
+    if ws:
+        slots = sum(b["shape"][0] for b in ws["barriers"]) // 2
+        return f"warp-specialised, {slots}-slot barrier ring"
+    loops = result.get("pipeline") or []
+    if loops:
+        return ", ".join(f"pipelined, depth {loop['num_stages']}" for loop in loops)
+    return "not pipelined"
+
+
+def _shared_cell(result: Result, limit: int | None) -> Cell:
+    used = result["dynamic_shared_bytes"] + result["static_shared_bytes"]
+    if limit is None:
+        return f"{_n(used)} B"
+    text = f"{_n(used)} B ({100 * used / limit:.0f} % of {_n(limit)})"
+    if used > limit:
+        return nodes.strong(text=f"{text}: over the per-block limit", classes=["tl-over"])
+    return text
+
+
+def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.table:
+    headers = ["num_stages", "schedule", "threads", "shared memory / block",
+               "__syncthreads", "async copies", "waits", "CUDA lines"]
+    limit = spec.target.shared_memory_limit
+    body: list[list[Cell | Span]] = []
+    for variant, result in rows:
+        if not result.get("ok"):
+            error = result["error"]
+            body.append([str(variant.num_stages),
+                         Span(nodes.strong(text=f"failed ({error['kind']}): {error['message']}",
+                                           classes=["tl-failed"]), len(headers) - 1)])
+            continue
+        sync = result["sync"]
+        if sync["tma_load"]:
+            copies = f"{sync['tma_load']} TMA loads"
+        else:
+            copies = f"{sync['cp_async']} cp_async"
+        if sync["cp_async_wait"]:
+            waits = "cp_async_wait " + ", ".join(f"<{n}>" for n in sync["cp_async_wait"])
+        else:
+            waits = f"{sync['mbarrier_wait']} mbarrier waits"
+        body.append([str(variant.num_stages), _schedule(result), str(result["threads"]),
+                     _shared_cell(result, limit), str(sync["syncthreads"]), copies, waits,
+                     str(result["cuda_lines"])])
+    return table(headers, body, ["tl-table"], widths=[8, 22, 7, 20, 10, 12, 18, 8])
+
+
+def _annotation_rows(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> list[Any]:
+    """Per statement (source text), per variant: stage and order, or the role."""
+    table_rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for variant, result in rows:
+        if not result.get("ok"):
+            continue
+        for loop in result["pipeline"]:
+            for i, stmt in enumerate(loop["statements"]):
+                row = table_rows.setdefault(("", stmt["text"]), {"line": stmt["line"]})
+                order = loop["order"][i] if i < len(loop["order"]) else "?"
+                row[variant.label] = f"stage {loop['stage'][i]}, order {order}"
+        ws = result.get("warp_specialized")
+        for index, role in enumerate((ws or {}).get("roles", [])):
+            inserted = role["inserted"]
+            key = (f"{role['role']}-{index}", role["op"]) if inserted else ("", role["text"])
+            row = table_rows.setdefault(key, {"line": role["line"], "inserted": inserted})
+            row[variant.label] = code(role["text"]) if role["inserted"] else role["role"]
+    return list(table_rows.items())
+
+
+def annotation_part(spec: DirectiveSpec,
+                    rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
+    labels = [v.label for v, r in rows if r.get("ok")]
+    entries = _annotation_rows(spec, rows)
+    headers: list[Cell] = ["statement", "line", *(f"num_stages={lab[2:]}" for lab in labels)]
+    body: list[list[Cell | Span]] = []
+    for (kind, text), row in entries:
+        label: Cell = code(text)
+        if row.get("inserted"):
+            label = [nodes.emphasis(text="inserted: "), code(text)]
+        body.append([label, _doc_line(spec, row["line"]),
+                     *(row.get(lab, "not pipelined" if not kind else "—") for lab in labels)])
+    result: list[nodes.Node] = []
+    if body:
+        result.append(table(headers, body, ["tl-table"], widths=[40, 6, *[14] * len(labels)]))
+    else:
+        result.append(nodes.paragraph(text="No variant has a pipelined loop."))
+    for variant, res in rows:
+        ws = res.get("warp_specialized") if res.get("ok") else None
+        if ws:
+            rings = "; ".join(f"{b['name']} {tuple(b['shape'])} {b['dtype']}, arrival counts "
+                              + " ".join(str(c) for c in b["init"]) for b in ws["barriers"])
+            result.append(nodes.paragraph(
+                text=f"num_stages={variant.num_stages}: {ws['threads']} threads "
+                     f"({ws['producer_threads']} producer, {ws['consumer_threads']} consumer); "
+                     f"barriers: {rings or 'none'}.", classes=["tl-roles"]))
+    return result
+
+
+def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.table:
+    ok = [(v, r) for v, r in rows if r.get("ok")]
+    names: list[str] = []
+    for _, result in ok:
+        names += [b["name"] for b in result["shared"] if b["name"] not in names]
+    body: list[list[Cell | Span]] = []
+    for name in names:
+        cells: list[Cell | Span] = [code(name)]
+        for _, result in ok:
+            buf = next((b for b in result["shared"] if b["name"] == name), None)
+            cells.append(f"{tuple(buf['shape'])} {buf['dtype']}, {_n(buf['bytes'])} B"
+                         if buf else "—")
+        body.append(cells)
+    body.append([nodes.strong(text="total"),
+                 *(f"{_n(sum(b['bytes'] for b in r['shared']))} B" for _, r in ok)])
+    body.append(["merged dynamic allocation", *(f"{_n(r['dynamic_shared_bytes'])} B"
+                                                 for _, r in ok)])
+    if any(r["static_shared_bytes"] for _, r in ok):
+        body.append(["static shared (barriers)",
+                     *(f"{_n(r['static_shared_bytes'])} B" for _, r in ok)])
+    headers: list[Cell] = ["buffer", *(f"num_stages={v.num_stages}" for v, _ in ok)]
+    return table(headers, body, ["tl-table"], widths=[20, *[20] * len(ok)])
+
+
+SYNC_ROWS = (
+    ("syncthreads", "__syncthreads()"),
+    ("cp_async", "tl::cp_async_gs<N>"),
+    ("cp_async_commit", "tl::cp_async_commit()"),
+    ("cp_async_wait", "tl::cp_async_wait<N>()"),
+    ("mbarrier_init", "mbarrier[i].init()"),
+    ("mbarrier_wait", "mbarrier[i].wait()"),
+    ("mbarrier_arrive", "mbarrier[i].arrive()"),
+    ("mbarrier_expect_tx", "mbarrier[i].expect_transaction()"),
+    ("mbarrier_arrive_expect_tx", "mbarrier[i].arrive_and_expect_tx()"),
+    ("tma_load", "tl::tma_load"),
+    ("tma_store", "tl::tma_store"),
+    ("mma", "tl::mma_sync"),
+    ("wgmma", "tl::wgmma_ss / _rs"),
+)
+
+
+def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
+    ok = [(v, r) for v, r in rows if r.get("ok")]
+    body: list[list[Cell | Span]] = []
+    omitted = []
+    for key, spelling in SYNC_ROWS:
+        values = [r["sync"][key] for _, r in ok]
+        if not any(values):
+            omitted.append(spelling)
+            continue
+        cells = [" ".join(f"<{n}>" for n in v) if isinstance(v, list) else str(v) for v in values]
+        body.append([code(spelling), *cells])
+    headers: list[Cell] = ["in the CUDA", *(f"num_stages={v.num_stages}" for v, _ in ok)]
+    result: list[nodes.Node] = [table(headers, body, ["tl-table"], widths=[30, *[14] * len(ok)])]
+    if omitted:
+        result.append(nodes.paragraph(
+            text="Absent from every variant: " + ", ".join(omitted) + ".", classes=["tl-note"]))
+    return result
+
+
+def _collapsible(summary_text: str, cls: str, *body: nodes.Node) -> tl_collapsible:
+    node = tl_collapsible(summary=summary_text, classes=[cls])
+    for child in body:
+        node += child
+    return node
+
+
+def _literal(text: str, language: str) -> nodes.literal_block:
+    block = nodes.literal_block(text, text, language=language)
+    return block
+
+
+def diff_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_lines: int,
+              downloads: dict[str, str] | None) -> list[nodes.Node]:
+    ok = {v.label: r for v, r in rows if r.get("ok")}
+    result: list[nodes.Node] = []
+    chosen = diffs.pairs(list(ok), spec.diff) if "diff" in spec.show else []
+    for old, new in chosen:
+        d = diffs.diff(old, ok[old]["cuda"], new, ok[new]["cuda"], max_lines)
+        body: list[nodes.Node] = [_literal(d.text, "diff")]
+        if d.hidden_lines:
+            body.append(nodes.paragraph(
+                text=f"{d.hidden_lines} more lines of this diff are not shown; compare the "
+                     "downloadable CUDA files.", classes=["tl-note"]))
+        result.append(_collapsible(d.summary, "tl-diff-item", *body))
+    if "cuda" in spec.show:
+        for label, res in ok.items():
+            body = []
+            if downloads and label in downloads:
+                link = nodes.reference("", f"download {spec.name}-{label}.cu",
+                                       refuri=downloads[label], classes=["tl-download"])
+                body.append(nodes.paragraph("", "", link, nodes.Text(
+                    " (with the #line directives that map it to the kernel)")))
+            body.append(_literal(without_line_directives(res["cuda"]), "cuda"))
+            result.append(_collapsible(f"num_stages={label[2:]}: full CUDA, "
+                                       f"{res['cuda_lines']} lines", "tl-cuda-item", *body))
+    return result
+
+
+def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version: str | None,
+           max_diff_lines: int, downloads: dict[str, str] | None) -> nodes.container:
+    """The whole directive as nodes; ``downloads`` maps variant labels to CUDA file URIs."""
+    root = nodes.container(classes=["tl-pipeline"], ids=[spec.node_id])
+    root += caption(spec, version)
+    if "source" in spec.show:
+        source = spec.variants[0].source
+        block = _literal(source, "python")
+        if spec.kernel_line is not None:
+            block["linenos"] = True
+            block["highlight_args"] = {"linenostart": spec.kernel_line}
+        root += _part("tl-source", "Kernel", block)
+    root += _part("tl-summary", "Summary", summary_table(spec, rows))
+    any_ok = any(r.get("ok") for _, r in rows)
+    if "annotations" in spec.show and any_ok:
+        root += _part("tl-annotations", "Pipeline schedule", *annotation_part(spec, rows))
+    if "shared" in spec.show and any_ok:
+        root += _part("tl-shared", "Shared buffers", shared_table(rows))
+    if "sync" in spec.show and any_ok:
+        root += _part("tl-sync", "Synchronisation and async operations", *sync_part(rows))
+    if ("diff" in spec.show and spec.diff != "none") or "cuda" in spec.show:
+        parts = diff_part(spec, rows, max_diff_lines, downloads)
+        if parts:
+            root += _part("tl-diff", "Generated CUDA", *parts)
+    return root

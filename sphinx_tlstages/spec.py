@@ -1,0 +1,125 @@
+"""What to lower: one :class:`VariantSpec` per variant, grouped by :class:`DirectiveSpec`.
+
+A variant is identified by every input of its lowering (kernel text, factory, params,
+num_stages, target) plus the TileLang build and this extension's result schema; its key
+is the SHA-256 of that, so equal inputs anywhere in a project are lowered once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import importlib.metadata
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .targets import Target
+
+# Bump when the shape of a lowering result changes: every cached entry becomes a miss.
+RESULT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """The inputs of one lowering, as plain data."""
+
+    source: str
+    source_name: str
+    factory: str
+    params: tuple[tuple[str, str], ...]  # (name, repr of the literal), sorted by name
+    num_stages: int
+    target: Target
+
+    def payload(self) -> dict[str, object]:
+        """The JSON a worker receives."""
+        return {
+            "source": self.source,
+            "source_name": self.source_name,
+            "factory": self.factory,
+            "params": [list(p) for p in self.params],
+            "num_stages": self.num_stages,
+            "target": self.target.as_dict,
+        }
+
+    def key(self, stamp: str) -> str:
+        """Content address of the result: inputs, TileLang stamp and result schema."""
+        blob = json.dumps(
+            {"schema": RESULT_SCHEMA, "tilelang": stamp, **self.payload()},
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def label(self) -> str:
+        return f"ns{self.num_stages}"
+
+
+@dataclass(frozen=True)
+class DirectiveSpec:
+    """One ``tl-pipeline`` directive: where it stands, what it lowers, what it shows."""
+
+    name: str
+    docname: str
+    lineno: int
+    kernel_line: int | None  # document line of the kernel's first line (inline kernels)
+    kernel_path: str | None  # absolute path of a :file: kernel, for messages only
+    title: str
+    target: Target
+    variants: tuple[VariantSpec, ...]
+    show: tuple[str, ...]
+    diff: str
+    timeout: float | None = None
+    node_id: str = field(default="")
+
+    def kernel_location(self, line: int | None) -> tuple[str, int] | str:
+        """Where a kernel line is: in the document, in the :file:, or at the directive."""
+        return kernel_location(self.docname, self.lineno, self.kernel_line, self.kernel_path,
+                               line)
+
+
+def kernel_location(docname: str, lineno: int, kernel_line: int | None,
+                    kernel_path: str | None, line: int | None) -> tuple[str, int] | str:
+    """A Sphinx warning location for kernel line ``line`` (1-based, relative to the kernel).
+
+    Inline kernels map to the document line; a ``:file:`` kernel to ``path:line`` (a string
+    with a colon, which Sphinx prints as it is).
+    """
+    if line is None:
+        return (docname, lineno)
+    if kernel_path is not None:
+        return f"{kernel_path}:{line}"
+    if kernel_line is not None:
+        return (docname, kernel_line + line - 1)
+    return (docname, lineno)
+
+
+def canonical_params(params: dict[str, object]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((key, repr(value)) for key, value in params.items()))
+
+
+@functools.cache
+def tilelang_stamp() -> str | None:
+    """Version and content stamp of the installed TileLang, read without importing it.
+
+    The wheel's RECORD lists the SHA-256 of every file it installed, its compiled
+    libraries included; the libraries' sizes catch a library rebuilt in place.
+    """
+    try:
+        dist = importlib.metadata.distribution("tilelang")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    digest = hashlib.sha256(dist.version.encode())
+    digest.update((dist.read_text("RECORD") or "").encode())
+    for file in sorted(dist.files or [], key=str):
+        if file.name.startswith("libtilelang") or file.name.startswith("libtvm"):
+            with contextlib.suppress(OSError):
+                digest.update(f"{file}:{Path(str(file.locate())).stat().st_size}".encode())
+    return f"{dist.version}+{digest.hexdigest()[:16]}"
+
+
+def tilelang_version() -> str | None:
+    stamp = tilelang_stamp()
+    return stamp.split("+", 1)[0] if stamp else None

@@ -1,0 +1,56 @@
+"""Building docutils tables from rows of cells, for every builder alike."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeAlias
+
+from docutils import nodes
+
+Cell: TypeAlias = "str | nodes.Node | Sequence[nodes.Node]"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A cell that spans ``columns`` columns."""
+
+    cell: Cell
+    columns: int
+
+
+def _entry(cell: Cell | Span) -> nodes.entry:
+    span = cell.columns if isinstance(cell, Span) else 1
+    content = cell.cell if isinstance(cell, Span) else cell
+    entry = nodes.entry()
+    if span > 1:
+        entry["morecols"] = span - 1
+    if isinstance(content, str):
+        entry += nodes.paragraph(text=content)
+    elif isinstance(content, nodes.Node):
+        entry += content if isinstance(content, nodes.Body) else nodes.paragraph("", "", content)
+    else:
+        entry += nodes.paragraph("", "", *content)
+    return entry
+
+
+def code(text: str) -> nodes.literal:
+    return nodes.literal(text=text)
+
+
+def table(headers: Sequence[Cell], rows: Sequence[Sequence[Cell | Span]], classes: list[str],
+          widths: Sequence[int] | None = None) -> nodes.table:
+    """A table with one header row; ``widths`` are relative column widths."""
+    columns = len(headers)
+    group = nodes.tgroup(cols=columns)
+    for width in widths or [1] * columns:
+        group += nodes.colspec(colwidth=width)
+    head = nodes.thead()
+    head += nodes.row("", *(_entry(h) for h in headers))
+    group += head
+    body = nodes.tbody()
+    for row in rows:
+        body += nodes.row("", *(_entry(cell) for cell in row))
+    group += body
+    result = nodes.table("", group, classes=classes)
+    return result
