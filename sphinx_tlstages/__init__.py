@@ -17,7 +17,7 @@ from .config import setup_config
 from .directive import TlPipelineDirective
 from .html import setup_html
 from .nodes import skip, tl_pipeline_placeholder
-from .transforms import CollapsiblesAsText, FillPipelines
+from .fill import fill_pipelines
 
 __version__ = "0.1.0"
 
@@ -37,8 +37,7 @@ def setup_batch(app: Sphinx) -> None:
 
 
 def setup_render(app: Sphinx) -> None:
-    app.add_post_transform(FillPipelines)
-    app.add_post_transform(CollapsiblesAsText)
+    app.connect("doctree-resolved", fill_pipelines)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

@@ -28,7 +28,7 @@ class VariantSpec:
     source: str
     source_name: str
     factory: str
-    params: tuple[tuple[str, str], ...]  # (name, repr of the literal), sorted by name
+    params: tuple[tuple[str, str], ...]  # (name, repr of the literal), as the author wrote them
     num_stages: int
     target: Target
 
@@ -45,8 +45,10 @@ class VariantSpec:
 
     def key(self, stamp: str) -> str:
         """Content address of the result: inputs, TileLang stamp and result schema."""
+        payload = self.payload()
+        payload["params"] = sorted(list(p) for p in self.params)  # keyword order is noise
         blob = json.dumps(
-            {"schema": RESULT_SCHEMA, "tilelang": stamp, **self.payload()},
+            {"schema": RESULT_SCHEMA, "tilelang": stamp, **payload},
             sort_keys=True,
             separators=(",", ":"),
         )
@@ -97,7 +99,8 @@ def kernel_location(docname: str, lineno: int, kernel_line: int | None,
 
 
 def canonical_params(params: dict[str, object]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((key, repr(value)) for key, value in params.items()))
+    """Params as (name, repr) pairs: literals written alike (``1_024``, ``1024``) agree."""
+    return tuple((key, repr(value)) for key, value in params.items())
 
 
 @functools.cache

@@ -1,0 +1,108 @@
+"""Shared fixtures: small Sphinx projects built for real, with real TileLang lowering."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from docutils import nodes
+from sphinx.testing.util import SphinxTestApp
+
+pytest_plugins = ("sphinx.testing.fixtures",)
+
+CONF = """\
+extensions = ["myst_parser", "sphinx_tlstages"]
+project = "tests"
+"""
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One lowering cache for the session: entries are content-addressed, so sharing is
+    safe and keeps the suite fast. Tests about the cache itself use their own."""
+    return tmp_path_factory.mktemp("tlstages-cache")
+
+
+@pytest.fixture(autouse=True)
+def _cache_env(monkeypatch: pytest.MonkeyPatch, shared_cache: Path) -> None:
+    monkeypatch.setenv("TLSTAGES_CACHE_DIR", str(shared_cache))
+    for name in ("CI", "READTHEDOCS", "TLSTAGES_JOBS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@dataclass
+class Built:
+    app: SphinxTestApp
+
+    @property
+    def warnings(self) -> str:
+        return str(self.app.warning.getvalue())
+
+    @property
+    def outdir(self) -> Path:
+        return Path(self.app.outdir)
+
+    def html(self, docname: str = "index") -> str:
+        return (self.outdir / f"{docname}.html").read_text(encoding="utf-8")
+
+    def doctree(self, docname: str = "index") -> nodes.document:
+        env, builder = self.app.env, self.app.builder
+        if "tags" in inspect.signature(env.get_and_resolve_doctree).parameters:
+            return env.get_and_resolve_doctree(docname, builder, tags=builder.tags)
+        return env.get_and_resolve_doctree(docname, builder)
+
+    def part(self, cls: str, docname: str = "index", index: int = 0) -> nodes.Element:
+        found = [n for n in self.doctree(docname).findall(nodes.Element)
+                 if cls in n.get("classes", [])]
+        assert len(found) > index, f"no element of class {cls} in {docname}"
+        return found[index]
+
+    def table(self, cls: str, docname: str = "index", index: int = 0) -> list[list[str]]:
+        """The first table of a part, as rows of cell texts (header row first)."""
+        table = next(self.part(cls, docname, index).findall(nodes.table))
+        return [[entry.astext() for entry in row.findall(nodes.entry)]
+                for row in table.findall(nodes.row)]
+
+
+def write_project(srcdir: Path, files: dict[str, str], conf: str = CONF) -> None:
+    srcdir.mkdir(parents=True, exist_ok=True)
+    (srcdir / "conf.py").write_text(conf, encoding="utf-8")
+    for name, text in files.items():
+        path = srcdir / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def build_once(srcdir: Path, files: dict[str, str], buildername: str = "html",
+               conf: str = CONF, **kwargs: Any) -> Built:
+    """Build outside the function-scoped fixtures (for module-scoped results).
+
+    The app is cleaned up at once (docutils' registries are global), so later apps in the
+    session start clean; its environment stays readable.
+    """
+    write_project(srcdir, files, conf)
+    app = SphinxTestApp(buildername, srcdir=srcdir, **kwargs)
+    try:
+        app.build()
+    finally:
+        app.cleanup()
+    return Built(app)
+
+
+@pytest.fixture
+def build(make_app: Callable[..., SphinxTestApp], tmp_path: Path) -> Iterator[Callable[..., Built]]:
+    """Build a project from ``{filename: text}``; returns a :class:`Built`."""
+
+    def _build(files: dict[str, str], buildername: str = "html", conf: str = CONF,
+               srcdir: Path | None = None, **kwargs: Any) -> Built:
+        src = srcdir or tmp_path / "src"
+        write_project(src, files, conf)
+        app = make_app(buildername, srcdir=src, **kwargs)
+        app.build()
+        return Built(app)
+
+    yield _build

@@ -1,0 +1,84 @@
+"""Finding the factory and the pipelined statements from the kernel text alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from sphinx_tlstages.errors import SourceError
+from sphinx_tlstages.kernel_source import (
+    check_params,
+    choose_factory,
+    find_factories,
+    normalise_source,
+    parse_kernel,
+    pipelined_loops,
+)
+
+from .kernels import GEMM, GEMM_AUTOTUNE, GEMM_PLAIN
+
+
+def factories(source: str) -> list:
+    return find_factories(parse_kernel(source, "kernel.py"))
+
+
+@pytest.mark.parametrize(("source", "kind"), [(GEMM, "jit"), (GEMM_AUTOTUNE, "autotune"),
+                                               (GEMM_PLAIN, "plain")])
+def test_each_factory_style_is_found(source: str, kind: str) -> None:
+    chosen = choose_factory(factories(source), None)
+    assert (chosen.name, chosen.kind) == ("matmul", kind)
+
+
+def test_decorated_factories_win_over_plain_helpers() -> None:
+    source = "def helper(num_stages):\n    return num_stages\n\n" + GEMM
+    assert choose_factory(factories(source), None).name == "matmul"
+
+
+def test_several_candidates_are_named() -> None:
+    source = GEMM + "\n" + GEMM.replace("def matmul", "def other")
+    with pytest.raises(SourceError, match=r"several kernel factories: matmul \(line 2\), "
+                                          r"other \(line \d+\); choose one with :factory:"):
+        choose_factory(factories(source), None)
+    assert choose_factory(factories(source), "other").name == "other"
+
+
+def test_no_factory_lists_what_was_found() -> None:
+    with pytest.raises(SourceError, match=r"no kernel factory.*found: helper \(line 1, plain\)"):
+        choose_factory(factories("def helper(x):\n    return x\n"), None)
+
+
+def test_factory_without_num_stages() -> None:
+    source = "@tilelang.jit\ndef f(M, N):\n    return M\n"
+    with pytest.raises(SourceError, match="has no num_stages parameter") as info:
+        choose_factory(factories(source), None)
+    assert info.value.line == 2
+
+
+def test_params_are_checked_against_the_signature() -> None:
+    factory = choose_factory(factories(GEMM), None)
+    with pytest.raises(SourceError, match="takes no parameter block_Q"):
+        check_params(factory, {"M": 1, "N": 1, "K": 1, "block_M": 1, "block_N": 1,
+                               "block_K": 1, "threads": 1, "block_Q": 2})
+    with pytest.raises(SourceError, match="needs :params: for K"):
+        check_params(factory, {"M": 1, "N": 1})
+    with pytest.raises(SourceError, match="comes from :num-stages:"):
+        check_params(factory, {"num_stages": 2})
+
+
+def test_syntax_error_carries_its_line() -> None:
+    with pytest.raises(SourceError) as info:
+        parse_kernel("x = 1\ndef broken(:\n", "kernel.py")
+    assert info.value.line == 2
+
+
+def test_pipelined_statements_in_source_order() -> None:
+    (loop,) = pipelined_loops(GEMM, "matmul")
+    assert [s.text for s in loop] == [
+        "T.copy(A[by * block_M, ko * block_K], A_shared)",
+        "T.copy(B[bx * block_N, ko * block_K], B_shared)",
+        "T.gemm(A_shared, B_shared, C_local, transpose_B=True)",
+    ]
+    assert [s.line for s in loop] == [18, 19, 20]
+
+
+def test_normalise_source_ignores_layout_noise() -> None:
+    assert normalise_source("    x = 1   \n    y = 2\n\n\n") == "x = 1\ny = 2\n"
