@@ -49,7 +49,7 @@ def batch_state(app: Sphinx) -> BatchState | None:
     return state
 
 
-def _report_duplicates(specs: list[DirectiveSpec]) -> list[DirectiveSpec]:
+def _report_duplicates(env: BuildEnvironment, specs: list[DirectiveSpec]) -> list[DirectiveSpec]:
     """Warn about every reused :name: (naming both places); keep the first of each."""
     seen: dict[str, DirectiveSpec] = {}
     kept = []
@@ -59,7 +59,8 @@ def _report_duplicates(specs: list[DirectiveSpec]) -> list[DirectiveSpec]:
             kept.append(spec)
             continue
         warn(f"tl-pipeline name {spec.name!r} is already used at "
-             f"{first.docname}:{first.lineno}; give this directive its own :name:",
+             f"{env.doc2path(first.docname, False)}:{first.lineno}; give this directive its "
+             "own :name:",
              "name", location=(spec.docname, spec.lineno))
     return kept
 
@@ -71,7 +72,7 @@ def _jobs(app: Sphinx) -> int:
 
 def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     """Lower what the project needs; return documents whose results changed."""
-    specs = _report_duplicates(all_directives(env))
+    specs = _report_duplicates(env, all_directives(env))
     stamp = tilelang_stamp()
     state = BatchState(stamp or "missing", tilelang_version())
     app._tlstages_batch = state  # type: ignore[attr-defined]

@@ -7,9 +7,11 @@ the same tuples, so the documentation cannot drift from the code.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from sphinx.application import Sphinx
+from sphinx.config import Config
 
 SHOW_PARTS = ("source", "annotations", "shared", "sync", "diff", "cuda")
 DIFF_MODES = ("consecutive", "baseline", "none")
@@ -78,7 +80,16 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
 }
 
 
+def _resolve_roots(app: Sphinx, config: Config) -> None:
+    # Relative roots mean "relative to conf.py", which only the app knows; resolve once.
+    config.tlstages_file_roots = [
+        str(Path(app.confdir, root).resolve()) for root in config.tlstages_file_roots
+    ]
+
+
 def setup_config(app: Sphinx) -> None:
     """Register every value of :data:`CONFIG_VALUES`."""
     for value in CONFIG_VALUES:
-        app.add_config_value(value.name, value.default, value.rebuild, types=value.types)
+        app.add_config_value(value.name, value.default, value.rebuild, types=value.types,
+                             description=value.doc)
+    app.connect("config-inited", _resolve_roots)

@@ -92,9 +92,13 @@ class TlPipelineDirective(SphinxDirective):
 
     # --- reading the options -------------------------------------------------------
 
-    def _option(self, option: str, parser: Callable[[str], _T], default: object) -> _T:
+    def _option(self, option: str, parser: Callable[[str], _T], default: object,
+                config_name: str = "") -> _T:
         if option not in self.options:
-            return parser(default)  # type: ignore[arg-type]
+            try:
+                return parser(default)  # type: ignore[arg-type]
+            except OptionError as exc:
+                raise OptionError(f"conf.py {config_name}: {exc}") from None
         try:
             return parser(self.options[option])
         except OptionError as exc:
@@ -115,7 +119,7 @@ class TlPipelineDirective(SphinxDirective):
         rel, absolute = self.env.relfn2path(file.strip(), self.env.docname)
         path = Path(absolute).resolve()
         roots = [Path(self.env.srcdir).resolve()] + [
-            Path(self.config.confdir, root).resolve() for root in self.config.tlstages_file_roots
+            Path(root) for root in self.config.tlstages_file_roots  # absolute: see config.py
         ]
         if not any(path.is_relative_to(root) for root in roots):
             raise OptionError(f":file: {file} is outside the source directory and "
@@ -135,12 +139,14 @@ class TlPipelineDirective(SphinxDirective):
         default_name = f"{self.env.docname.replace('/', '-')}-{count}"
         name = self._option("name", options.parse_name, default_name)
         num_stages = self._option("num-stages", options.parse_num_stages,
-                                  config.tlstages_num_stages)
-        target = self._option("target", parse_target, config.tlstages_target)
+                                  config.tlstages_num_stages, "tlstages_num_stages")
+        target = self._option("target", parse_target, config.tlstages_target,
+                              "tlstages_target")
         params = self._option("params", options.parse_params, "")
-        show = self._option("show", options.parse_show, config.tlstages_show)
-        diff = self._option("diff", options.parse_diff, config.tlstages_diff)
-        timeout = self._option("timeout", options.parse_timeout, str(config.tlstages_timeout))
+        show = self._option("show", options.parse_show, config.tlstages_show, "tlstages_show")
+        diff = self._option("diff", options.parse_diff, config.tlstages_diff, "tlstages_diff")
+        timeout = self._option("timeout", options.parse_timeout, str(config.tlstages_timeout),
+                               "tlstages_timeout")
         source, source_name = self._kernel()
         tree = parse_kernel(source, source_name)
         factory = choose_factory(find_factories(tree), self.options.get("factory"))

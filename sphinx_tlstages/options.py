@@ -21,17 +21,17 @@ def parse_num_stages(value: str | Iterable[int]) -> tuple[int, ...]:
     """``1 2 3 4`` or ``1, 2, 3`` -> distinct non-negative ints, in the order given."""
     words = value.replace(",", " ").split() if isinstance(value, str) else list(value)
     if not words:
-        raise OptionError("num-stages is empty: give at least one value, e.g. 1 2 3 4")
+        raise OptionError("empty: give at least one value, e.g. 1 2 3 4")
     result: list[int] = []
     for word in words:
         try:
             number = int(word)
         except (TypeError, ValueError):
-            raise OptionError(f"num-stages: {word!r} is not a whole number") from None
+            raise OptionError(f"{word!r} is not a whole number") from None
         if number < 0:
-            raise OptionError(f"num-stages: {number} is negative")
+            raise OptionError(f"{number} is negative")
         if number in result:
-            raise OptionError(f"num-stages: {number} is listed twice")
+            raise OptionError(f"{number} is listed twice")
         result.append(number)
     return tuple(result)
 
@@ -43,20 +43,20 @@ def parse_params(value: str) -> dict[str, object]:
         return {}
     starts = list(_PARAM_START.finditer(text))
     if not starts or text[: starts[0].start(1)].strip():
-        raise OptionError(f"params: expected KEY=VALUE pairs, got {text!r}")
+        raise OptionError(f"expected KEY=VALUE pairs, got {text!r}")
     params: dict[str, object] = {}
     for i, match in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
         key, literal = match.group(1), text[match.end() : end].strip()
         if key in params:
-            raise OptionError(f"params: {key} is given twice")
+            raise OptionError(f"{key} is given twice")
         if not literal:
-            raise OptionError(f"params: {key} has no value")
+            raise OptionError(f"{key} has no value")
         try:
             params[key] = ast.literal_eval(literal)
         except (ValueError, SyntaxError):
             raise OptionError(
-                f"params: the value of {key}, {literal!r}, is not a Python literal"
+                f"the value of {key}, {literal!r}, is not a Python literal"
                 " (quote strings: dtype=\"float16\")"
             ) from None
     return params
@@ -68,7 +68,7 @@ def parse_show(value: str | Iterable[str]) -> tuple[str, ...]:
     unknown = [w for w in words if w not in SHOW_PARTS]
     if unknown:
         raise OptionError(
-            f"show: unknown part {', '.join(unknown)}; choose from {' '.join(SHOW_PARTS)}"
+            f"unknown part {', '.join(unknown)}; choose from {' '.join(SHOW_PARTS)}"
         )
     return tuple(part for part in SHOW_PARTS if part in words)
 
@@ -76,7 +76,7 @@ def parse_show(value: str | Iterable[str]) -> tuple[str, ...]:
 def parse_diff(value: str) -> str:
     mode = value.strip()
     if mode not in DIFF_MODES:
-        raise OptionError(f"diff: {mode!r} is not one of {', '.join(DIFF_MODES)}")
+        raise OptionError(f"{mode!r} is not one of {', '.join(DIFF_MODES)}")
     return mode
 
 
@@ -84,7 +84,7 @@ def parse_name(value: str) -> str:
     name = value.strip()
     if not _NAME.match(name):
         raise OptionError(
-            f"name {name!r}: use letters, digits, '.', '_' and '-' (it names snapshot files)"
+            f"{name!r}: use letters, digits, '.', '_' and '-' (it names snapshot files)"
         )
     return name
 
@@ -93,7 +93,7 @@ def parse_timeout(value: str) -> float:
     try:
         seconds = float(value)
     except ValueError:
-        raise OptionError(f"timeout: {value!r} is not a number of seconds") from None
+        raise OptionError(f"{value!r} is not a number of seconds") from None
     if not seconds > 0:
-        raise OptionError("timeout must be positive")
+        raise OptionError("the timeout must be positive")
     return seconds

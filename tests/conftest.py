@@ -102,7 +102,10 @@ def build(make_app: Callable[..., SphinxTestApp], tmp_path: Path) -> Iterator[Ca
         src = srcdir or tmp_path / "src"
         write_project(src, files, conf)
         app = make_app(buildername, srcdir=src, **kwargs)
-        app.build()
+        try:
+            app.build()
+        finally:
+            app.cleanup()  # docutils' registries are global: free them for the next build
         return Built(app)
 
     yield _build

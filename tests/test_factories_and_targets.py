@@ -1,0 +1,86 @@
+"""Kernels as people write them, on both targets, lowered for real."""
+
+from __future__ import annotations
+
+from .kernels import GEMM, GEMM_AUTOTUNE, GEMM_PARAMS, GEMM_PLAIN, rst
+
+HEAD = "Kernels\n=======\n\n"
+
+
+def test_plain_and_autotune_factories_lower_like_jit(build) -> None:  # type: ignore[no-untyped-def]
+    page = HEAD + "\n".join(
+        rst(source, num_stages="3", params=GEMM_PARAMS, name=name)
+        for name, source in (("jit", GEMM), ("plain", GEMM_PLAIN), ("tuned", GEMM_AUTOTUNE))
+    )
+    result = build({"index.rst": page})
+    assert result.warnings == ""
+    shared = [result.table("tl-shared", index=i) for i in range(3)]
+    assert shared[0] == shared[1] == shared[2]
+    assert shared[0][1] == ["A_shared", "(3, 128, 64) float16, 49,152 B"]
+
+
+def test_kernel_pass_configs_apply(build) -> None:  # type: ignore[no-untyped-def]
+    # TL_DISABLE_WARP_SPECIALIZED turns Hopper's producer/consumer split off; the page must
+    # show what the kernel's author compiles, so the split must be gone.
+    configured = GEMM.replace(
+        "@tilelang.jit\n",
+        '@tilelang.jit(pass_configs={"tl.disable_warp_specialized": True})\n')
+    page = HEAD + rst(configured, num_stages="3", target="sm_90a", params=GEMM_PARAMS,
+                      name="configured") + "\n" + rst(GEMM, num_stages="3", target="sm_90a",
+                                                     params=GEMM_PARAMS, name="default")
+    result = build({"index.rst": page})
+    assert result.warnings == ""
+    configured_row = result.table("tl-summary", index=0)[1]
+    default_row = result.table("tl-summary", index=1)[1]
+    assert default_row[1].startswith("warp-specialised") and default_row[2] == "256"
+    assert not configured_row[1].startswith("warp-specialised") and configured_row[2] == "128"
+
+
+def test_hopper_shows_roles_barriers_and_tma(build) -> None:  # type: ignore[no-untyped-def]
+    page = HEAD + rst(GEMM, "GEMM on Hopper", num_stages="0 3", target="cuda -arch=sm_90a",
+                      params=GEMM_PARAMS, name="hopper")
+    result = build({"index.rst": page})
+    assert result.warnings == ""
+    summary = {row[0]: row for row in result.table("tl-summary")[1:]}
+    assert summary["0"][1:3] == ["not pipelined", "128"]
+    assert summary["3"][1:3] == ["warp-specialised, 3-slot barrier ring", "256"]
+    assert summary["3"][5] == "2 TMA loads"
+    roles = {row[0]: row[2:] for row in result.table("tl-annotations")[1:]}
+    assert roles["T.copy(A[by * block_M, ko * block_K], A_shared)"] == ["not pipelined", "producer"]
+    assert roles["T.gemm(A_shared, B_shared, C_local, transpose_B=True)"][1] == "consumer"
+    assert roles["inserted: mbarrier_wait_parity"][1].startswith("T.mbarrier_wait_parity(")
+    note = result.part("tl-roles").astext()
+    assert note == ("num_stages=3: 256 threads (128 producer, 128 consumer); barriers: mbarrier "
+                    "(6,) uint64, arrival counts 1 1 1 128 128 128.")
+    sync = {row[0]: row[1:] for row in result.table("tl-sync")}
+    assert sync["tl::tma_load"] == ["0", "2"]
+    assert sync["mbarrier[i].init()"] == ["0", "6"]
+    assert sync["tl::wgmma_ss / _rs"] == ["1", "1"]
+    assert "tl::cp_async_gs<N>" not in sync
+    shared = {row[0]: row[1:] for row in result.table("tl-shared")}
+    assert shared["A_shared"][1] == "(3, 128, 64) float16, 49,152 B"
+
+
+def test_kernel_from_file_and_its_dependency(build, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    page = HEAD + f".. tl-pipeline:: From a file\n   :file: kernels/gemm.py\n" \
+                  f"   :num-stages: 2\n   :params: {GEMM_PARAMS}\n"
+    result = build({"index.rst": page, "kernels/gemm.py": GEMM})
+    assert result.warnings == ""
+    rows = result.table("tl-annotations")
+    assert rows[1][1] == "gemm.py:18"  # a file kernel's lines are the file's own
+    dependencies = {str(path) for path in result.app.env.dependencies["index"]}
+    assert str(tmp_path / "src" / "kernels" / "gemm.py") in dependencies
+
+
+def test_file_outside_the_source_dir_is_refused(build, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text(GEMM, encoding="utf-8")
+    # As for literalinclude, a relative path is relative to the document.
+    page = HEAD + f".. tl-pipeline::\n   :file: ../elsewhere.py\n   :params: {GEMM_PARAMS}\n"
+    result = build({"index.rst": page})
+    assert "is outside the source directory and tlstages_file_roots [tlstages.option]" \
+        in result.warnings
+    conf = ('extensions = ["sphinx_tlstages"]\n'
+            f'tlstages_file_roots = [{str(tmp_path)!r}]\n')
+    allowed = build({"index.rst": page}, conf=conf, freshenv=True)
+    assert "tlstages" not in allowed.warnings

@@ -1,0 +1,110 @@
+"""Bad input and failing variants: a warning at the document line, the rest still builds."""
+
+from __future__ import annotations
+
+import re
+
+from .kernels import GEMM, GEMM_PARAMS, myst, rst
+
+HEAD = "Failures\n========\n\n"
+
+
+def located(warnings: str, filename: str, subtype: str) -> list[tuple[int, str]]:
+    """(line, message) of each ``tlstages.<subtype>`` warning in ``filename``."""
+    found = []
+    for match in re.finditer(rf"{re.escape(filename)}:(\d+): WARNING: (.*?) \[tlstages\.{subtype}\]",
+                             warnings):
+        found.append((int(match.group(1)), match.group(2)))
+    return found
+
+
+def line_of(page: str, text: str) -> int:
+    return next(i for i, line in enumerate(page.splitlines(), 1) if text in line)
+
+
+UNLUCKY = GEMM.replace(
+    '    dtype = "float16"\n',
+    '    dtype = "float16"\n    if num_stages == 3:\n        raise ValueError("three is unlucky")\n',
+)
+
+
+def test_failing_variant_is_reported_at_its_line_and_others_render(build) -> None:  # type: ignore[no-untyped-def]
+    page = HEAD + rst(UNLUCKY, num_stages="2 3 4", params=GEMM_PARAMS, name="unlucky")
+    result = build({"index.rst": page})
+    warnings = located(result.warnings, "index.rst", "lowering")
+    assert warnings == [(line_of(page, "raise ValueError"),
+                         "unlucky: num_stages=3 failed to lower (exception): "
+                         "ValueError: three is unlucky")]
+    rows = result.table("tl-summary")
+    assert rows[2][0] == "3" and rows[2][1].startswith("failed (exception): ValueError")
+    assert rows[1][1] == "pipelined, depth 2" and rows[3][1] == "pipelined, depth 4"
+    shared = {row[0]: row[1:] for row in result.table("tl-shared")}
+    assert shared["A_shared"] == ["(2, 128, 64) float16, 32,768 B",
+                                  "(4, 128, 64) float16, 65,536 B"]
+
+
+def test_cached_failure_warns_again(build, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    page = HEAD + rst(UNLUCKY, num_stages="3", params=GEMM_PARAMS, name="again")
+    first = build({"index.rst": page})
+    assert len(located(first.warnings, "index.rst", "lowering")) == 1
+    second = build({"index.rst": page}, freshenv=True)
+    assert len(located(second.warnings, "index.rst", "lowering")) == 1
+    assert "0 lowered, 1 cached" in str(second.app.status.getvalue())
+
+
+def test_syntax_error_points_at_the_rst_line(build) -> None:  # type: ignore[no-untyped-def]
+    broken = GEMM.replace("T.clear(C_local)", "T.clear(C_local))")
+    page = HEAD + rst(broken, params=GEMM_PARAMS)
+    result = build({"index.rst": page})
+    assert located(result.warnings, "index.rst", "source") == [
+        (line_of(page, "T.clear(C_local))"), "syntax error in kernel: unmatched ')'")]
+    assert "tl-pipeline: syntax error" in result.html()
+
+
+def test_syntax_error_points_at_the_myst_line(build) -> None:  # type: ignore[no-untyped-def]
+    broken = GEMM.replace("T.clear(C_local)", "T.clear(C_local))")
+    page = "# Failures\n\nprose\n\n" + myst(broken, params=GEMM_PARAMS)
+    result = build({"index.md": page})
+    assert located(result.warnings, "index.md", "source") == [
+        (line_of(page, "T.clear(C_local))"), "syntax error in kernel: unmatched ')'")]
+
+
+def test_runtime_error_in_myst_points_at_its_line(build) -> None:  # type: ignore[no-untyped-def]
+    page = "# Failures\n\n" + myst(UNLUCKY, num_stages="3", params=GEMM_PARAMS, name="md")
+    result = build({"index.md": page})
+    assert [line for line, _ in located(result.warnings, "index.md", "lowering")] == [
+        line_of(page, "raise ValueError")]
+
+
+def test_bad_option_is_reported_at_the_option_line(build) -> None:  # type: ignore[no-untyped-def]
+    page = HEAD + rst(GEMM, params=GEMM_PARAMS, num_stages="2 abc")
+    result = build({"index.rst": page})
+    assert located(result.warnings, "index.rst", "option") == [
+        (line_of(page, ":num-stages:"), ":num-stages: 'abc' is not a whole number")]
+    assert "Traceback" not in result.warnings
+    assert 'class="tl-error admonition error"' in result.html()
+
+
+def test_unknown_param_and_missing_factory(build) -> None:  # type: ignore[no-untyped-def]
+    page = HEAD + rst(GEMM, params=GEMM_PARAMS + " block_Q=1") + "\n" + rst(
+        "def helper(x):\n    return x\n")
+    result = build({"index.rst": page})
+    messages = [m for _, m in located(result.warnings, "index.rst", "source")]
+    assert messages == [
+        "factory 'matmul' takes no parameter block_Q (its parameters: M, N, K, block_M, "
+        "block_N, block_K, num_stages, threads)",
+        "no kernel factory: expected a @tilelang.jit or @autotune function, or a function "
+        "taking num_stages; found: helper (line 1, plain)",
+    ]
+
+
+def test_duplicate_names_name_both_places(build) -> None:  # type: ignore[no-untyped-def]
+    one = HEAD + rst(GEMM, params=GEMM_PARAMS, num_stages="2", name="same")
+    two = "Other\n=====\n\n" + rst(GEMM, params=GEMM_PARAMS, num_stages="3", name="same")
+    toc = ".. toctree::\n\n   other\n\n"
+    index = one.replace(HEAD, HEAD + toc)
+    result = build({"index.rst": index, "other.rst": two})
+    first = line_of(index, ".. tl-pipeline::")
+    assert located(result.warnings, "other.rst", "name") == [
+        (line_of(two, ".. tl-pipeline::"), f"tl-pipeline name 'same' is already used at "
+                                           f"index.rst:{first}; give this directive its own :name:")]
