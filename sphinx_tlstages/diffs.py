@@ -22,8 +22,9 @@ class Diff:
     hidden_lines: int
 
     @property
-    def summary(self) -> str:
-        return f"{self.old} → {self.new}: +{self.added} -{self.removed} lines"
+    def counts(self) -> str:
+        """``+a -b lines``: what a reader sees while the diff is collapsed."""
+        return f"+{self.added} -{self.removed} lines"
 
 
 def pairs(labels: Sequence[str], mode: str) -> list[tuple[str, str]]:

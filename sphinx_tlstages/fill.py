@@ -45,6 +45,6 @@ def collapse_for_print(doctree: nodes.document) -> None:
     """Builders without ``<details>`` get each collapsible's summary and a pointer."""
     for node in list(doctree.findall(tl_collapsible)):
         para = nodes.paragraph(classes=["tl-collapsed"])
-        para += nodes.Text(node["summary"])
-        para += nodes.emphasis(text=" (the full text is in the HTML output)")
+        para += nodes.Text(node["summary"] + " ")
+        para += nodes.emphasis(text="(the full text is in the HTML output)")
         node.replace_self(para)

@@ -63,7 +63,7 @@ def _schedule(result: Result) -> str:
     ws = result.get("warp_specialized")
     if ws:
         slots = sum(b["shape"][0] for b in ws["barriers"]) // 2
-        return f"warp-specialised, {slots}-slot barrier ring"
+        return f"warp-specialised, {slots} slots"
     loops = result.get("pipeline") or []
     if loops:
         return ", ".join(f"pipelined, depth {loop['num_stages']}" for loop in loops)
@@ -74,16 +74,17 @@ def _shared_cell(result: Result, limit: int | None) -> Cell:
     used = result["dynamic_shared_bytes"] + result["static_shared_bytes"]
     if limit is None:
         return f"{_n(used)} B"
-    text = f"{_n(used)} B ({100 * used / limit:.0f} % of {_n(limit)})"
+    text = f"{_n(used)} B ({100 * used / limit:.0f} %)"
     if used > limit:
-        return nodes.strong(text=f"{text}: over the per-block limit", classes=["tl-over"])
+        return nodes.strong(text=f"{text}: over the limit", classes=["tl-over"])
     return text
 
 
-def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.table:
-    headers = ["num_stages", "schedule", "threads", "shared memory / block",
-               "__syncthreads", "async copies", "waits", "CUDA lines"]
+def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     limit = spec.target.shared_memory_limit
+    shared = "shared memory / block" + (f" (of {_n(limit)} B)" if limit else "")
+    headers = ["num_stages", "schedule", "threads", shared, "__syncthreads", "async copies",
+               "waits", "CUDA lines"]
     body: list[list[Cell | Span]] = []
     for variant, result in rows:
         if not result.get("ok"):
@@ -98,62 +99,68 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
         else:
             copies = f"{sync['cp_async']} cp_async"
         if sync["cp_async_wait"]:
-            waits = "cp_async_wait " + ", ".join(f"<{n}>" for n in sync["cp_async_wait"])
+            waits = " ".join(f"<{n}>" for n in sync["cp_async_wait"])
         else:
-            waits = f"{sync['mbarrier_wait']} mbarrier waits"
+            waits = f"{sync['mbarrier_wait']} mbarrier"
         body.append([str(variant.num_stages), _schedule(result), str(result["threads"]),
                      _shared_cell(result, limit), str(sync["syncthreads"]), copies, waits,
                      str(result["cuda_lines"])])
-    return table(headers, body, ["tl-table"], widths=[8, 22, 7, 20, 10, 12, 18, 8])
+    return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
 
 
-def _annotation_rows(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> list[Any]:
-    """Per statement (source text), per variant: stage and order, or the role."""
-    table_rows: dict[tuple[str, str], dict[str, Any]] = {}
+def _stage_cell(loop: dict[str, Any], i: int) -> str:
+    order = loop["order"][i] if i < len(loop["order"]) else "?"
+    return f"stage {loop['stage'][i]}, order {order}"
+
+
+def _schedule_rows(rows: list[tuple[VariantSpec, Result]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per statement, per variant: stage and order, or the warp group that runs it.
+
+    Rows are keyed by the statement's source text; statements the compiler inserted are
+    keyed by their operation and warp group, since their IR text differs per variant.
+    """
+    found: dict[tuple[str, str], dict[str, Any]] = {}
     for variant, result in rows:
         if not result.get("ok"):
             continue
         for loop in result["pipeline"]:
             for i, stmt in enumerate(loop["statements"]):
-                row = table_rows.setdefault(("", stmt["text"]), {"line": stmt["line"]})
-                order = loop["order"][i] if i < len(loop["order"]) else "?"
-                row[variant.label] = f"stage {loop['stage'][i]}, order {order}"
-        ws = result.get("warp_specialized")
-        for index, role in enumerate((ws or {}).get("roles", [])):
-            inserted = role["inserted"]
-            key = (f"{role['role']}-{index}", role["op"]) if inserted else ("", role["text"])
-            row = table_rows.setdefault(key, {"line": role["line"], "inserted": inserted})
-            row[variant.label] = code(role["text"]) if role["inserted"] else role["role"]
-    return list(table_rows.items())
+                row = found.setdefault(("", stmt["text"]), {"line": stmt["line"]})
+                row[variant.label] = _stage_cell(loop, i)
+        for role in (result.get("warp_specialized") or {}).get("roles", []):
+            key = (role["role"], role["op"]) if role["inserted"] else ("", role["text"])
+            row = found.setdefault(key, {"line": role["line"]})
+            row[variant.label] = role["role"]
+    return found
 
 
-def annotation_part(spec: DirectiveSpec,
-                    rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
-    labels = [v.label for v, r in rows if r.get("ok")]
-    entries = _annotation_rows(spec, rows)
-    headers: list[Cell] = ["statement", "line", *(f"num_stages={lab[2:]}" for lab in labels)]
+def _ring(ws: dict[str, Any]) -> str:
+    return "; ".join(f"{b['name']} {tuple(b['shape'])}, arrivals "
+                     + " ".join(str(c) for c in b["init"]) for b in ws["barriers"]) or "none"
+
+
+def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
+    ok = [(v, r) for v, r in rows if r.get("ok")]
+    headers: list[Cell] = ["statement", "line", *(f"num_stages={v.num_stages}" for v, _ in ok)]
     body: list[list[Cell | Span]] = []
-    for (kind, text), row in entries:
+    for (role, text), row in _schedule_rows(rows).items():
         label: Cell = code(text)
-        if row.get("inserted"):
-            label = [nodes.emphasis(text="inserted: "), code(text)]
+        if role:
+            label = [nodes.emphasis(text="inserted "), code(f"T.{text}"),
+                     nodes.emphasis(text=f" ({role})")]
+        missing = "not pipelined" if not role else "—"
         body.append([label, _doc_line(spec, row["line"]),
-                     *(row.get(lab, "not pipelined" if not kind else "—") for lab in labels)])
-    result: list[nodes.Node] = []
-    if body:
-        result.append(table(headers, body, ["tl-table"], widths=[40, 6, *[14] * len(labels)]))
-    else:
-        result.append(nodes.paragraph(text="No variant has a pipelined loop."))
-    for variant, res in rows:
-        ws = res.get("warp_specialized") if res.get("ok") else None
-        if ws:
-            rings = "; ".join(f"{b['name']} {tuple(b['shape'])} {b['dtype']}, arrival counts "
-                              + " ".join(str(c) for c in b["init"]) for b in ws["barriers"])
-            result.append(nodes.paragraph(
-                text=f"num_stages={variant.num_stages}: {ws['threads']} threads "
-                     f"({ws['producer_threads']} producer, {ws['consumer_threads']} consumer); "
-                     f"barriers: {rings or 'none'}.", classes=["tl-roles"]))
-    return result
+                     *(row.get(v.label, missing) for v, _ in ok)])
+    warp = [r.get("warp_specialized") for _, r in ok]
+    if any(warp):
+        body.append([nodes.emphasis(text="producer + consumer threads"), "",
+                     *(f"{w['producer_threads']} + {w['consumer_threads']}" if w else "—"
+                       for w in warp)])
+        body.append([nodes.emphasis(text="barrier ring"), "",
+                     *(_ring(w) if w else "—" for w in warp)])
+    if not body:
+        return nodes.paragraph(text="No variant has a pipelined loop.")
+    return table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)])
 
 
 def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.table:
@@ -240,7 +247,8 @@ def diff_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
             body.append(nodes.paragraph(
                 text=f"{d.hidden_lines} more lines of this diff are not shown; compare the "
                      "downloadable CUDA files.", classes=["tl-note"]))
-        result.append(_collapsible(d.summary, "tl-diff-item", *body))
+        title = f"num_stages {old[2:]} → {new[2:]}: {d.counts}"
+        result.append(_collapsible(title, "tl-diff-item", *body))
     if "cuda" in spec.show:
         for label, res in ok.items():
             body = []
@@ -270,7 +278,7 @@ def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version:
     root += _part("tl-summary", "Summary", summary_table(spec, rows))
     any_ok = any(r.get("ok") for _, r in rows)
     if "annotations" in spec.show and any_ok:
-        root += _part("tl-annotations", "Pipeline schedule", *annotation_part(spec, rows))
+        root += _part("tl-annotations", "Pipeline schedule", annotation_part(spec, rows))
     if "shared" in spec.show and any_ok:
         root += _part("tl-shared", "Shared buffers", shared_table(rows))
     if "sync" in spec.show and any_ok:

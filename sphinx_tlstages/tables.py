@@ -39,8 +39,9 @@ def code(text: str) -> nodes.literal:
 
 
 def table(headers: Sequence[Cell], rows: Sequence[Sequence[Cell | Span]], classes: list[str],
-          widths: Sequence[int] | None = None) -> nodes.table:
-    """A table with one header row; ``widths`` are relative column widths."""
+          widths: Sequence[int] | None = None) -> nodes.container:
+    """A table with one header row, in a container that scrolls sideways when the page is
+    narrower than the table; ``widths`` are relative column widths."""
     columns = len(headers)
     group = nodes.tgroup(cols=columns)
     for width in widths or [1] * columns:
@@ -52,5 +53,5 @@ def table(headers: Sequence[Cell], rows: Sequence[Sequence[Cell | Span]], classe
     for row in rows:
         body += nodes.row("", *(_entry(cell) for cell in row))
     group += body
-    result = nodes.table("", group, classes=classes)
-    return result
+    return nodes.container("", nodes.table("", group, classes=classes),
+                           classes=["tl-table-scroll"])

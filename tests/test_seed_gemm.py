@@ -56,14 +56,15 @@ def test_caption_names_kernel_target_and_version(built: Built) -> None:
 
 def test_summary_rows(built: Built) -> None:
     rows = built.table("tl-summary")
-    assert rows[0][:4] == ["num_stages", "schedule", "threads", "shared memory / block"]
+    assert rows[0][:4] == ["num_stages", "schedule", "threads",
+                           "shared memory / block (of 166,912 B)"]
     by_stage = {row[0]: row for row in rows[1:]}
     assert by_stage["1"][1] == "pipelined, depth 1"
     assert by_stage["3"][1] == "pipelined, depth 3"
-    assert by_stage["3"][3] == "98,304 B (59 % of 166,912)"
-    assert by_stage["4"][3] == "131,072 B (79 % of 166,912)"
-    assert by_stage["3"][6] == "cp_async_wait <2>, <1>, <0>"
-    assert by_stage["1"][6] == "cp_async_wait <0>, <0>"
+    assert by_stage["3"][3] == "98,304 B (59 %)"
+    assert by_stage["4"][3] == "131,072 B (79 %)"
+    assert by_stage["3"][6] == "<2> <1> <0>"
+    assert by_stage["1"][6] == "<0> <0>"
     assert all(int(row[7]) > 50 for row in rows[1:])
 
 
@@ -113,7 +114,8 @@ def test_diffs_are_collapsible_with_summaries(built: Built) -> None:
     html = built.html()
     summaries = re.findall(r'<details class="tl-collapsible tl-diff-item"><summary>([^<]*)',
                            html)
-    assert [s.split(":")[0] for s in summaries] == ["ns1 → ns2", "ns2 → ns3", "ns3 → ns4"]
+    assert [s.split(":")[0] for s in summaries] == [
+        "num_stages 1 → 2", "num_stages 2 → 3", "num_stages 3 → 4"]
     assert all(re.search(r"\+\d+ -\d+ lines$", s) for s in summaries)
     assert html.count('class="tl-collapsible tl-cuda-item"') == 4
     assert 'class="highlight-diff' in html and 'class="highlight-cuda' in html

@@ -1,0 +1,17 @@
+"""The sphinx-tlstages book: every figure in it is lowered by TileLang at build time."""
+
+from __future__ import annotations
+
+project = "TileLang pipelines, as the compiler sees them"
+author = "sphinx-tlstages maintainers"
+copyright = "2026, sphinx-tlstages maintainers"
+
+extensions = ["myst_parser", "sphinx_tlstages"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build", "kernels", "README.md"]
+
+html_theme = "furo"
+html_title = "TileLang pipelines"
+
+tlstages_target = "sm_80"
+tlstages_num_stages = "1 2 3 4"
