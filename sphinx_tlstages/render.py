@@ -163,7 +163,7 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
     return table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)])
 
 
-def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.table:
+def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     ok = [(v, r) for v, r in rows if r.get("ok")]
     names: list[str] = []
     for _, result in ok:
