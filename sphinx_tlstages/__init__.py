@@ -15,9 +15,9 @@ from .batch import lower_project
 from .collector import TlPipelineCollector
 from .config import setup_config
 from .directive import TlPipelineDirective
+from .fill import fill_pipelines
 from .html import setup_html
 from .nodes import skip, tl_pipeline_placeholder
-from .fill import fill_pipelines
 
 __version__ = "0.1.0"
 

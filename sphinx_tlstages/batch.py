@@ -36,6 +36,7 @@ class BatchState:
 
     stamp: str
     version: str | None
+    cache: Cache
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
 
@@ -74,7 +75,8 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     """Lower what the project needs; return documents whose results changed."""
     specs = _report_duplicates(env, all_directives(env))
     stamp = tilelang_stamp()
-    state = BatchState(stamp or "missing", tilelang_version())
+    cache = Cache(cache_dir(app.config.tlstages_cache_dir, app.confdir, app.doctreedir))
+    state = BatchState(stamp or "missing", tilelang_version(), cache)
     app._tlstages_batch = state  # type: ignore[attr-defined]
     wanted: dict[str, tuple[VariantSpec, DirectiveSpec]] = {}
     for spec in specs:
@@ -99,13 +101,14 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
 
 def _lower(app: Sphinx, state: BatchState,
            wanted: dict[str, tuple[VariantSpec, DirectiveSpec]]) -> None:
-    cache = Cache(cache_dir(app.config.tlstages_cache_dir, app.confdir, app.doctreedir))
+    cache = state.cache
     jobs = []
     for key, (variant, spec) in wanted.items():
         cached = cache.get(key)
         if cached is not None:
             state.results[key] = cached
-            logger.verbose(f"tl-pipeline: {spec.name} {variant.label}: cached")
+            logger.info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
+                        "cached")
         else:
             jobs.append(Job(key, variant.payload(), spec.timeout or app.config.tlstages_timeout))
     if not jobs:

@@ -8,6 +8,7 @@ the inputs.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -46,6 +47,17 @@ class Cache:
             return validate(json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, UnicodeDecodeError):
             return None
+
+    def fragment(self, key: str) -> str | None:
+        """A rendered fragment (highlighted HTML) stored under ``key``, if any."""
+        try:
+            return self.path(key).with_suffix(".html").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def put_fragment(self, key: str, html: str) -> None:
+        with contextlib.suppress(OSError):
+            write_atomic(self.path(key).with_suffix(".html"), html)
 
     def put(self, key: str, result: dict[str, Any]) -> bool:
         """Store ``result`` unless it depends on the machine; True when stored."""

@@ -13,7 +13,7 @@ from docutils import nodes
 
 from .batch import batch_state
 from .collector import directives
-from .html import cuda_downloads, is_html
+from .html import cuda_downloads, highlight_cached, is_html
 from .nodes import tl_collapsible, tl_pipeline_placeholder
 from .render import render
 
@@ -36,6 +36,8 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         rendered = render(spec, rows, state.version, app.config.tlstages_diff_max_lines,
                           downloads)
         rendered.source, rendered.line = placeholder.source, placeholder.line
+        if html:
+            highlight_cached(app, state.cache, rendered)
         placeholder.replace_self(rendered)
     if not html:
         collapse_for_print(doctree)

@@ -63,7 +63,7 @@ def _schedule(result: Result) -> str:
     ws = result.get("warp_specialized")
     if ws:
         slots = sum(b["shape"][0] for b in ws["barriers"]) // 2
-        return f"warp-specialised, {slots} slots"
+        return f"warp-specialised, {slots} slot{'s' if slots != 1 else ''}"
     loops = result.get("pipeline") or []
     if loops:
         return ", ".join(f"pipelined, depth {loop['num_stages']}" for loop in loops)

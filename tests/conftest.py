@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +15,12 @@ from sphinx.testing.util import SphinxTestApp
 
 pytest_plugins = ("sphinx.testing.fixtures",)
 
+# html_theme is set because the test app swaps an unset one after loading, which makes
+# every incremental build look like a configuration change.
 CONF = """\
 extensions = ["myst_parser", "sphinx_tlstages"]
 project = "tests"
+html_theme = "basic"
 """
 
 
@@ -34,13 +38,21 @@ def _cache_env(monkeypatch: pytest.MonkeyPatch, shared_cache: Path) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+def strip_colours(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*m", "", text)
+
+
 @dataclass
 class Built:
     app: SphinxTestApp
 
     @property
     def warnings(self) -> str:
-        return str(self.app.warning.getvalue())
+        return strip_colours(str(self.app.warning.getvalue()))
+
+    @property
+    def status(self) -> str:
+        return strip_colours(str(self.app.status.getvalue()))
 
     @property
     def outdir(self) -> Path:
@@ -69,12 +81,12 @@ class Built:
 
 
 def write_project(srcdir: Path, files: dict[str, str], conf: str = CONF) -> None:
-    srcdir.mkdir(parents=True, exist_ok=True)
-    (srcdir / "conf.py").write_text(conf, encoding="utf-8")
-    for name, text in files.items():
+    """Write a project; files whose text is unchanged keep their mtime (Sphinx's signal)."""
+    for name, text in {"conf.py": conf, **files}.items():
         path = srcdir / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
 
 
 def build_once(srcdir: Path, files: dict[str, str], buildername: str = "html",

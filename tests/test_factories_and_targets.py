@@ -7,7 +7,7 @@ from .kernels import GEMM, GEMM_AUTOTUNE, GEMM_PARAMS, GEMM_PLAIN, rst
 HEAD = "Kernels\n=======\n\n"
 
 
-def test_plain_and_autotune_factories_lower_like_jit(build) -> None:  # type: ignore[no-untyped-def]
+def test_plain_and_autotune_factories_lower_like_jit(build) -> None:
     page = HEAD + "\n".join(
         rst(source, num_stages="3", params=GEMM_PARAMS, name=name)
         for name, source in (("jit", GEMM), ("plain", GEMM_PLAIN), ("tuned", GEMM_AUTOTUNE))
@@ -19,7 +19,7 @@ def test_plain_and_autotune_factories_lower_like_jit(build) -> None:  # type: ig
     assert shared[0][1] == ["A_shared", "(3, 128, 64) float16, 49,152 B"]
 
 
-def test_kernel_pass_configs_apply(build) -> None:  # type: ignore[no-untyped-def]
+def test_kernel_pass_configs_apply(build) -> None:
     # TL_DISABLE_WARP_SPECIALIZED turns Hopper's producer/consumer split off; the page must
     # show what the kernel's author compiles, so the split must be gone.
     configured = GEMM.replace(
@@ -36,7 +36,7 @@ def test_kernel_pass_configs_apply(build) -> None:  # type: ignore[no-untyped-de
     assert not configured_row[1].startswith("warp-specialised") and configured_row[2] == "128"
 
 
-def test_hopper_shows_roles_barriers_and_tma(build) -> None:  # type: ignore[no-untyped-def]
+def test_hopper_shows_roles_barriers_and_tma(build) -> None:
     page = HEAD + rst(GEMM, "GEMM on Hopper", num_stages="0 3", target="cuda -arch=sm_90a",
                       params=GEMM_PARAMS, name="hopper")
     result = build({"index.rst": page})
@@ -63,7 +63,7 @@ def test_hopper_shows_roles_barriers_and_tma(build) -> None:  # type: ignore[no-
     assert shared["A_shared"][1] == "(3, 128, 64) float16, 49,152 B"
 
 
-def test_kernel_from_file_and_its_dependency(build, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_kernel_from_file_and_its_dependency(build, tmp_path) -> None:
     page = HEAD + f".. tl-pipeline:: From a file\n   :file: kernels/gemm.py\n" \
                   f"   :num-stages: 2\n   :params: {GEMM_PARAMS}\n"
     result = build({"index.rst": page, "kernels/gemm.py": GEMM})
@@ -74,7 +74,7 @@ def test_kernel_from_file_and_its_dependency(build, tmp_path) -> None:  # type: 
     assert str(tmp_path / "src" / "kernels" / "gemm.py") in dependencies
 
 
-def test_file_outside_the_source_dir_is_refused(build, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_file_outside_the_source_dir_is_refused(build, tmp_path) -> None:
     outside = tmp_path / "elsewhere.py"
     outside.write_text(GEMM, encoding="utf-8")
     # As for literalinclude, a relative path is relative to the document.

@@ -12,8 +12,8 @@ HEAD = "Failures\n========\n\n"
 def located(warnings: str, filename: str, subtype: str) -> list[tuple[int, str]]:
     """(line, message) of each ``tlstages.<subtype>`` warning in ``filename``."""
     found = []
-    for match in re.finditer(rf"{re.escape(filename)}:(\d+): WARNING: (.*?) \[tlstages\.{subtype}\]",
-                             warnings):
+    pattern = rf"{re.escape(filename)}:(\d+): WARNING: (.*?) \[tlstages\.{subtype}\]"
+    for match in re.finditer(pattern, warnings):
         found.append((int(match.group(1)), match.group(2)))
     return found
 
@@ -24,11 +24,13 @@ def line_of(page: str, text: str) -> int:
 
 UNLUCKY = GEMM.replace(
     '    dtype = "float16"\n',
-    '    dtype = "float16"\n    if num_stages == 3:\n        raise ValueError("three is unlucky")\n',
+    '    dtype = "float16"\n'
+    '    if num_stages == 3:\n'
+    '        raise ValueError("three is unlucky")\n',
 )
 
 
-def test_failing_variant_is_reported_at_its_line_and_others_render(build) -> None:  # type: ignore[no-untyped-def]
+def test_failing_variant_is_reported_at_its_line_and_others_render(build) -> None:
     page = HEAD + rst(UNLUCKY, num_stages="2 3 4", params=GEMM_PARAMS, name="unlucky")
     result = build({"index.rst": page})
     warnings = located(result.warnings, "index.rst", "lowering")
@@ -43,16 +45,16 @@ def test_failing_variant_is_reported_at_its_line_and_others_render(build) -> Non
                                   "(4, 128, 64) float16, 65,536 B"]
 
 
-def test_cached_failure_warns_again(build, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cached_failure_warns_again(build, tmp_path) -> None:
     page = HEAD + rst(UNLUCKY, num_stages="3", params=GEMM_PARAMS, name="again")
     first = build({"index.rst": page})
     assert len(located(first.warnings, "index.rst", "lowering")) == 1
     second = build({"index.rst": page}, freshenv=True)
     assert len(located(second.warnings, "index.rst", "lowering")) == 1
-    assert "0 lowered, 1 cached" in str(second.app.status.getvalue())
+    assert "0 lowered, 1 cached" in second.status
 
 
-def test_syntax_error_points_at_the_rst_line(build) -> None:  # type: ignore[no-untyped-def]
+def test_syntax_error_points_at_the_rst_line(build) -> None:
     broken = GEMM.replace("T.clear(C_local)", "T.clear(C_local))")
     page = HEAD + rst(broken, params=GEMM_PARAMS)
     result = build({"index.rst": page})
@@ -61,7 +63,7 @@ def test_syntax_error_points_at_the_rst_line(build) -> None:  # type: ignore[no-
     assert "tl-pipeline: syntax error" in result.html()
 
 
-def test_syntax_error_points_at_the_myst_line(build) -> None:  # type: ignore[no-untyped-def]
+def test_syntax_error_points_at_the_myst_line(build) -> None:
     broken = GEMM.replace("T.clear(C_local)", "T.clear(C_local))")
     page = "# Failures\n\nprose\n\n" + myst(broken, params=GEMM_PARAMS)
     result = build({"index.md": page})
@@ -69,14 +71,14 @@ def test_syntax_error_points_at_the_myst_line(build) -> None:  # type: ignore[no
         (line_of(page, "T.clear(C_local))"), "syntax error in kernel: unmatched ')'")]
 
 
-def test_runtime_error_in_myst_points_at_its_line(build) -> None:  # type: ignore[no-untyped-def]
+def test_runtime_error_in_myst_points_at_its_line(build) -> None:
     page = "# Failures\n\n" + myst(UNLUCKY, num_stages="3", params=GEMM_PARAMS, name="md")
     result = build({"index.md": page})
     assert [line for line, _ in located(result.warnings, "index.md", "lowering")] == [
         line_of(page, "raise ValueError")]
 
 
-def test_bad_option_is_reported_at_the_option_line(build) -> None:  # type: ignore[no-untyped-def]
+def test_bad_option_is_reported_at_the_option_line(build) -> None:
     page = HEAD + rst(GEMM, params=GEMM_PARAMS, num_stages="2 abc")
     result = build({"index.rst": page})
     assert located(result.warnings, "index.rst", "option") == [
@@ -85,7 +87,7 @@ def test_bad_option_is_reported_at_the_option_line(build) -> None:  # type: igno
     assert 'class="tl-error admonition error"' in result.html()
 
 
-def test_unknown_param_and_missing_factory(build) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_param_and_missing_factory(build) -> None:
     page = HEAD + rst(GEMM, params=GEMM_PARAMS + " block_Q=1") + "\n" + rst(
         "def helper(x):\n    return x\n")
     result = build({"index.rst": page})
@@ -98,7 +100,7 @@ def test_unknown_param_and_missing_factory(build) -> None:  # type: ignore[no-un
     ]
 
 
-def test_duplicate_names_name_both_places(build) -> None:  # type: ignore[no-untyped-def]
+def test_duplicate_names_name_both_places(build) -> None:
     one = HEAD + rst(GEMM, params=GEMM_PARAMS, num_stages="2", name="same")
     two = "Other\n=====\n\n" + rst(GEMM, params=GEMM_PARAMS, num_stages="3", name="same")
     toc = ".. toctree::\n\n   other\n\n"
@@ -106,5 +108,6 @@ def test_duplicate_names_name_both_places(build) -> None:  # type: ignore[no-unt
     result = build({"index.rst": index, "other.rst": two})
     first = line_of(index, ".. tl-pipeline::")
     assert located(result.warnings, "other.rst", "name") == [
-        (line_of(two, ".. tl-pipeline::"), f"tl-pipeline name 'same' is already used at "
-                                           f"index.rst:{first}; give this directive its own :name:")]
+        (line_of(two, ".. tl-pipeline::"),
+         f"tl-pipeline name 'same' is already used at index.rst:{first}; give this directive "
+         "its own :name:")]

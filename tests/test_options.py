@@ -54,7 +54,8 @@ def test_show_keeps_page_order_and_rejects_unknown() -> None:
         parse_show("source graph")
 
 
-@pytest.mark.parametrize("text", ["sm_90a", "cuda -arch=sm_90a", '{"kind": "cuda", "arch": "sm_90a"}'])
+@pytest.mark.parametrize(
+    "text", ["sm_90a", "cuda -arch=sm_90a", '{"kind": "cuda", "arch": "sm_90a"}'])
 def test_target_spellings_agree(text: str) -> None:
     target = parse_target(text)
     assert target.as_dict == {"kind": "cuda", "arch": "sm_90a"}

@@ -18,7 +18,7 @@ def pipeline_html(html: str) -> str:
     return html[start:end]
 
 
-def test_two_folders_two_cold_caches_give_identical_output(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_two_folders_two_cold_caches_give_identical_output(tmp_path: Path, monkeypatch) -> None:
     outputs = []
     for folder in ("first checkout", "second/checkout"):
         monkeypatch.setenv("TLSTAGES_CACHE_DIR", str(tmp_path / folder / "cache"))
@@ -32,18 +32,18 @@ def test_two_folders_two_cold_caches_give_identical_output(tmp_path: Path, monke
     assert len(outputs[0][1]) == 2
 
 
-def test_text_builder_gets_tables_and_summaries_without_html(build) -> None:  # type: ignore[no-untyped-def]
+def test_text_builder_gets_tables_and_summaries_without_html(build) -> None:
     result = build({"index.rst": PAGE}, buildername="text")
     text = " ".join((result.outdir / "index.txt").read_text(encoding="utf-8").split())
     assert "<details" not in text and "<summary" not in text
     assert "(3, 128, 64)" in text and "49,152 B" in text
-    assert re.search(r"num_stages 2 → 3: \+\d+ -\d+ lines \*\(the full text is in the HTML output\)\*",
-                     text)
+    assert re.search(
+        r"num_stages 2 → 3: \+\d+ -\d+ lines \*\(the full text is in the HTML output\)\*", text)
     assert "98,304 B" in text and "pipelined, depth 3" in text
     assert "tl::cp_async_gs<16>" not in text  # full CUDA is HTML-only
 
 
-def test_latex_builder_gets_plain_nodes(build) -> None:  # type: ignore[no-untyped-def]
+def test_latex_builder_gets_plain_nodes(build) -> None:
     result = build({"index.rst": PAGE}, buildername="latex",
                    confoverrides={"latex_documents": [("index", "book.tex", "T", "A", "manual")]})
     tex = (result.outdir / "book.tex").read_text(encoding="utf-8")

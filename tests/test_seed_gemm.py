@@ -142,7 +142,7 @@ MYST_PAGE = "# Seed GEMM in MyST\n\nSome prose.\n\n" + myst(
 )
 
 
-def test_myst_page_gives_the_same_facts(build) -> None:  # type: ignore[no-untyped-def]
+def test_myst_page_gives_the_same_facts(build) -> None:
     result = build({"index.md": MYST_PAGE})
     assert result.warnings == ""
     rows = {row[0]: row[1:] for row in result.table("tl-shared")}
