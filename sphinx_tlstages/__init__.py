@@ -17,6 +17,7 @@ from .config import setup_config
 from .directive import TlPipelineDirective
 from .fill import fill_pipelines
 from .html import setup_html
+from .verify import set_exit_status
 from .nodes import skip, tl_pipeline_placeholder
 
 __version__ = "0.1.0"
@@ -33,7 +34,9 @@ def setup_directive(app: Sphinx) -> None:
 
 
 def setup_batch(app: Sphinx) -> None:
+    # env-updated: every document is read (and merged, with -j), nothing written yet.
     app.connect("env-updated", lower_project)
+    app.connect("build-finished", set_exit_status)
 
 
 def setup_render(app: Sphinx) -> None:

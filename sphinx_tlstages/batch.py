@@ -22,6 +22,7 @@ from .errors import warn
 from .pool import Job, default_jobs, run_jobs
 from .render import over_limit
 from .spec import DirectiveSpec, VariantSpec, tilelang_stamp, tilelang_version
+from .verify import Outcome, check_snapshots, fill_from_snapshots, strict_environment
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -38,6 +39,7 @@ class BatchState:
     version: str | None
     cache: Cache
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
+    outcome: Outcome | None = None
     lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
 
     def result(self, variant: VariantSpec) -> dict[str, Any]:
@@ -73,6 +75,8 @@ def _jobs(app: Sphinx) -> int:
 
 def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     """Lower what the project needs; return documents whose results changed."""
+    if app.config.tlstages_collect_only:
+        return []
     specs = _report_duplicates(env, all_directives(env))
     stamp = tilelang_stamp()
     cache = Cache(cache_dir(app.config.tlstages_cache_dir, app.confdir, app.doctreedir))
@@ -91,7 +95,17 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         state.results = {key: facts.failure("unavailable", message, None) for key in wanted}
     else:
         _lower(app, state, wanted)
+    if any(r["error"]["kind"] == "unavailable" for r in state.results.values()
+           if not r.get("ok")):
+        filled = fill_from_snapshots(app, specs, state)
+        if filled:
+            logger.info(f"tl-pipeline: {filled} variants rendered from committed snapshots")
+        if strict_environment():
+            logger.error("tl-pipeline: TileLang could not lower here, so nothing in this build "
+                         "was verified", type="tlstages", subtype="tilelang")
+            app.statuscode = 1
     _warn_failures(specs, state)
+    state.outcome = check_snapshots(app, specs, state)
     failed = sum(1 for key in wanted if not state.results[key].get("ok"))
     logger.info(f"tl-pipeline: {len(wanted)} variants, {len(state.lowered)} lowered, "
                 f"{len(wanted) - len(state.lowered)} cached, {failed} failed, "

@@ -58,6 +58,18 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "downloadable CUDA files.",
     ),
     ConfigValue(
+        "tlstages_snapshot_dir", "_tlstages/snapshots", "", (str,),
+        "Folder of the golden snapshots, relative to the source directory: one JSON file "
+        "per directive ``:name:``, committed with the book.",
+    ),
+    ConfigValue(
+        "tlstages_snapshots", "auto", "", (str,),
+        "``auto`` records missing snapshots and fails on a mismatch (under ``CI`` or "
+        "``READTHEDOCS`` a missing one fails too and nothing is written); ``check`` never "
+        "records; ``update`` rewrites what changed and removes unused ones; ``off``. "
+        "``TLSTAGES_SNAPSHOTS`` wins.",
+    ),
+    ConfigValue(
         "tlstages_cache_dir", None, "", (str, type(None)),
         "Folder of the lowering cache (default ``tlstages-cache`` in the doctree folder, "
         "which survives ``-E``). The environment variable ``TLSTAGES_CACHE_DIR`` wins.",
@@ -72,11 +84,21 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "Seconds one variant may take to lower (from the start of its lowering, not the "
         "worker's start-up) before it is killed and reported as timed out.",
     ),
+    ConfigValue(
+        "tlstages_collect_only", False, "", (bool,),
+        "Read the directives without lowering or checking anything; the ``tlstages`` "
+        "command sets it to find a project's directives as the docs build does.",
+    ),
 )
 
 ENVIRONMENT_VARIABLES: dict[str, str] = {
     "TLSTAGES_CACHE_DIR": "Folder of the lowering cache; wins over ``tlstages_cache_dir``.",
     "TLSTAGES_JOBS": "Number of lowering workers; wins over ``tlstages_jobs``.",
+    "TLSTAGES_SNAPSHOTS": "Snapshot mode (``auto``, ``check``, ``update``, ``off``); wins "
+                          "over ``tlstages_snapshots``.",
+    "CI": "When set (and not ``0``/``false``), snapshots are checked strictly: a missing "
+          "one fails the build and nothing is written.",
+    "READTHEDOCS": "Set by Read the Docs; the same strict checking as ``CI``.",
 }
 
 

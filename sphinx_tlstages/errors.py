@@ -23,6 +23,7 @@ SUBTYPES: dict[str, str] = {
     "limit": "a variant needs more shared memory than its target allows per block",
     "tilelang": "TileLang is missing or cannot lower CUDA here",
     "cache": "a cache entry could not be read or written",
+    "snapshot": "a snapshot is missing, drifted, unreadable or unused",
 }
 
 

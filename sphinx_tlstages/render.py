@@ -51,6 +51,16 @@ def caption(spec: DirectiveSpec, version: str | None) -> nodes.paragraph:
     return para
 
 
+def _snapshot_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    stored = [v.num_stages for v, r in rows if r.get("from_snapshot")]
+    if not stored:
+        return None
+    return nodes.paragraph(
+        text="TileLang could not lower this kernel where this page was built: num_stages "
+             f"{' '.join(map(str, stored))} are shown from the committed snapshot, "
+             "unverified.", classes=["tl-from-snapshot"])
+
+
 def _part(cls: str, title: str, *body: nodes.Node) -> nodes.container:
     part = nodes.container(classes=[cls])
     part += nodes.rubric(text=title)
@@ -268,6 +278,9 @@ def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version:
     """The whole directive as nodes; ``downloads`` maps variant labels to CUDA file URIs."""
     root = nodes.container(classes=["tl-pipeline"], ids=[spec.node_id])
     root += caption(spec, version)
+    note = _snapshot_note(rows)
+    if note is not None:
+        root += note
     if "source" in spec.show:
         source = spec.variants[0].source
         block = _literal(source, "python")

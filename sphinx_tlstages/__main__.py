@@ -1,0 +1,9 @@
+"""``python -m sphinx_tlstages``: the ``tlstages`` command."""
+
+from __future__ import annotations
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,84 @@
+"""The ``tlstages`` command (also ``python -m sphinx_tlstages``).
+
+``tlstages snapshots accept [SRCDIR]`` accepts the pending results a failed check left
+beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists pending, missing and
+unused snapshots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import snapshots
+from .project import read_directives, snapshot_folder
+
+
+def _pending(folder: Path) -> list[Path]:
+    return sorted(folder.glob(f"*{snapshots.PENDING}")) if folder.is_dir() else []
+
+
+def _name(pending: Path) -> str:
+    return pending.name.removesuffix(snapshots.PENDING)
+
+
+def accept(srcdir: Path, names: Sequence[str]) -> int:
+    """Move each pending result over its golden (one rename each: never half-written)."""
+    folder = snapshot_folder(srcdir)
+    chosen = [p for p in _pending(folder) if not names or _name(p) in names]
+    unknown = set(names) - {_name(p) for p in chosen}
+    for name in sorted(unknown):
+        print(f"no pending snapshot for {name}", file=sys.stderr)
+    if not chosen:
+        print(f"nothing pending in {folder}")
+        return 1 if unknown else 0
+    for pending in chosen:
+        snapshots.load(pending)  # refuse to accept a file that is not a snapshot
+        os.replace(pending, snapshots.golden_path(folder, _name(pending)))
+        print(f"accepted {_name(pending)}")
+    return 1 if unknown else 0
+
+
+def status(srcdir: Path) -> int:
+    """List what needs attention; exit status 1 when anything is pending or missing."""
+    folder = snapshot_folder(srcdir)
+    names = {spec.name for spec in read_directives(srcdir)}
+    pending = [_name(p) for p in _pending(folder)]
+    goldens = {p.name.removesuffix(".json") for p in folder.glob("*.json")
+               if not p.name.endswith(snapshots.PENDING)} if folder.is_dir() else set()
+    missing = sorted(names - goldens)
+    unused = sorted(goldens - names)
+    for label, items in (("pending", pending), ("missing", missing), ("unused", unused)):
+        for name in items:
+            print(f"{label:8} {name}")
+    if not (pending or missing or unused):
+        print(f"{len(names)} snapshots, all current in {folder}")
+    return 1 if pending or missing else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tlstages", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    snap = commands.add_parser("snapshots", help="golden snapshots of a book")
+    snap_commands = snap.add_subparsers(dest="action", required=True)
+    acc = snap_commands.add_parser("accept", help="accept pending results")
+    acc.add_argument("srcdir", nargs="?", default=".", type=Path)
+    acc.add_argument("--name", action="append", default=[], help="only this directive")
+    stat = snap_commands.add_parser("status", help="list pending, missing, unused")
+    stat.add_argument("srcdir", nargs="?", default=".", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "snapshots":
+        srcdir = args.srcdir.resolve()
+        if not (srcdir / "conf.py").is_file():
+            parser.error(f"{srcdir} has no conf.py")
+        if args.action == "accept":
+            return accept(srcdir, args.name)
+        return status(srcdir)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

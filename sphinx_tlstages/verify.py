@@ -1,0 +1,188 @@
+"""Checking each directive against its golden snapshot, after the batch has lowered.
+
+A drift is an error at the directive's line, with what changed in words and the command
+that accepts it; the build exits non-zero at the end (``build-finished``) without ``-W``.
+Every directive is checked, so one build reports every drift, not only the first.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sphinx.util import logging
+
+from . import snapshots
+from .errors import WARNING_TYPE, warn
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+    from sphinx.config import Config
+
+    from .batch import BatchState
+    from .spec import DirectiveSpec
+
+logger = logging.getLogger(__name__)
+
+MODES = ("auto", "check", "update", "off")
+
+
+def strict_environment() -> bool:
+    """CI and Read the Docs: a missing snapshot fails and nothing is written."""
+    def on(name: str) -> bool:
+        return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+    return on("CI") or on("READTHEDOCS")
+
+
+def snapshot_mode(config: Config) -> str:
+    mode = os.environ.get("TLSTAGES_SNAPSHOTS") or config.tlstages_snapshots
+    if mode not in MODES:
+        warn(f"tlstages_snapshots / TLSTAGES_SNAPSHOTS must be one of {', '.join(MODES)}, "
+             f"not {mode!r}; using 'check'", "snapshot")
+        return "check"
+    return str(mode)
+
+
+def snapshot_dir(srcdir: str | os.PathLike[str], config: Config) -> Path:
+    return Path(srcdir, config.tlstages_snapshot_dir)
+
+
+@dataclass
+class Outcome:
+    """What the check found; any failure makes the build exit non-zero."""
+
+    failures: int = 0
+    recorded: int = 0
+    updated: int = 0
+
+
+def _accept_hint(app: Sphinx) -> str:
+    srcdir = str(app.srcdir)
+    try:
+        relative = os.path.relpath(srcdir)
+        srcdir = srcdir if relative.startswith("..") else relative
+    except ValueError:  # another drive on Windows
+        pass
+    return f"tlstages snapshots accept {srcdir}"
+
+
+def _results(spec: DirectiveSpec, state: BatchState) -> dict[int, dict[str, Any]]:
+    return {v.num_stages: state.result(v) for v in spec.variants}
+
+
+def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) -> Outcome:
+    """Compare, record or update every directive's snapshot, per the mode."""
+    outcome = Outcome()
+    mode = snapshot_mode(app.config)
+    if mode == "off":
+        return outcome
+    strict = strict_environment()
+    writes = mode == "update" or (mode == "auto" and not strict)
+    folder = snapshot_dir(app.srcdir, app.config)
+    hint = _accept_hint(app)
+    for spec in specs:
+        location = (spec.docname, spec.lineno)
+        golden = snapshots.golden_path(folder, spec.name)
+        pending = snapshots.pending_path(folder, spec.name)
+        new = snapshots.build(spec, _results(spec, state), state.version)
+        if new is None or any(r.get("from_snapshot") for r in _results(spec, state).values()):
+            if strict:
+                _fail(outcome, f"{spec.name}: not verified against its snapshot: TileLang "
+                               "could not lower every variant here", location)
+            continue
+        try:
+            old = snapshots.load(golden)
+        except ValueError as exc:
+            _fail(outcome, f"{spec.name}: {exc}", location)
+            continue
+        if old is None:
+            if writes:
+                snapshots.write(golden, new)
+                outcome.recorded += 1
+                logger.info(f"tl-pipeline: recorded snapshot {golden}")
+            else:
+                _fail(outcome, f"{spec.name}: no snapshot at {golden}; record it with "
+                               f"TLSTAGES_SNAPSHOTS=update", location)
+            continue
+        version, changes = snapshots.compare(old, new)
+        if version is None and not changes:
+            pending.unlink(missing_ok=True)
+            continue
+        if mode == "update":
+            snapshots.write(golden, new)
+            pending.unlink(missing_ok=True)
+            outcome.updated += 1
+            logger.info(f"tl-pipeline: updated snapshot {golden}")
+            continue
+        if not strict:
+            snapshots.write(pending, new)
+        lines = [f"{spec.name}: the lowering no longer matches {golden}"]
+        if version:
+            lines.append(f"  {version} (the snapshot was recorded with another TileLang)")
+        for stages, change in changes:
+            lines.append(f"  num_stages={stages}: {change}" if stages else f"  {change}")
+        lines.append(f"  accept it with: {hint}" if not strict else
+                     "  accept it where the docs are written: "
+                     f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
+        _fail(outcome, "\n".join(lines), location)
+    _report_unused(folder, {spec.name for spec in specs}, mode)
+    return outcome
+
+
+def _report_unused(folder: Path, used: set[str], mode: str) -> None:
+    # The environment holds every document's directives even when sphinx-build was given
+    # a list of files (unchanged documents come from the pickle), so this never misreports.
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.glob("*.json")):
+        name = path.name.removesuffix(snapshots.PENDING).removesuffix(".json")
+        if name in used:
+            continue
+        if mode == "update":
+            path.unlink()
+            logger.info(f"tl-pipeline: removed unused snapshot {path}")
+        elif not path.name.endswith(snapshots.PENDING):
+            warn(f"snapshot {path} belongs to no tl-pipeline directive; "
+                 "TLSTAGES_SNAPSHOTS=update removes it", "snapshot")
+
+
+def _fail(outcome: Outcome, message: str, location: tuple[str, int]) -> None:
+    outcome.failures += 1
+    logger.error(message, location=location, type=WARNING_TYPE, subtype="snapshot")
+
+
+def fill_from_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) -> int:
+    """Where nothing could be lowered, render from the committed snapshots; returns how
+    many variants were filled."""
+    folder = snapshot_dir(app.srcdir, app.config)
+    filled = 0
+    for spec in specs:
+        try:
+            old = snapshots.load(snapshots.golden_path(folder, spec.name))
+        except ValueError:
+            continue
+        if old is None:
+            continue
+        for variant in spec.variants:
+            key = variant.key(state.stamp)
+            current = state.results.get(key)
+            stored = old["variants"].get(str(variant.num_stages))
+            if stored is None or (current and current.get("ok")) or (
+                    current and current["error"]["kind"] not in snapshots.UNVERIFIED):
+                continue
+            result = snapshots.as_result(stored, variant.num_stages)
+            if result is not None:
+                state.results[key] = result
+                filled += 1
+    return filled
+
+
+def set_exit_status(app: Sphinx, exception: BaseException | None) -> None:
+    """``build-finished``: a failed check fails the build, with or without ``-W``."""
+    state = getattr(app, "_tlstages_batch", None)
+    if state is not None and state.outcome is not None and state.outcome.failures:
+        logger.error(f"tl-pipeline: {state.outcome.failures} snapshot check(s) failed",
+                     type=WARNING_TYPE, subtype="snapshot")
+        app.statuscode = 1

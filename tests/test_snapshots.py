@@ -1,0 +1,154 @@
+"""Golden snapshots: a chapter that drifts fails the build, loudly and readably."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sphinx_tlstages import cli
+
+from .conftest import CONF, write_project
+from .kernels import GEMM, GEMM_PARAMS, rst
+
+SNAPSHOTS = Path("_tlstages/snapshots")
+
+
+def chapter(block_k: int = 64, prose: str = "", stages: str = "2 3") -> str:
+    params = GEMM_PARAMS.replace("block_K=64", f"block_K={block_k}")
+    return ("Chapter\n=======\n\n" + prose + rst(GEMM, num_stages=stages, params=params,
+                                                  name="gemm-chapter"))
+
+
+def golden(src: Path) -> Path:
+    return src / SNAPSHOTS / "gemm-chapter.json"
+
+
+def test_record_then_pass_then_drift_then_accept(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    first = build({"index.rst": chapter()}, srcdir=src)
+    assert first.app.statuscode == 0 and first.warnings == ""
+    recorded = json.loads(golden(src).read_text())
+    assert recorded["tilelang"] == "0.1.15" and recorded["target"] == {"kind": "cuda",
+                                                                         "arch": "sm_80"}
+    ns3 = recorded["variants"]["3"]
+    assert ns3["shared"][0]["shape"] == [3, 128, 64]
+    assert ns3["sync"]["cp_async_wait"] == [2, 1, 0]
+    assert isinstance(ns3["cuda"], list) and any("cp_async_gs" in line for line in ns3["cuda"])
+    assert "seconds" not in ns3
+
+    again = build({"index.rst": chapter()}, srcdir=src)
+    assert again.app.statuscode == 0 and again.warnings == ""
+
+    drifted = build({"index.rst": chapter(block_k=32)}, srcdir=src)
+    assert drifted.app.statuscode == 1
+    line = chapter().splitlines().index(".. tl-pipeline::") + 1
+    assert f"index.rst:{line}: ERROR: gemm-chapter: the lowering no longer matches" \
+        in drifted.warnings
+    assert "params block_K=64 -> block_K=32" in drifted.warnings
+    assert "num_stages=3: A_shared (3, 128, 64) -> (3, 128, 32) float16; B_shared" \
+        in drifted.warnings
+    assert "shared memory 98,304 -> 49,152 B" in drifted.warnings
+    assert "CUDA +" in drifted.warnings
+    assert f"accept it with: tlstages snapshots accept {src}" in drifted.warnings
+    assert "1 snapshot check(s) failed" in drifted.warnings
+    pending = src / SNAPSHOTS / "gemm-chapter.pending.json"
+    assert json.loads(pending.read_text())["variants"]["3"]["shared"][0]["shape"] == [3, 128, 32]
+    assert json.loads(golden(src).read_text()) == recorded  # the golden is untouched
+
+    assert cli.main(["snapshots", "status", str(src)]) == 1
+    assert cli.main(["snapshots", "accept", str(src)]) == 0
+    assert not pending.exists()
+    accepted = build({"index.rst": chapter(block_k=32)}, srcdir=src)
+    assert accepted.app.statuscode == 0 and accepted.warnings == ""
+    assert cli.main(["snapshots", "status", str(src)]) == 0
+
+
+def test_every_drift_is_reported_and_a_version_change_is_named(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    two = chapter() + "\n" + rst(GEMM, num_stages="2", params=GEMM_PARAMS, name="second")
+    build({"index.rst": two}, srcdir=src)
+    for name in ("gemm-chapter", "second"):
+        path = src / SNAPSHOTS / f"{name}.json"
+        data = json.loads(path.read_text())
+        data["tilelang"] = "0.1.14"
+        path.write_text(json.dumps(data))
+    result = build({"index.rst": two}, srcdir=src, freshenv=True)
+    assert result.app.statuscode == 1
+    assert result.warnings.count("TileLang 0.1.14 -> 0.1.15 (the snapshot was recorded "
+                                 "with another TileLang)") == 2
+    assert "num_stages=" not in result.warnings  # nothing but the version changed
+    assert "2 snapshot check(s) failed" in result.warnings
+
+
+def test_prose_and_position_change_no_snapshot(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    build({"index.rst": chapter()}, srcdir=src)
+    before = golden(src).read_bytes()
+    moved = chapter(prose="A new paragraph\nof two lines.\n\n" * 3)
+    result = build({"index.rst": moved}, srcdir=src)
+    assert result.app.statuscode == 0 and result.warnings == ""
+    assert golden(src).read_bytes() == before
+
+
+def test_ci_fails_on_a_missing_snapshot_and_writes_nothing(build, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("CI", "true")
+    result = build({"index.rst": chapter()}, srcdir=tmp_path / "src")
+    assert result.app.statuscode == 1
+    assert "gemm-chapter: no snapshot at" in result.warnings
+    assert not (tmp_path / "src" / SNAPSHOTS).exists()
+
+
+def test_readthedocs_counts_as_ci(build, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("READTHEDOCS", "True")
+    result = build({"index.rst": chapter()}, srcdir=tmp_path / "src")
+    assert result.app.statuscode == 1
+
+
+def test_update_rewrites_and_removes_unused(build, tmp_path, monkeypatch) -> None:
+    src = tmp_path / "src"
+    build({"index.rst": chapter() + "\n" + rst(GEMM, num_stages="2", params=GEMM_PARAMS,
+                                                name="gone")}, srcdir=src)
+    assert (src / SNAPSHOTS / "gone.json").exists()
+    kept = build({"index.rst": chapter()}, srcdir=src)
+    assert "belongs to no tl-pipeline directive" in kept.warnings  # reported, not removed
+    assert (src / SNAPSHOTS / "gone.json").exists()
+    monkeypatch.setenv("TLSTAGES_SNAPSHOTS", "update")
+    updated = build({"index.rst": chapter(block_k=32)}, srcdir=src)
+    assert updated.app.statuscode == 0
+    assert not (src / SNAPSHOTS / "gone.json").exists()
+    assert json.loads(golden(src).read_text())["params"]["block_K"] == "32"
+
+
+def test_two_folders_and_parallel_builds_record_identical_snapshots(build, tmp_path) -> None:
+    docs = {"index.rst": "Index\n=====\n\n.. toctree::\n\n   a\n   b\n",
+            "a.rst": chapter(), "b.rst": chapter(stages="1 4").replace("gemm-chapter", "b")}
+    serial = build(docs, srcdir=tmp_path / "one" / "src")
+    parallel = build(docs, srcdir=tmp_path / "two" / "elsewhere", parallel=2)
+    assert serial.app.statuscode == parallel.app.statuscode == 0
+    for name in ("gemm-chapter.json", "b.json"):
+        assert (serial.app.srcdir / SNAPSHOTS / name).read_bytes() == \
+            (parallel.app.srcdir / SNAPSHOTS / name).read_bytes()
+
+
+def test_sphinx_build_exits_non_zero_on_drift_without_w(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    write_project(src, {"index.rst": chapter()}, CONF)
+    command = [sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src), str(src / "_b")]
+    assert subprocess.run(command, env=os.environ).returncode == 0
+    write_project(src, {"index.rst": chapter(block_k=32)}, CONF)
+    for jobs in ([], ["-j", "2"]):
+        done = subprocess.run(command + jobs, env=os.environ, capture_output=True, text=True)
+        assert done.returncode == 1, done.stderr
+        assert "the lowering no longer matches" in done.stderr
+
+
+@pytest.mark.parametrize("mode", ["off"])
+def test_off_writes_nothing(build, tmp_path, monkeypatch, mode: str) -> None:
+    monkeypatch.setenv("TLSTAGES_SNAPSHOTS", mode)
+    build({"index.rst": chapter()}, srcdir=tmp_path / "src")
+    assert not (tmp_path / "src" / SNAPSHOTS).exists()
