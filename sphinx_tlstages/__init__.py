@@ -17,8 +17,8 @@ from .config import setup_config
 from .directive import TlPipelineDirective
 from .fill import fill_pipelines
 from .html import setup_html
-from .verify import set_exit_status
 from .nodes import skip, tl_pipeline_placeholder
+from .verify import set_exit_status
 
 __version__ = "0.1.0"
 

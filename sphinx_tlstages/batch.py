@@ -9,6 +9,7 @@ lowered by the worker pool. Failures are warned about on every build, cached or 
 from __future__ import annotations
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -104,9 +105,8 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
             logger.error("tl-pipeline: TileLang could not lower here, so nothing in this build "
                          "was verified", type="tlstages", subtype="tilelang")
             app.statuscode = 1
-    _warn_failures(specs, state)
+    failed = _report_variants(specs, state)
     state.outcome = check_snapshots(app, specs, state)
-    failed = sum(1 for key in wanted if not state.results[key].get("ok"))
     logger.info(f"tl-pipeline: {len(wanted)} variants, {len(state.lowered)} lowered, "
                 f"{len(wanted) - len(state.lowered)} cached, {failed} failed, "
                 f"{time.perf_counter() - started:.1f} s")
@@ -143,23 +143,47 @@ def _lower(app: Sphinx, state: BatchState,
     logger.verbose(f"tl-pipeline: {stats.workers} workers, peak {stats.peak_rss_mb:.0f} MB each")
 
 
-def _warn_failures(specs: list[DirectiveSpec], state: BatchState) -> None:
+def _report_variants(specs: list[DirectiveSpec], state: BatchState) -> int:
+    """Warn about each failed variant (over its shared-memory limit counts as failed) and
+    each broken ``:expect-error:``; return how many variants failed."""
+    failed = 0
     for spec in specs:
         for variant in spec.variants:
             result = state.result(variant)
-            if not result.get("ok"):
-                error = result["error"]
-                if error["kind"] == "unavailable":
-                    continue  # said once for the whole build
-                warn(f"{spec.name}: num_stages={variant.num_stages} failed to lower "
-                     f"({error['kind']}): {error['message']}", "lowering",
-                     location=spec.kernel_location(error.get("line")))
-            elif over_limit(result, spec.target.shared_memory_limit):
-                used = result["dynamic_shared_bytes"] + result["static_shared_bytes"]
-                warn(f"{spec.name}: num_stages={variant.num_stages} needs {used:,} B of shared "
-                     f"memory per block; {spec.target.label} allows "
-                     f"{spec.target.shared_memory_limit:,} B", "limit",
+            failure = variant_failure(spec, result)
+            failed += failure is not None
+            name, stages = spec.name, variant.num_stages
+            if failure is None or failure[0] == "unavailable":  # that is said once
+                if stages in spec.expect_error and failure is None:
+                    warn(f"{name}: num_stages={stages} lowered, but :expect-error: says it "
+                         "must fail", "lowering", location=(spec.docname, spec.lineno))
+                continue
+            kind, message = failure
+            if stages in spec.expect_error:
+                pattern = spec.expect_pattern
+                if pattern and not re.search(pattern, message):
+                    warn(f"{name}: num_stages={stages} failed as expected, but its message "
+                         f"does not match {pattern!r}: {message}", "lowering",
+                         location=(spec.docname, spec.lineno))
+            elif kind == "limit":
+                warn(f"{name}: num_stages={stages} {message}", "limit",
                      location=(spec.docname, spec.lineno))
+            else:
+                warn(f"{name}: num_stages={stages} failed to lower ({kind}): {message}",
+                     "lowering", location=spec.kernel_location(result["error"].get("line")))
+    return failed
+
+
+def variant_failure(spec: DirectiveSpec, result: dict[str, Any]) -> tuple[str, str] | None:
+    """(kind, message) when a variant failed, exceeding its shared memory included."""
+    if not result.get("ok"):
+        return result["error"]["kind"], result["error"]["message"]
+    limit = spec.target.shared_memory_limit
+    if over_limit(result, limit):
+        used = result["dynamic_shared_bytes"] + result["static_shared_bytes"]
+        return "limit", (f"needs {used:,} B of shared memory per block; {spec.target.label} "
+                         f"allows {limit:,} B")
+    return None
 
 
 def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],

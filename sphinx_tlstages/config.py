@@ -53,9 +53,9 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "or ``none``.",
     ),
     ConfigValue(
-        "tlstages_diff_max_lines", 400, "env", (int,),
-        "Lines of one CUDA diff shown on the page; the rest is one click away in the "
-        "downloadable CUDA files.",
+        "tlstages_max_lines", 400, "env", (int,),
+        "Lines of one CUDA diff or listing shown on the page; the rest is one click away in "
+        "the downloadable CUDA files.",
     ),
     ConfigValue(
         "tlstages_snapshot_dir", "_tlstages/snapshots", "", (str,),

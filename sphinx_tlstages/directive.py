@@ -48,7 +48,7 @@ class TlPipelineDirective(SphinxDirective):
     option_spec: ClassVar[dict[str, Callable[[str], object]]] = {
         name: directives.unchanged
         for name in ("num-stages", "target", "params", "factory", "file", "name", "show",
-                     "diff", "timeout")
+                     "diff", "timeout", "expect-error")
     }
 
     def run(self) -> list[nodes.Node]:
@@ -147,6 +147,12 @@ class TlPipelineDirective(SphinxDirective):
         diff = self._option("diff", options.parse_diff, config.tlstages_diff, "tlstages_diff")
         timeout = self._option("timeout", options.parse_timeout, str(config.tlstages_timeout),
                                "tlstages_timeout")
+        expected, pattern = self._option("expect-error", options.parse_expect_error, "") \
+            if "expect-error" in self.options else ((), None)
+        unknown = sorted(set(expected) - set(num_stages))
+        if unknown:
+            raise OptionError(f":expect-error: {' '.join(map(str, unknown))} "
+                              "is not in :num-stages:", self._option_line("expect-error"))
         source, source_name = self._kernel()
         tree = parse_kernel(source, source_name)
         factory = choose_factory(find_factories(tree), self.options.get("factory"))
@@ -169,4 +175,6 @@ class TlPipelineDirective(SphinxDirective):
             diff=diff,
             timeout=timeout,
             node_id=nodes.make_id(f"tl-{name}"),
+            expect_error=expected,
+            expect_pattern=pattern,
         )

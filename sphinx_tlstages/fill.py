@@ -33,7 +33,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             continue
         rows = [(variant, state.result(variant)) for variant in spec.variants]
         downloads = cuda_downloads(app, docname, spec, rows) if html else None
-        rendered = render(spec, rows, state.version, app.config.tlstages_diff_max_lines,
+        rendered = render(spec, rows, state.version, app.config.tlstages_max_lines,
                           downloads)
         rendered.source, rendered.line = placeholder.source, placeholder.line
         if html:

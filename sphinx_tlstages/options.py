@@ -89,6 +89,20 @@ def parse_name(value: str) -> str:
     return name
 
 
+def parse_expect_error(value: str) -> tuple[tuple[int, ...], str | None]:
+    """``5 6`` or ``5 6: shared memory``: values that must fail, and a regex their
+    messages must match."""
+    values, _, pattern = value.partition(":")
+    stages = parse_num_stages(values)
+    pattern = pattern.strip()
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise OptionError(f"{pattern!r} is not a regular expression: {exc}") from None
+    return stages, pattern or None
+
+
 def parse_timeout(value: str) -> float:
     try:
         seconds = float(value)

@@ -11,9 +11,7 @@ from typing import Any
 
 from docutils import nodes
 
-from . import diffs
-from .cuda import without_line_directives
-from .nodes import tl_collapsible
+from .render_cuda import cuda_part, literal
 from .spec import DirectiveSpec, VariantSpec
 from .tables import Cell, Span, code, table
 
@@ -99,9 +97,11 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
     for variant, result in rows:
         if not result.get("ok"):
             error = result["error"]
+            expected = variant.num_stages in spec.expect_error
+            text = f"failed{', as expected' if expected else ''} ({error['kind']}): " \
+                   f"{error['message']}"
             body.append([str(variant.num_stages),
-                         Span(nodes.strong(text=f"failed ({error['kind']}): {error['message']}",
-                                           classes=["tl-failed"]), len(headers) - 1)])
+                         Span(nodes.strong(text=text, classes=["tl-failed"]), len(headers) - 1)])
             continue
         sync = result["sync"]
         if sync["tma_load"]:
@@ -233,48 +233,8 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
     return result
 
 
-def _collapsible(summary_text: str, cls: str, *body: nodes.Node) -> tl_collapsible:
-    node = tl_collapsible(summary=summary_text, classes=[cls])
-    for child in body:
-        node += child
-    return node
-
-
-def _literal(text: str, language: str) -> nodes.literal_block:
-    block = nodes.literal_block(text, text, language=language)
-    return block
-
-
-def diff_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_lines: int,
-              downloads: dict[str, str] | None) -> list[nodes.Node]:
-    ok = {v.label: r for v, r in rows if r.get("ok")}
-    result: list[nodes.Node] = []
-    chosen = diffs.pairs(list(ok), spec.diff) if "diff" in spec.show else []
-    for old, new in chosen:
-        d = diffs.diff(old, ok[old]["cuda"], new, ok[new]["cuda"], max_lines)
-        body: list[nodes.Node] = [_literal(d.text, "diff")]
-        if d.hidden_lines:
-            body.append(nodes.paragraph(
-                text=f"{d.hidden_lines} more lines of this diff are not shown; compare the "
-                     "downloadable CUDA files.", classes=["tl-note"]))
-        title = f"num_stages {old[2:]} → {new[2:]}: {d.counts}"
-        result.append(_collapsible(title, "tl-diff-item", *body))
-    if "cuda" in spec.show:
-        for label, res in ok.items():
-            body = []
-            if downloads and label in downloads:
-                link = nodes.reference("", f"download {spec.name}-{label}.cu",
-                                       refuri=downloads[label], classes=["tl-download"])
-                body.append(nodes.paragraph("", "", link, nodes.Text(
-                    " (with the #line directives that map it to the kernel)")))
-            body.append(_literal(without_line_directives(res["cuda"]), "cuda"))
-            result.append(_collapsible(f"num_stages={label[2:]}: full CUDA, "
-                                       f"{res['cuda_lines']} lines", "tl-cuda-item", *body))
-    return result
-
-
 def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version: str | None,
-           max_diff_lines: int, downloads: dict[str, str] | None) -> nodes.container:
+           max_lines: int, downloads: dict[str, str] | None) -> nodes.container:
     """The whole directive as nodes; ``downloads`` maps variant labels to CUDA file URIs."""
     root = nodes.container(classes=["tl-pipeline"], ids=[spec.node_id])
     root += caption(spec, version)
@@ -283,7 +243,7 @@ def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version:
         root += note
     if "source" in spec.show:
         source = spec.variants[0].source
-        block = _literal(source, "python")
+        block = literal(source, "python")
         if spec.kernel_line is not None:
             block["linenos"] = True
             block["highlight_args"] = {"linenostart": spec.kernel_line}
@@ -297,7 +257,7 @@ def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version:
     if "sync" in spec.show and any_ok:
         root += _part("tl-sync", "Synchronisation and async operations", *sync_part(rows))
     if ("diff" in spec.show and spec.diff != "none") or "cuda" in spec.show:
-        parts = diff_part(spec, rows, max_diff_lines, downloads)
+        parts = cuda_part(spec, rows, max_lines, downloads)
         if parts:
             root += _part("tl-diff", "Generated CUDA", *parts)
     return root

@@ -75,6 +75,8 @@ class DirectiveSpec:
     diff: str
     timeout: float | None = None
     node_id: str = field(default="")
+    expect_error: tuple[int, ...] = ()  # num_stages values that must fail
+    expect_pattern: str | None = None  # a regex their messages must match
 
     def kernel_location(self, line: int | None) -> tuple[str, int] | str:
         """Where a kernel line is: in the document, in the :file:, or at the directive."""

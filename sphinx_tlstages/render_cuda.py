@@ -1,0 +1,69 @@
+"""The "Generated CUDA" part: collapsible diffs between variants and full listings.
+
+Both are capped at ``tlstages_max_lines`` lines so a page stays small; the rest is one
+click away in the downloadable CUDA files (HTML builders).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docutils import nodes
+
+from . import diffs
+from .cuda import without_line_directives
+from .nodes import tl_collapsible
+from .spec import DirectiveSpec, VariantSpec
+
+Result = dict[str, Any]
+
+
+def _collapsible(summary_text: str, cls: str, *body: nodes.Node) -> tl_collapsible:
+    node = tl_collapsible(summary=summary_text, classes=[cls])
+    for child in body:
+        node += child
+    return node
+
+
+def literal(text: str, language: str) -> nodes.literal_block:
+    return nodes.literal_block(text, text, language=language)
+
+
+def _capped(text: str, max_lines: int) -> tuple[str, int]:
+    lines = text.splitlines()
+    return "\n".join(lines[:max_lines]), max(0, len(lines) - max_lines)
+
+
+def _hidden_note(hidden: int, what: str) -> nodes.paragraph:
+    return nodes.paragraph(text=f"{hidden} more lines of this {what} are not shown; the "
+                                "downloadable CUDA files have everything.", classes=["tl-note"])
+
+
+def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_lines: int,
+              downloads: dict[str, str] | None) -> list[nodes.Node]:
+    """Diffs (per ``:diff:``) and full listings (when ``cuda`` is shown)."""
+    ok = {v.label: r for v, r in rows if r.get("ok")}
+    result: list[nodes.Node] = []
+    chosen = diffs.pairs(list(ok), spec.diff) if "diff" in spec.show else []
+    for old, new in chosen:
+        d = diffs.diff(old, ok[old]["cuda"], new, ok[new]["cuda"], max_lines)
+        body: list[nodes.Node] = [literal(d.text, "diff")]
+        if d.hidden_lines:
+            body.append(_hidden_note(d.hidden_lines, "diff"))
+        title = f"num_stages {old[2:]} → {new[2:]}: {d.counts}"
+        result.append(_collapsible(title, "tl-diff-item", *body))
+    if "cuda" in spec.show:
+        for label, res in ok.items():
+            body = []
+            if downloads and label in downloads:
+                link = nodes.reference("", f"download {spec.name}-{label}.cu",
+                                       refuri=downloads[label], classes=["tl-download"])
+                body.append(nodes.paragraph("", "", link, nodes.Text(
+                    " (with the #line directives that map it to the kernel)")))
+            text, hidden = _capped(without_line_directives(res["cuda"]), max_lines)
+            body.append(literal(text, "cuda"))
+            if hidden:
+                body.append(_hidden_note(hidden, "listing"))
+            result.append(_collapsible(f"num_stages={label[2:]}: full CUDA, "
+                                       f"{res['cuda_lines']} lines", "tl-cuda-item", *body))
+    return result
