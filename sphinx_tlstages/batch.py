@@ -8,15 +8,19 @@ lowered by the worker pool. Failures are warned about on every build, cached or 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sphinx.util import logging
 
 from . import facts
+from .bench_data import BenchSet, load_all, stale_variants
 from .cache import Cache, cache_dir
 from .collector import all_directives
 from .errors import warn
@@ -41,6 +45,7 @@ class BatchState:
     cache: Cache
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     outcome: Outcome | None = None
+    bench: BenchSet = field(default_factory=BenchSet)
     lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
 
     def result(self, variant: VariantSpec) -> dict[str, Any]:
@@ -107,6 +112,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
             app.statuscode = 1
     failed = _report_variants(specs, state)
     state.outcome = check_snapshots(app, specs, state)
+    _attach_bench(app, specs, state)
     logger.info(f"tl-pipeline: {len(wanted)} variants, {len(state.lowered)} lowered, "
                 f"{len(wanted) - len(state.lowered)} cached, {failed} failed, "
                 f"{time.perf_counter() - started:.1f} s")
@@ -186,6 +192,24 @@ def variant_failure(spec: DirectiveSpec, result: dict[str, Any]) -> tuple[str, s
     return None
 
 
+def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) -> None:
+    """Load the bench files once; warn about malformed files and stale numbers."""
+    folder = Path(app.srcdir, app.config.tlstages_bench_dir)
+    state.bench = load_all(folder, app.config.tlstages_bench_gpus)
+    for error in state.bench.errors:
+        warn(f"bench file ignored: {error}", "bench")
+    if app.config.tlstages_bench_stale not in ("mark", "hide"):
+        warn("tlstages_bench_stale must be 'mark' or 'hide'", "bench")
+    for spec in specs:
+        for data, entry in state.bench.for_directive(spec.name):
+            stale = stale_variants(list(spec.variants), entry, state.version)
+            if stale:
+                warn(f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
+                     f"num_stages {' '.join(map(str, stale))} are for another kernel or "
+                     "TileLang; run tlstages bench again", "bench",
+                     location=(spec.docname, spec.lineno))
+
+
 def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
                        state: BatchState) -> list[str]:
     """Documents Sphinx did not re-read whose variants now have other keys (a TileLang
@@ -193,6 +217,10 @@ def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
     previous: dict[str, list[str]] = getattr(env, "tlstages_keys", {})
     current: dict[str, list[str]] = {}
     for spec in specs:
-        current.setdefault(spec.docname, []).extend(v.key(state.stamp) for v in spec.variants)
+        keys = current.setdefault(spec.docname, [])
+        keys.extend(v.key(state.stamp) for v in spec.variants)
+        # Attached numbers are not Sphinx dependencies: a new bench file must rewrite too.
+        keys.append(hashlib.sha256(json.dumps(state.bench.for_directive(spec.name),
+                                              sort_keys=True).encode()).hexdigest())
     env.tlstages_keys = current  # type: ignore[attr-defined]
     return sorted(doc for doc, keys in current.items() if previous.get(doc) != keys)

@@ -2,7 +2,7 @@
 
 ``tlstages snapshots accept [SRCDIR]`` accepts the pending results a failed check left
 beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists pending, missing and
-unused snapshots.
+unused snapshots; ``tlstages bench SRCDIR`` times the book's kernels on this machine's GPU.
 """
 
 from __future__ import annotations
@@ -69,7 +69,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     acc.add_argument("--name", action="append", default=[], help="only this directive")
     stat = snap_commands.add_parser("status", help="list pending, missing, unused")
     stat.add_argument("srcdir", nargs="?", default=".", type=Path)
+    bench = commands.add_parser("bench", help="time the book's kernels on this GPU")
+    bench.add_argument("srcdir", type=Path)
+    bench.add_argument("--name", action="append", default=[],
+                       help="only this directive (default: those with :flops: or :reference:)")
+    bench.add_argument("--warmup", type=int, default=25)
+    bench.add_argument("--reps", type=int, default=100)
+    bench.add_argument("--out", type=Path, help="folder (default: tlstages_bench_dir)")
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        from .bench import run
+
+        if not (args.srcdir / "conf.py").is_file():
+            parser.error(f"{args.srcdir} has no conf.py")
+        # What to type to measure the same again (the output folder is beside the point).
+        command = " ".join(["tlstages bench", str(args.srcdir),
+                            *(f"--name {name}" for name in args.name),
+                            f"--warmup {args.warmup} --reps {args.reps}"])
+        run(args.srcdir.resolve(), args.name, args.warmup, args.reps, args.out, command)
+        return 0
     if args.command == "snapshots":
         srcdir = args.srcdir.resolve()
         if not (srcdir / "conf.py").is_file():

@@ -70,6 +70,21 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "``TLSTAGES_SNAPSHOTS`` wins.",
     ),
     ConfigValue(
+        "tlstages_bench_dir", "_tlstages/bench", "", (str,),
+        "Folder of the benchmark files written by ``tlstages bench`` (one per GPU), "
+        "relative to the source directory.",
+    ),
+    ConfigValue(
+        "tlstages_bench_gpus", None, "", (list, tuple, type(None)),
+        "Which bench files to show, and in which order (file names without ``.json`` or "
+        "GPU names); default: all, by file name.",
+    ),
+    ConfigValue(
+        "tlstages_bench_stale", "mark", "", (str,),
+        "Numbers whose kernel fingerprint no longer matches the page: ``mark`` shows them "
+        "marked stale (with a warning), ``hide`` leaves them out.",
+    ),
+    ConfigValue(
         "tlstages_cache_dir", None, "", (str, type(None)),
         "Folder of the lowering cache (default ``tlstages-cache`` in the doctree folder, "
         "which survives ``-E``). The environment variable ``TLSTAGES_CACHE_DIR`` wins.",

@@ -48,7 +48,7 @@ class TlPipelineDirective(SphinxDirective):
     option_spec: ClassVar[dict[str, Callable[[str], object]]] = {
         name: directives.unchanged
         for name in ("num-stages", "target", "params", "factory", "file", "name", "show",
-                     "diff", "timeout", "expect-error")
+                     "diff", "timeout", "expect-error", "reference", "flops", "tolerance")
     }
 
     def run(self) -> list[nodes.Node]:
@@ -177,4 +177,10 @@ class TlPipelineDirective(SphinxDirective):
             node_id=nodes.make_id(f"tl-{name}"),
             expect_error=expected,
             expect_pattern=pattern,
+            reference=self._optional("reference", options.parse_expression),
+            flops=self._optional("flops", options.parse_expression),
+            tolerance=self._optional("tolerance", options.parse_tolerance),
         )
+
+    def _optional(self, option: str, parser: Callable[[str], _T]) -> _T | None:
+        return self._option(option, parser, None) if option in self.options else None

@@ -15,7 +15,7 @@ from .batch import batch_state
 from .collector import directives
 from .html import cuda_downloads, highlight_cached, is_html
 from .nodes import tl_collapsible, tl_pipeline_placeholder
-from .render import render
+from .render import Context, render
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -32,9 +32,13 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             placeholder.parent.remove(placeholder)
             continue
         rows = [(variant, state.result(variant)) for variant in spec.variants]
-        downloads = cuda_downloads(app, docname, spec, rows) if html else None
-        rendered = render(spec, rows, state.version, app.config.tlstages_max_lines,
-                          downloads)
+        context = Context(
+            version=state.version, max_lines=app.config.tlstages_max_lines,
+            downloads=cuda_downloads(app, docname, spec, rows) if html else None,
+            bench=state.bench.for_directive(spec.name),
+            bench_stale=app.config.tlstages_bench_stale,
+        )
+        rendered = render(spec, rows, context)
         rendered.source, rendered.line = placeholder.source, placeholder.line
         if html:
             highlight_cached(app, state.cache, rendered)

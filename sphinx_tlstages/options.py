@@ -103,6 +103,26 @@ def parse_expect_error(value: str) -> tuple[tuple[int, ...], str | None]:
     return stages, pattern or None
 
 
+def parse_expression(value: str) -> str:
+    """A Python expression (``A @ B.T``, ``2*M*N*K``), checked for syntax only."""
+    text = value.strip()
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise OptionError(f"{text!r} is not a Python expression: {exc.msg}") from None
+    return text
+
+
+def parse_tolerance(value: str) -> float:
+    try:
+        tolerance = float(value)
+    except ValueError:
+        raise OptionError(f"{value!r} is not a number") from None
+    if not 0 < tolerance < 1:
+        raise OptionError("the tolerance is a relative error between 0 and 1")
+    return tolerance
+
+
 def parse_timeout(value: str) -> float:
     try:
         seconds = float(value)

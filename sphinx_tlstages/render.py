@@ -7,10 +7,12 @@ texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which only HTML 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from docutils import nodes
 
+from .render_bench import bench_table
 from .render_cuda import cuda_part, literal
 from .spec import DirectiveSpec, VariantSpec
 from .tables import Cell, Span, code, table
@@ -233,11 +235,22 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
     return result
 
 
-def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version: str | None,
-           max_lines: int, downloads: dict[str, str] | None) -> nodes.container:
-    """The whole directive as nodes; ``downloads`` maps variant labels to CUDA file URIs."""
+@dataclass(frozen=True)
+class Context:
+    """What rendering needs besides the results: versions, limits, links, numbers."""
+
+    version: str | None
+    max_lines: int
+    downloads: dict[str, str] | None = None  # variant label -> URI of its CUDA file
+    bench: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    bench_stale: str = "mark"
+
+
+def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
+           context: Context) -> nodes.container:
+    """The whole directive as nodes."""
     root = nodes.container(classes=["tl-pipeline"], ids=[spec.node_id])
-    root += caption(spec, version)
+    root += caption(spec, context.version)
     note = _snapshot_note(rows)
     if note is not None:
         root += note
@@ -248,7 +261,9 @@ def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version:
             block["linenos"] = True
             block["highlight_args"] = {"linenostart": spec.kernel_line}
         root += _part("tl-source", "Kernel", block)
-    root += _part("tl-summary", "Summary", summary_table(spec, rows))
+    numbers = [node for data, entry in context.bench
+               for node in bench_table(spec, data, entry, context.version, context.bench_stale)]
+    root += _part("tl-summary", "Summary", summary_table(spec, rows), *numbers)
     any_ok = any(r.get("ok") for _, r in rows)
     if "annotations" in spec.show and any_ok:
         root += _part("tl-annotations", "Pipeline schedule", annotation_part(spec, rows))
@@ -257,7 +272,7 @@ def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], version:
     if "sync" in spec.show and any_ok:
         root += _part("tl-sync", "Synchronisation and async operations", *sync_part(rows))
     if ("diff" in spec.show and spec.diff != "none") or "cuda" in spec.show:
-        parts = cuda_part(spec, rows, max_lines, downloads)
+        parts = cuda_part(spec, rows, context.max_lines, context.downloads)
         if parts:
             root += _part("tl-diff", "Generated CUDA", *parts)
     return root

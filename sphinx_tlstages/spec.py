@@ -77,6 +77,10 @@ class DirectiveSpec:
     node_id: str = field(default="")
     expect_error: tuple[int, ...] = ()  # num_stages values that must fail
     expect_pattern: str | None = None  # a regex their messages must match
+    # Only for `tlstages bench` and the numbers it attaches; not part of any lowering key.
+    reference: str | None = None
+    flops: str | None = None
+    tolerance: float | None = None
 
     def kernel_location(self, line: int | None) -> tuple[str, int] | str:
         """Where a kernel line is: in the document, in the :file:, or at the directive."""

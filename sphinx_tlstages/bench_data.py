@@ -1,0 +1,126 @@
+"""Benchmark files: what ``tlstages bench`` writes on a GPU machine and the docs read.
+
+One JSON file per GPU in ``tlstages_bench_dir``. Each variant's numbers carry the
+fingerprint of what was timed (kernel source, factory, params, num_stages, TileLang
+version; not the docs target, since the bench compiles for the GPU's own arch), so the
+docs can tell numbers that no longer describe the kernel on the page.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .spec import VariantSpec
+
+BENCH_SCHEMA = 1
+MAX_BENCH_BYTES = 8 << 20
+
+
+def fingerprint(variant: VariantSpec, tilelang_version: str | None) -> str:
+    blob = json.dumps({"source": variant.source, "factory": variant.factory,
+                       "params": sorted(list(p) for p in variant.params),
+                       "num_stages": variant.num_stages, "tilelang": tilelang_version},
+                      sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def gpu_slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+
+
+class BenchFileError(ValueError):
+    """A bench file that is not one: unreadable, too large or of the wrong shape."""
+
+
+_TIMING = ("median_ms", "p20_ms", "p80_ms")
+
+
+def _check_timing(entry: object, where: str) -> None:
+    if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(k), (int, float)) and entry[k] > 0 for k in _TIMING):
+        raise BenchFileError(f"{where}: needs positive {', '.join(_TIMING)}")
+    tflops = entry.get("tflops")
+    if tflops is not None and not isinstance(tflops, (int, float)):
+        raise BenchFileError(f"{where}: tflops must be a number")
+
+
+def validate(data: object, name: str) -> dict[str, Any]:
+    """``data`` if it is a bench file of this schema; raises :class:`BenchFileError`."""
+    if not isinstance(data, dict) or data.get("schema") != BENCH_SCHEMA:
+        raise BenchFileError(f"{name}: not a tl-pipeline bench file of schema {BENCH_SCHEMA}")
+    gpu = data.get("gpu")
+    if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str):
+        raise BenchFileError(f"{name}: 'gpu' must name the GPU")
+    directives = data.get("directives")
+    if not isinstance(directives, dict):
+        raise BenchFileError(f"{name}: 'directives' must be an object")
+    for directive, entry in directives.items():
+        variants = entry.get("variants") if isinstance(entry, dict) else None
+        if not isinstance(variants, dict):
+            raise BenchFileError(f"{name}: {directive}: 'variants' must be an object")
+        for stages, numbers in variants.items():
+            _check_timing(numbers, f"{name}: {directive} num_stages={stages}")
+            if not isinstance(numbers.get("fingerprint"), str):
+                raise BenchFileError(f"{name}: {directive} num_stages={stages}: no fingerprint")
+        if entry.get("reference") is not None:
+            _check_timing(entry["reference"], f"{name}: {directive} reference")
+    return data
+
+
+def load(path: Path) -> dict[str, Any]:
+    try:
+        if path.stat().st_size > MAX_BENCH_BYTES:
+            raise BenchFileError(f"{path.name}: larger than {MAX_BENCH_BYTES >> 20} MiB")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BenchFileError(f"{path.name}: cannot be read as JSON: {exc}") from None
+    return validate(data, path.name)
+
+
+@dataclass
+class BenchSet:
+    """The bench files of a project, in the order the pages show them."""
+
+    files: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def for_directive(self, name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """(file, entry) for each GPU that measured directive ``name``."""
+        return [(f, f["directives"][name]) for f in self.files if name in f["directives"]]
+
+
+def load_all(folder: Path, chosen: list[str] | None) -> BenchSet:
+    """Every bench file of ``folder``; ``chosen`` (file stems or GPU names) picks and orders."""
+    found = BenchSet()
+    if not folder.is_dir():
+        return found
+    by_key: dict[str, dict[str, Any]] = {}
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = load(path)
+        except BenchFileError as exc:
+            found.errors.append(str(exc))
+            continue
+        by_key[path.stem] = data
+        by_key.setdefault(data["gpu"]["name"], data)
+    if chosen is None:
+        found.files = [by_key[p.stem] for p in sorted(folder.glob("*.json")) if p.stem in by_key]
+    else:
+        found.files = [by_key[key] for key in chosen if key in by_key]
+    return found
+
+
+def stale_variants(spec_variants: list[VariantSpec], entry: dict[str, Any],
+                   version: str | None) -> list[int]:
+    """num_stages values whose numbers were measured on another kernel (or TileLang)."""
+    stale = []
+    for variant in spec_variants:
+        numbers = entry["variants"].get(str(variant.num_stages))
+        if numbers is not None and numbers["fingerprint"] != fingerprint(variant, version):
+            stale.append(variant.num_stages)
+    return stale
