@@ -1,0 +1,149 @@
+"""Benchmark numbers attached to pages: schema, attachment, staleness, bad files.
+
+The numbers themselves come from ``tlstages bench`` on a GPU machine (the book's file was
+measured on an H200); here the files are written by the tests, since CI has no GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sphinx_tlstages.bench_data import BenchFileError, fingerprint, load, validate
+from sphinx_tlstages.collector import all_directives
+
+from .kernels import GEMM, GEMM_PARAMS, rst
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = "Bench\n=====\n\n" + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="timed",
+                                flops="2 * M * N * K", reference="A @ B.T")
+
+
+def bench_file(app, medians: dict[int, float], gpu: str = "Test GPU") -> dict:  # type: ignore[no-untyped-def]
+    (spec,) = all_directives(app.env)
+    return {
+        "schema": 1, "date": "2026-12-02", "command": "tlstages bench src",
+        "method": "CUDA events", "gpu": {"name": gpu, "sm": "sm_90a", "driver": "1",
+                                         "cuda": "13.0", "torch": "2.11", "tilelang": "0.1.15"},
+        "directives": {"timed": {
+            "reference": {"expression": "A @ B.T", "median_ms": 0.1, "p20_ms": 0.09,
+                          "p80_ms": 0.11, "tflops": 21.47},
+            "variants": {str(v.num_stages): {
+                "fingerprint": fingerprint(v, "0.1.15"), "median_ms": medians[v.num_stages],
+                "p20_ms": medians[v.num_stages] * 0.9, "p80_ms": medians[v.num_stages] * 1.1,
+                "tflops": round(2 * 1024**3 / (medians[v.num_stages] * 1e-3) / 1e12, 2),
+                "correct": True, "error": 0.0, "tolerance": 0.01}
+                for v in spec.variants}}},
+    }
+
+
+def write(src: Path, data: object, name: str = "test-gpu.json") -> None:
+    folder = src / "_tlstages" / "bench"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(data if isinstance(data, str) else json.dumps(data))
+
+
+def test_no_bench_file_no_numbers(build) -> None:
+    result = build({"index.rst": PAGE})
+    assert result.warnings == ""
+    assert "tl-bench" not in result.html()
+
+
+def test_numbers_are_attached_and_a_new_file_rewrites_the_page(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    first = build({"index.rst": PAGE}, srcdir=src)
+    write(src, bench_file(first.app, {2: 0.2, 3: 0.125}))
+    result = build({"index.rst": PAGE}, srcdir=src)
+    assert result.warnings == ""
+    assert "0 added, 0 changed" in result.status  # rewritten because the numbers changed
+    bench = result.part("tl-bench")
+    assert bench.astext().startswith("Measured on Test GPU (sm_90a build), driver 1, CUDA "
+                                      "13.0, torch 2.11, TileLang 0.1.15, on 2026-12-02")
+    rows = result.table("tl-bench")
+    assert rows[0][:5] == ["num_stages", "latency (median, 20–80th pct.)", "TFLOP/s",
+                           "vs best variant", "vs reference"]
+    assert rows[1][:5] == ["2", "0.2000 ms (0.1800–0.2200)", "10.74", "62 %", "50 %"]
+    assert rows[2][:5] == ["3", "0.1250 ms (0.1125–0.1375)", "17.18", "100 %", "80 %"]
+    assert rows[3][:5] == ["reference A @ B.T", "0.1000 ms (0.0900–0.1100)", "21.47", "—",
+                           "100 %"]
+    html = result.html()
+    assert '<span class="tl-bar" style="width: 50%"></span>' in html
+    assert '<span class="tl-bar" style="width: 100%"></span>' in html
+
+
+def test_numbers_go_stale_when_a_param_changes(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    first = build({"index.rst": PAGE}, srcdir=src)
+    write(src, bench_file(first.app, {2: 0.2, 3: 0.125}))
+    edited = PAGE.replace("block_K=64", "block_K=32")
+    marked = build({"index.rst": edited}, srcdir=src)
+    assert "timed: the numbers measured on Test GPU for num_stages 2 3 are for another " \
+           "kernel or TileLang; run tlstages bench again [tlstages.bench]" in marked.warnings
+    rows = marked.table("tl-bench")
+    assert rows[1][1].startswith("stale: 0.2000 ms")
+    hidden = build({"index.rst": edited}, srcdir=src,
+                   confoverrides={"tlstages_bench_stale": "hide"})
+    assert hidden.table("tl-bench")[1][1] == "stale, hidden"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", "cannot be read as JSON"),
+    (json.dumps({"schema": 99}), "not a tl-pipeline bench file of schema 1"),
+    (json.dumps({"schema": 1, "gpu": {"name": "X"}, "directives": {
+        "timed": {"variants": {"2": {"median_ms": -1}}}}}),
+     "timed num_stages=2: needs positive median_ms"),
+])
+def test_a_bad_bench_file_is_one_warning_naming_it(build, tmp_path, content: str,
+                                                   message: str) -> None:
+    src = tmp_path / "src"
+    write(src, content, "broken.json")
+    result = build({"index.rst": PAGE}, srcdir=src)
+    assert result.warnings.count("[tlstages.bench]") == 1
+    assert f"bench file ignored: broken.json: {message}" in result.warnings
+    assert "tl-summary" in result.html()
+
+
+def test_an_oversized_bench_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "huge.json"
+    path.write_text(" " * (9 << 20) + "{}")
+    with pytest.raises(BenchFileError, match="larger than 8 MiB"):
+        load(path)
+
+
+def test_the_books_measured_file_is_valid() -> None:
+    data = load(ROOT / "book" / "_tlstages" / "bench" / "nvidia-h200.json")
+    assert data["gpu"]["name"] == "NVIDIA H200" and data["gpu"]["sm"] == "sm_90a"
+    assert set(data["directives"]["gemm-sm90a"]["variants"]) == {"0", "1", "2", "3", "4"}
+    broken = json.loads(json.dumps(data))
+    del broken["directives"]["gemm-sm90a"]["variants"]["3"]["fingerprint"]
+    with pytest.raises(BenchFileError, match="no fingerprint"):
+        validate(broken, "x")
+
+
+GPU_HELPERS = """
+from sphinx_tlstages import bench
+tensors = [{"name": "A", "dtype": "float16", "shape": [64, 32]},
+           {"name": "B", "dtype": "float16", "shape": [48, 32]},
+           {"name": "C", "dtype": "float16", "shape": [64, 48]}]
+one, two = bench.make_inputs(tensors, 0, "cpu"), bench.make_inputs(tensors, 0, "cpu")
+assert all((a == b).all() for a, b in zip(one, two)), "inputs must repeat"
+assert [tuple(x.shape) for x in one] == [(64, 32), (48, 32), (64, 48)]
+assert bench.output_names(tensors, "A @ B.T") == ["C"]
+A, B, C = (x.float() for x in one)
+assert bench.relative_error(A @ B.T, A @ B.T) == 0.0
+assert bench.relative_error(A @ B.T + 1, A @ B.T) > 0.01
+assert bench.evaluate("2 * M * N * K", {"M": 2, "N": 3, "K": 4}) == 48
+p = bench.percentiles([float(x) for x in range(1, 101)])
+assert p == {"median_ms": 50.5, "p20_ms": 20.8, "p80_ms": 80.2}, p
+print("ok")
+"""
+
+
+def test_gpu_path_helpers_on_the_cpu() -> None:
+    # In a child process: the helpers import torch, which this process must not.
+    done = subprocess.run([sys.executable, "-c", GPU_HELPERS], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr
