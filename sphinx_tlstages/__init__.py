@@ -19,8 +19,7 @@ from .fill import fill_pipelines
 from .html import setup_html
 from .nodes import skip, tl_pipeline_placeholder
 from .verify import set_exit_status
-
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def setup_directive(app: Sphinx) -> None:

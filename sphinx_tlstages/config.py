@@ -53,7 +53,7 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "or ``none``.",
     ),
     ConfigValue(
-        "tlstages_max_lines", 400, "env", (int,),
+        "tlstages_max_lines", 400, "html", (int,),
         "Lines of one CUDA diff or listing shown on the page; the rest is one click away in "
         "the downloadable CUDA files.",
     ),
@@ -70,17 +70,17 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "``TLSTAGES_SNAPSHOTS`` wins.",
     ),
     ConfigValue(
-        "tlstages_bench_dir", "_tlstages/bench", "", (str,),
+        "tlstages_bench_dir", "_tlstages/bench", "html", (str,),
         "Folder of the benchmark files written by ``tlstages bench`` (one per GPU), "
         "relative to the source directory.",
     ),
     ConfigValue(
-        "tlstages_bench_gpus", None, "", (list, tuple, type(None)),
+        "tlstages_bench_gpus", None, "html", (list, tuple, type(None)),
         "Which bench files to show, and in which order (file names without ``.json`` or "
         "GPU names); default: all, by file name.",
     ),
     ConfigValue(
-        "tlstages_bench_stale", "mark", "", (str,),
+        "tlstages_bench_stale", "mark", "html", (str,),
         "Numbers whose kernel fingerprint no longer matches the page: ``mark`` shows them "
         "marked stale (with a warning), ``hide`` leaves them out.",
     ),

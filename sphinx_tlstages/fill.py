@@ -13,7 +13,7 @@ from docutils import nodes
 
 from .batch import batch_state
 from .collector import directives
-from .html import cuda_downloads, highlight_cached, is_html
+from .html import cuda_downloads, is_html, render_html
 from .nodes import tl_collapsible, tl_pipeline_placeholder
 from .render import Context, render
 
@@ -38,10 +38,11 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             bench=state.bench.for_directive(spec.name),
             bench_stale=app.config.tlstages_bench_stale,
         )
-        rendered = render(spec, rows, context)
-        rendered.source, rendered.line = placeholder.source, placeholder.line
         if html:
-            highlight_cached(app, state.cache, rendered)
+            rendered = render_html(app, doctree, spec, rows, context, state.cache)
+        else:
+            rendered = render(spec, rows, context)
+        rendered.source, rendered.line = placeholder.source, placeholder.line
         placeholder.replace_self(rendered)
     if not html:
         collapse_for_print(doctree)

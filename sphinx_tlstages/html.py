@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import docutils
 import pygments
 import sphinx
 from docutils import nodes
+from docutils.utils import new_document
 from sphinx.util.osutil import relative_uri
 
 from .files import write_if_changed
 from .nodes import skip, tl_collapsible
+from .render import render_head, render_parts
+from .version import __version__
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -21,6 +26,7 @@ if TYPE_CHECKING:
     from sphinx.writers.html5 import HTML5Translator
 
     from .cache import Cache
+    from .render import Context
     from .spec import DirectiveSpec, VariantSpec
 
 STATIC = Path(__file__).parent / "static"
@@ -100,3 +106,72 @@ def highlight_cached(app: Sphinx, cache: Cache, root: nodes.Element) -> None:
             html = f'<div class="highlight-{language} notranslate">{highlighted}</div>\n'
             cache.put_fragment(key, html)
         block.replace_self(nodes.raw("", html, format="html"))
+
+
+@functools.cache
+def _renderer_stamp() -> str:
+    """The rendering code itself: an edited renderer must not reuse old fragments (its
+    version string alone would not change during development)."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+# HTML settings that change how the parts are written; the rest of conf.py cannot.
+_HTML_SETTINGS = ("highlight_language", "html_codeblock_linenos_style", "html_compact_lists",
+                  "html_permalinks", "html_permalinks_icon", "html_secnumber_suffix")
+
+
+def fragment_key(app: Sphinx, spec: DirectiveSpec,
+                 rows: list[tuple[VariantSpec, dict[str, Any]]], context: Context) -> str:
+    """Everything the parts' HTML depends on: the spec (where it stands included), each
+    result's content, the attached numbers and links, and the writing toolchain."""
+    results = [[variant.label, hashlib.sha256(json.dumps(
+        {k: v for k, v in result.items() if k != "seconds"}, sort_keys=True).encode()
+    ).hexdigest()] for variant, result in rows]
+    blob = json.dumps([
+        _renderer_stamp(), __version__, sphinx.__version__, pygments.__version__,
+        docutils.__version__, app.builder.name,
+        [repr(getattr(app.config, name, None)) for name in _HTML_SETTINGS],
+        repr(spec), results, context.version, context.max_lines, context.downloads,
+        context.bench, context.bench_stale,
+    ], sort_keys=True, default=repr)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _write_html(app: Sphinx, doctree: nodes.document, parts: list[nodes.Node]) -> str:
+    """The HTML the builder's own translator writes for ``parts``."""
+    # The writer's settings, as the builder will write the page (prepare_writing made them).
+    settings = getattr(app.builder, "docsettings", doctree.settings)
+    document = new_document(str(doctree.get("source", "")), settings)
+    holder = nodes.container()
+    holder.extend(parts)
+    document += holder
+    translator = app.builder.create_translator(document, app.builder)
+    for node in parts:
+        node.walkabout(translator)
+    return "".join(translator.body)  # type: ignore[attr-defined]
+
+
+def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
+                rows: list[tuple[VariantSpec, dict[str, Any]]], context: Context,
+                cache: Cache) -> nodes.container:
+    """The directive for an HTML builder: the caption as nodes (so search finds it), the
+    parts as HTML written once and reused while nothing they depend on changes.
+
+    Writing the parts' tables and listings costs more than the rest of a warm build;
+    the same HTML is inserted whether it came from the cache or was just written, so a
+    cold and a warm build give identical pages.
+    """
+    root = render_head(spec, rows, context)
+    key = fragment_key(app, spec, rows, context)
+    html = cache.fragment(key)
+    if html is None:
+        parts = render_parts(spec, rows, context)
+        holder = nodes.container("", *parts)
+        highlight_cached(app, cache, holder)
+        html = _write_html(app, doctree, list(holder.children))
+        cache.put_fragment(key, html)
+    root += nodes.raw("", html, format="html", classes=["no-search"])
+    return root

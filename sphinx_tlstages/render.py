@@ -249,30 +249,49 @@ class Context:
 def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
            context: Context) -> nodes.container:
     """The whole directive as nodes."""
+    root = render_head(spec, rows, context)
+    root.extend(render_parts(spec, rows, context))
+    return root
+
+
+def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
+                context: Context) -> nodes.container:
+    """The root (class ``tl-pipeline``, the ``:ref:`` target) and its caption."""
     root = nodes.container(classes=["tl-pipeline"], ids=[spec.node_id])
     root += caption(spec, context.version)
     note = _snapshot_note(rows)
     if note is not None:
         root += note
+    return root
+
+
+def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
+                 context: Context) -> list[nodes.Node]:
+    """The parts below the caption, in page order."""
+    root: list[nodes.Node] = []
     if "source" in spec.show:
         source = spec.variants[0].source
         block = literal(source, "python")
         if spec.kernel_line is not None:
             block["linenos"] = True
             block["highlight_args"] = {"linenostart": spec.kernel_line}
-        root += _part("tl-source", "Kernel", block)
+        root.append(_part("tl-source", "Kernel", block))
     numbers = [node for data, entry in context.bench
                for node in bench_table(spec, data, entry, context.version, context.bench_stale)]
-    root += _part("tl-summary", "Summary", summary_table(spec, rows), *numbers)
+    root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
     if "annotations" in spec.show and any_ok:
-        root += _part("tl-annotations", "Pipeline schedule", annotation_part(spec, rows))
+        root.append(_part("tl-annotations", "Pipeline schedule", annotation_part(spec, rows)))
     if "shared" in spec.show and any_ok:
-        root += _part("tl-shared", "Shared buffers", shared_table(rows))
+        root.append(_part("tl-shared", "Shared buffers", shared_table(rows)))
     if "sync" in spec.show and any_ok:
-        root += _part("tl-sync", "Synchronisation and async operations", *sync_part(rows))
+        root.append(_part("tl-sync", "Synchronisation and async operations", *sync_part(rows)))
     if ("diff" in spec.show and spec.diff != "none") or "cuda" in spec.show:
         parts = cuda_part(spec, rows, context.max_lines, context.downloads)
         if parts:
-            root += _part("tl-diff", "Generated CUDA", *parts)
+            cuda = _part("tl-diff", "Generated CUDA", *parts)
+            # Thousands of CUDA tokens per page would swamp the search index (and cost
+            # more than the rest of a warm build); the tables above carry the spellings.
+            cuda["classes"].append("no-search")
+            root.append(cuda)
     return root

@@ -61,7 +61,9 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
                 body.append(nodes.paragraph("", "", link, nodes.Text(
                     " (with the #line directives that map it to the kernel)")))
             text, hidden = _capped(without_line_directives(res["cuda"]), max_lines)
-            body.append(literal(text, "cuda"))
+            # Plain text: highlighted, four full listings made a page of half a megabyte
+            # (4x its size) and most of a warm build's time; the diffs stay highlighted.
+            body.append(literal(text, "text"))
             if hidden:
                 body.append(_hidden_note(hidden, "listing"))
             result.append(_collapsible(f"num_stages={label[2:]}: full CUDA, "

@@ -13,6 +13,8 @@ import pytest
 from docutils import nodes
 from sphinx.testing.util import SphinxTestApp
 
+from .html_tree import Element, parse, table_rows
+
 pytest_plugins = ("sphinx.testing.fixtures",)
 
 # html_theme is set because the test app swaps an unset one after loading, which makes
@@ -67,17 +69,15 @@ class Built:
             return env.get_and_resolve_doctree(docname, builder, tags=builder.tags)
         return env.get_and_resolve_doctree(docname, builder)
 
-    def part(self, cls: str, docname: str = "index", index: int = 0) -> nodes.Element:
-        found = [n for n in self.doctree(docname).findall(nodes.Element)
-                 if cls in n.get("classes", [])]
+    def part(self, cls: str, docname: str = "index", index: int = 0) -> Element:
+        """The ``index``-th element of class ``cls`` on the built HTML page."""
+        found = parse(self.html(docname)).iter(cls=cls)
         assert len(found) > index, f"no element of class {cls} in {docname}"
         return found[index]
 
     def table(self, cls: str, docname: str = "index", index: int = 0) -> list[list[str]]:
         """The first table of a part, as rows of cell texts (header row first)."""
-        table = next(self.part(cls, docname, index).findall(nodes.table))
-        return [[entry.astext() for entry in row.findall(nodes.entry)]
-                for row in table.findall(nodes.row)]
+        return table_rows(self.part(cls, docname, index))
 
 
 def write_project(srcdir: Path, files: dict[str, str], conf: str = CONF) -> None:

@@ -118,7 +118,7 @@ def test_diffs_are_collapsible_with_summaries(built: Built) -> None:
         "num_stages 1 → 2", "num_stages 2 → 3", "num_stages 3 → 4"]
     assert all(re.search(r"\+\d+ -\d+ lines$", s) for s in summaries)
     assert html.count('class="tl-collapsible tl-cuda-item"') == 4
-    assert 'class="highlight-diff' in html and 'class="highlight-cuda' in html
+    assert 'class="highlight-diff' in html and 'class="highlight-text' in html
 
 
 def test_cuda_downloads_are_normalised(built: Built) -> None:
