@@ -6,7 +6,10 @@ for an unpinned torch, which on Linux would otherwise pull a CUDA build of sever
 
 from __future__ import annotations
 
+import json
+import shutil
 import urllib.request
+from pathlib import Path
 
 import nox
 
@@ -20,16 +23,22 @@ BOOK = "book"
 BOOK_OUT = "book/_build/html"
 
 
+def _cpu_index_answers() -> bool:
+    try:
+        urllib.request.urlopen(f"{CPU_INDEX}/torch/", timeout=5).close()
+    except OSError:
+        return False
+    return True
+
+
 def install_cpu_torch(session: nox.Session) -> None:
     """CPU torch from PyTorch's CPU index when it answers, else from the default index
     (whose configured find-links may already hold a CPU build)."""
-    try:
-        urllib.request.urlopen(f"{CPU_INDEX}/torch/", timeout=5).close()
-        extra = ["--extra-index-url", CPU_INDEX]
-    except OSError:
+    if _cpu_index_answers():
+        session.install(TORCH, "--extra-index-url", CPU_INDEX)
+    else:
         session.log(f"{CPU_INDEX} is out of reach; taking {TORCH} from the default index")
-        extra = []
-    session.install(TORCH, *extra)
+        session.install(TORCH)
 
 
 @nox.session(python=PYTHON)
@@ -71,3 +80,47 @@ def typecheck(session: nox.Session) -> None:
     """mypy, strict, over the package (TileLang itself is not needed for this)."""
     session.install("mypy", "sphinx", "docutils", "types-docutils")
     session.run("mypy")
+
+
+@nox.session(python=PYTHON)
+def snapshots(session: nox.Session) -> None:
+    """Rebuild the book with TLSTAGES_SNAPSHOTS=update: accept every change, drop unused."""
+    install_cpu_torch(session)
+    session.install("-e", ".[docs]")
+    session.run("sphinx-build", "-b", "html", BOOK, BOOK_OUT, *session.posargs,
+                env={"TLSTAGES_SNAPSHOTS": "update"})
+
+
+@nox.session(name="bench-build", python=PYTHON)
+def bench_build(session: nox.Session) -> None:
+    """The build-time benchmark: ratios against the same books without the extension."""
+    install_cpu_torch(session)
+    session.install("-e", ".[docs]")
+    session.run("python", "benchmarks/build_speed.py", *session.posargs)
+
+
+@nox.session(python=PYTHON, reuse_venv=False)
+def rtd(session: nox.Session) -> None:
+    """Read the Docs' install and build, in a fresh environment, against its limits
+    (15 minutes, 7 GB): the same steps as .readthedocs.yaml, with READTHEDOCS set."""
+    figures = Path(session.create_tmp()) / "rtd-figures.json"
+    figures.unlink(missing_ok=True)
+    measure = ["python", "benchmarks/measure.py", "--json", str(figures)]
+    session.install("pip")
+    extra = ["--index-url", CPU_INDEX] if _cpu_index_answers() else []
+    session.run(*measure, "--label", "install torch", "--", "python", "-m", "pip", "install",
+                "-q", TORCH, *extra)
+    session.run(*measure, "--label", "install the book", "--", "python", "-m", "pip",
+                "install", "-q", ".[docs]")
+    out = Path(session.create_tmp()) / "html"
+    shutil.rmtree(out, ignore_errors=True)
+    session.run(*measure, "--label", "build", "--", "python", "-m", "sphinx", "-T", "-W",
+                "--keep-going", "-b", "html", "-d", str(out.parent / "doctrees"), BOOK,
+                str(out), env={"READTHEDOCS": "True"})
+    data = json.loads(figures.read_text())
+    seconds = sum(step["seconds"] for step in data.values())
+    peak = max(step["peak_mib"] for step in data.values())
+    session.log(f"Read the Docs reproduction: {seconds:.0f} s of 900 s, peak {peak} MiB of "
+                "7168 MiB")
+    if seconds > 900 or peak > 7168:
+        session.error("over Read the Docs' limits")

@@ -6,9 +6,14 @@ project = "TileLang pipelines, as the compiler sees them"
 author = "sphinx-tlstages maintainers"
 copyright = "2026, sphinx-tlstages maintainers"
 
-extensions = ["myst_parser", "sphinx_tlstages"]
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "_ext"))
+
+extensions = ["myst_parser", "sphinx_tlstages", "tlstages_reference"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "kernels", "README.md"]
+exclude_patterns = ["_build", "kernels", "_ext", "README.md"]
 
 html_theme = "furo"
 html_title = "TileLang pipelines"

@@ -2,12 +2,14 @@
 
 ``tlstages snapshots accept [SRCDIR]`` accepts the pending results a failed check left
 beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists pending, missing and
-unused snapshots; ``tlstages bench SRCDIR`` times the book's kernels on this machine's GPU.
+unused snapshots; ``tlstages bench SRCDIR`` times the book's kernels on this machine's GPU;
+``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -59,24 +61,53 @@ def status(srcdir: Path) -> int:
     return 1 if pending or missing else 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tlstages", description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (the reference page prints its help)."""
+    # A fixed width: the help text is printed into the book and must not depend on the
+    # terminal that built it.
+    fmt = functools.partial(argparse.HelpFormatter, width=88)
+    parser = argparse.ArgumentParser(prog="tlstages", description=__doc__.split("\n\n")[0],
+                                     formatter_class=fmt)
     commands = parser.add_subparsers(dest="command", required=True)
-    snap = commands.add_parser("snapshots", help="golden snapshots of a book")
+    snap = commands.add_parser("snapshots", formatter_class=fmt,
+                               help="golden snapshots of a book")
     snap_commands = snap.add_subparsers(dest="action", required=True)
-    acc = snap_commands.add_parser("accept", help="accept pending results")
+    acc = snap_commands.add_parser("accept", formatter_class=fmt,
+                                   help="accept pending results")
     acc.add_argument("srcdir", nargs="?", default=".", type=Path)
     acc.add_argument("--name", action="append", default=[], help="only this directive")
-    stat = snap_commands.add_parser("status", help="list pending, missing, unused")
+    stat = snap_commands.add_parser("status", formatter_class=fmt,
+                                    help="list pending, missing, unused")
     stat.add_argument("srcdir", nargs="?", default=".", type=Path)
-    bench = commands.add_parser("bench", help="time the book's kernels on this GPU")
+    bench = commands.add_parser("bench", formatter_class=fmt,
+                                help="time the book's kernels on this GPU")
     bench.add_argument("srcdir", type=Path)
     bench.add_argument("--name", action="append", default=[],
                        help="only this directive (default: those with :flops: or :reference:)")
     bench.add_argument("--warmup", type=int, default=25)
     bench.add_argument("--reps", type=int, default=100)
     bench.add_argument("--out", type=Path, help="folder (default: tlstages_bench_dir)")
+    lower = commands.add_parser("lower", formatter_class=fmt,
+                                help="lower one kernel file and print the facts")
+    lower.add_argument("kernel", type=Path, help="a .py file defining the kernel factory")
+    lower.add_argument("--factory", help="which function, when the file defines several")
+    lower.add_argument("--params", nargs="*", default=[], metavar="K=V",
+                       help="keyword arguments, as Python literals")
+    lower.add_argument("--num-stages", nargs="+", type=int, default=[1, 2, 3, 4])
+    lower.add_argument("--target", default="sm_80")
+    lower.add_argument("--dump-dir", type=Path, help="write each variant's CUDA here")
+    lower.add_argument("--json", action="store_true", help="print the results as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "lower":
+        from .terminal import lower_file
+
+        return lower_file(args.kernel, args.factory, args.params, args.num_stages,
+                          args.target, args.dump_dir, args.json)
     if args.command == "bench":
         from .bench import run
 

@@ -30,6 +30,34 @@ from .spec import DirectiveSpec, VariantSpec, canonical_params, kernel_location
 from .targets import parse_target
 
 INLINE_SOURCE_NAME = "kernel.py"
+
+# Every option, once: the option_spec and the reference page are both made from this.
+OPTIONS: dict[str, str] = {
+    "num-stages": "num_stages values to lower, space or comma separated (default "
+                  "``tlstages_num_stages``).",
+    "target": "``sm_80``, ``sm_90a``, ``cuda -arch=sm_90a`` or a JSON target (default "
+              "``tlstages_target``); never ``auto``.",
+    "params": "``KEY=VALUE`` Python literals passed to the factory as keywords.",
+    "factory": "Which top-level function builds the kernel, when the source defines several.",
+    "file": "A ``.py`` file instead of inline content, resolved like ``literalinclude``; it "
+            "must be inside the source directory or a folder of ``tlstages_file_roots``.",
+    "name": "Stable identifier, unique in the project: the snapshot's file name and a "
+            "``:ref:`` target (default ``<docname>-<n>``, which moves when a directive is "
+            "inserted above: name every directive).",
+    "show": "Any of ``source annotations shared sync diff cuda`` (default ``tlstages_show``).",
+    "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
+    "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
+    "expect-error": "num_stages values that must fail, optionally ``VALUES: regex`` on the "
+                    "message; a listed value that lowers is an error. For chapters that "
+                    "teach limits.",
+    "reference": "For ``tlstages bench``: a Python expression over the kernel's tensors by "
+                 "parameter name (``A @ B.T``); the result is checked against it, and it is "
+                 "timed too.",
+    "flops": "For ``tlstages bench``: floating-point operations per launch, an expression "
+             "over the params (``2 * M * N * K``), for TFLOP/s.",
+    "tolerance": "For ``tlstages bench``: the largest error against ``:reference:``, "
+                 "relative to its largest value (default by dtype: 1e-2 for float16).",
+}
 _T = TypeVar("_T")
 
 
@@ -45,10 +73,9 @@ class TlPipelineDirective(SphinxDirective):
     has_content = True
     optional_arguments = 1
     final_argument_whitespace = True
+    # Values are parsed in _spec, where a bad one becomes a warning at its own line.
     option_spec: ClassVar[dict[str, Callable[[str], object]]] = {
-        name: directives.unchanged
-        for name in ("num-stages", "target", "params", "factory", "file", "name", "show",
-                     "diff", "timeout", "expect-error", "reference", "flops", "tolerance")
+        name: directives.unchanged for name in OPTIONS
     }
 
     def run(self) -> list[nodes.Node]:

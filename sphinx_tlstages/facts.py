@@ -47,14 +47,23 @@ def _roles(ws: dict[str, Any], source: list[Statement]) -> list[dict[str, Any]]:
     """Who runs each source statement once the loop is warp-specialised."""
     rows: list[dict[str, Any]] = []
     barriers = {b["name"] for b in ws["barriers"]}
+    known = {name for role in ("producer", "consumer") for ir in ws[role]
+             for name in ir["buffers"]} - barriers
 
-    def runs(stmt: Statement, ir: dict[str, Any]) -> bool:
-        data = set(ir["buffers"]) - barriers  # a TMA copy also names its barrier
-        return bool(data) and data <= stmt.names
+    def data(ir: dict[str, Any]) -> set[str]:
+        return set(ir["buffers"]) - barriers  # a TMA copy also names its barrier
+
+    def roles_of(stmt: Statement) -> list[str]:
+        # The buffers a statement names must be the ones its IR touches; a mere subset
+        # would let "T.copy(row_max, prev_max)" claim a loop that reads both.
+        wanted = stmt.names & known
+        exact = [role for role in ("producer", "consumer")
+                 if any(wanted and data(ir) == wanted for ir in ws[role])]
+        return exact or [role for role in ("producer", "consumer")
+                         if any(data(ir) and data(ir) <= stmt.names for ir in ws[role])]
 
     for stmt in source:
-        roles = [role for role in ("producer", "consumer")
-                 if any(runs(stmt, ir) for ir in ws[role])]
+        roles = roles_of(stmt)
         rows.append({"text": stmt.text, "line": stmt.line,
                      "role": " + ".join(roles) or "none", "inserted": False})
     for role in ("producer", "consumer"):

@@ -15,7 +15,7 @@ from typing import Any
 import tilelang
 import tilelang.language as T
 from tilelang import tvm
-from tvm.tirx.stmt_functor import post_order_visit
+from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 
 from . import cuda as cuda_text
 from . import facts
@@ -202,16 +202,19 @@ def warp_specialization(func: Any) -> dict[str, Any] | None:
 
 
 def _branch_statements(stmt: Any) -> list[dict[str, Any]]:
+    """The statements of the outermost loops of one warp group's branch (the pipelined
+    loop, rewritten): tile operations and whole inner loops alike."""
     found: list[dict[str, Any]] = []
     if stmt is None:
         return found
 
-    def visit(node: Any) -> None:
+    def visit(node: Any) -> bool:
         if isinstance(node, tvm.tirx.For):
-            found.extend(_summary(s) for s in _body(node.body)
-                         if type(s).__name__ == "Evaluate")
+            found.extend(_summary(s) for s in _body(node.body))
+            return False  # its inner loops belong to these statements
+        return True
 
-    _visit(stmt, visit)
+    pre_order_visit(stmt, visit)
     return found
 
 

@@ -72,8 +72,8 @@ def _part(cls: str, title: str, *body: nodes.Node) -> nodes.container:
 def _schedule(result: Result) -> str:
     ws = result.get("warp_specialized")
     if ws:
-        slots = sum(b["shape"][0] for b in ws["barriers"]) // 2
-        return f"warp-specialised, {slots} slot{'s' if slots != 1 else ''}"
+        count = sum(b["shape"][0] for b in ws["barriers"])
+        return f"warp-specialised, {count} barriers"
     loops = result.get("pipeline") or []
     if loops:
         return ", ".join(f"pipelined, depth {loop['num_stages']}" for loop in loops)

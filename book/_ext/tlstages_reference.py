@@ -1,0 +1,76 @@
+"""The book's reference pages, generated from sphinx-tlstages' own declarations.
+
+``.. tlstages-reference:: options|config|environment|warnings|cli`` renders the table (or
+help text) from the code that Sphinx and the command actually use, so the reference
+cannot drift from the extension.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.util.docutils import SphinxDirective
+
+from sphinx_tlstages.cli import build_parser
+from sphinx_tlstages.config import CONFIG_VALUES, ENVIRONMENT_VARIABLES
+from sphinx_tlstages.directive import OPTIONS
+from sphinx_tlstages.errors import SUBTYPES, WARNING_TYPE
+
+
+def _table(headers: list[str], rows: list[list[str]], parse: object) -> nodes.table:
+    group = nodes.tgroup(cols=len(headers))
+    for width in [1] * (len(headers) - 1) + [3]:
+        group += nodes.colspec(colwidth=width)
+    head = nodes.thead()
+    head += nodes.row("", *(nodes.entry("", nodes.paragraph(text=h)) for h in headers))
+    group += head
+    body = nodes.tbody()
+    for row in rows:
+        entries = []
+        for cell in row:
+            entry = nodes.entry()
+            entry.extend(parse(cell))  # type: ignore[operator]
+            entries.append(entry)
+        body += nodes.row("", *entries)
+    group += body
+    return nodes.table("", group)
+
+
+class Reference(SphinxDirective):
+    required_arguments = 1
+    option_spec: ClassVar[dict[str, object]] = {}
+
+    def _rst(self, text: str) -> list[nodes.Node]:
+        return self.parse_text_to_nodes(text)
+
+    def run(self) -> list[nodes.Node]:
+        what = self.arguments[0]
+        if what == "options":
+            rows = [[f"``:{name}:``", doc] for name, doc in OPTIONS.items()]
+            return [_table(["option", "meaning"], rows, self._rst)]
+        if what == "config":
+            rows = [[f"``{v.name}``", f"``{v.default!r}``", v.doc] for v in CONFIG_VALUES]
+            return [_table(["value", "default", "meaning"], rows, self._rst)]
+        if what == "environment":
+            rows = [[f"``{name}``", doc] for name, doc in ENVIRONMENT_VARIABLES.items()]
+            return [_table(["variable", "meaning"], rows, self._rst)]
+        if what == "warnings":
+            rows = [[f"``{WARNING_TYPE}.{name}``", doc] for name, doc in SUBTYPES.items()]
+            return [_table(["type.subtype", "when"], rows, self._rst)]
+        if what == "cli":
+            parser = build_parser()
+            texts = [parser.format_help()]
+            for action in parser._subparsers._group_actions:  # type: ignore[union-attr]
+                for sub in action.choices.values():
+                    texts.append(sub.format_help())
+                    for inner in sub._subparsers._group_actions if sub._subparsers else []:
+                        texts.extend(s.format_help() for s in inner.choices.values())
+            return [nodes.literal_block(text, text, language="text") for text in texts]
+        raise self.error(f"unknown reference {what!r}")
+
+
+def setup(app: Sphinx) -> dict[str, object]:
+    app.add_directive("tlstages-reference", Reference)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
