@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from sphinx.util import logging
 
 from . import facts
+from .assertions import check, namespace
 from .bench_data import BenchSet, load_all, stale_variants
 from .cache import Cache, cache_dir
 from .collector import all_directives
@@ -112,6 +113,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
             app.statuscode = 1
     failed = _report_variants(specs, state)
     state.outcome = check_snapshots(app, specs, state)
+    state.outcome.failures += _check_asserts(specs, state)
     _attach_bench(app, specs, state)
     logger.info(f"tl-pipeline: {len(wanted)} variants, {len(state.lowered)} lowered, "
                 f"{len(wanted) - len(state.lowered)} cached, {failed} failed, "
@@ -190,6 +192,24 @@ def variant_failure(spec: DirectiveSpec, result: dict[str, Any]) -> tuple[str, s
         return "limit", (f"needs {used:,} B of shared memory per block; {spec.target.label} "
                          f"allows {limit:,} B")
     return None
+
+
+def _check_asserts(specs: list[DirectiveSpec], state: BatchState) -> int:
+    """Evaluate every :assert: line on every lowered variant; errors fail the build."""
+    failures = 0
+    for spec in specs:
+        for line, expression in spec.asserts:
+            for variant in spec.variants:
+                result = state.result(variant)
+                if not result.get("ok"):
+                    continue
+                why = check(expression, namespace(result, variant.num_stages, variant.params))
+                if why is not None:
+                    failures += 1
+                    logger.error(f"{spec.name}: num_stages={variant.num_stages}: assertion "
+                                 f"{expression!r} {why}", location=(spec.docname, line),
+                                 type="tlstages", subtype="assert")
+    return failures
 
 
 def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) -> None:

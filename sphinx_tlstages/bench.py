@@ -82,8 +82,7 @@ def time_launches(launch: Callable[[], object], warmup: int, reps: int) -> dict[
     for _ in range(warmup):
         launch()
     torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True),  # type: ignore[no-untyped-call]
-               torch.cuda.Event(enable_timing=True))  # type: ignore[no-untyped-call]
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
               for _ in range(reps)]
     for start, end in events:
         flush.zero_()

@@ -50,6 +50,10 @@ OPTIONS: dict[str, str] = {
     "expect-error": "num_stages values that must fail, optionally ``VALUES: regex`` on the "
                     "message; a listed value that lowers is an error. For chapters that "
                     "teach limits.",
+    "assert": "Claims checked on every build, one Python expression per line over each "
+              "lowered variant's facts (``shared[\"A_shared\"].shape[0] == num_stages``, "
+              "``max(sync[\"cp_async_wait\"]) == num_stages - 1``); a false one fails the "
+              "build at its line.",
     "reference": "For ``tlstages bench``: a Python expression over the kernel's tensors by "
                  "parameter name (``A @ B.T``); the result is checked against it, and it is "
                  "timed too.",
@@ -204,10 +208,24 @@ class TlPipelineDirective(SphinxDirective):
             node_id=nodes.make_id(f"tl-{name}"),
             expect_error=expected,
             expect_pattern=pattern,
+            asserts=self._asserts(),
             reference=self._optional("reference", options.parse_expression),
             flops=self._optional("flops", options.parse_expression),
             tolerance=self._optional("tolerance", options.parse_tolerance),
         )
+
+    def _asserts(self) -> tuple[tuple[int, str], ...]:
+        if "assert" not in self.options:
+            return ()
+        first = self._option_line("assert")
+        found = []
+        for offset, line in enumerate(self.options["assert"].splitlines()):
+            if line.strip():
+                try:
+                    found.append((first + offset, options.parse_expression(line)))
+                except OptionError as exc:
+                    raise OptionError(f":assert: {exc}", first + offset) from None
+        return tuple(found)
 
     def _optional(self, option: str, parser: Callable[[str], _T]) -> _T | None:
         return self._option(option, parser, None) if option in self.options else None

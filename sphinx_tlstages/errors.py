@@ -24,6 +24,7 @@ SUBTYPES: dict[str, str] = {
     "tilelang": "TileLang is missing or cannot lower CUDA here",
     "cache": "a cache entry could not be read or written",
     "snapshot": "a snapshot is missing, drifted, unreadable or unused",
+    "assert": "an :assert: claim is false for a variant (an error: the build fails)",
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
 }
 

@@ -113,21 +113,23 @@ def parse_expression(value: str) -> str:
     return text
 
 
-def parse_tolerance(value: str) -> float:
+def _number(value: str, what: str, upper: float = float("inf")) -> float:
+    """A number above zero and below ``upper``."""
     try:
-        tolerance = float(value)
+        number = float(value)
     except ValueError:
         raise OptionError(f"{value!r} is not a number") from None
-    if not 0 < tolerance < 1:
-        raise OptionError("the tolerance is a relative error between 0 and 1")
-    return tolerance
+    if not 0 < number < upper:
+        raise OptionError(f"the {what} must be above 0" + (f" and below {upper:g}"
+                                                            if upper != float("inf") else ""))
+    return number
+
+
+def parse_tolerance(value: str) -> float:
+    """The largest relative error allowed against a reference."""
+    return _number(value, "tolerance (a relative error)", upper=1)
 
 
 def parse_timeout(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise OptionError(f"{value!r} is not a number of seconds") from None
-    if not seconds > 0:
-        raise OptionError("the timeout must be positive")
-    return seconds
+    """Seconds a variant may take to lower."""
+    return _number(value, "timeout (in seconds)")

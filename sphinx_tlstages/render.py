@@ -262,6 +262,14 @@ def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     note = _snapshot_note(rows)
     if note is not None:
         root += note
+    if spec.asserts:
+        claims = nodes.paragraph(classes=["tl-asserts"])
+        claims += nodes.Text("Checked on every build, for every variant: ")
+        for i, (_, expression) in enumerate(spec.asserts):
+            claims += nodes.Text("; " if i else "")
+            claims += code(expression)
+        claims += nodes.Text(".")
+        root += claims
     return root
 
 
@@ -272,9 +280,9 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     if "source" in spec.show:
         source = spec.variants[0].source
         block = literal(source, "python")
-        if spec.kernel_line is not None:
-            block["linenos"] = True
-            block["highlight_args"] = {"linenostart": spec.kernel_line}
+        # Numbered as the tables number statements: document lines, or the file's own.
+        block["linenos"] = True
+        block["highlight_args"] = {"linenostart": spec.kernel_line or 1}
         root.append(_part("tl-source", "Kernel", block))
     numbers = [node for data, entry in context.bench
                for node in bench_table(spec, data, entry, context.version, context.bench_stale)]

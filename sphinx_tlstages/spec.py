@@ -77,6 +77,8 @@ class DirectiveSpec:
     node_id: str = field(default="")
     expect_error: tuple[int, ...] = ()  # num_stages values that must fail
     expect_pattern: str | None = None  # a regex their messages must match
+    # (document line, expression) of each :assert: line; checked after lowering.
+    asserts: tuple[tuple[int, str], ...] = ()
     # Only for `tlstages bench` and the numbers it attaches; not part of any lowering key.
     reference: str | None = None
     flops: str | None = None

@@ -183,6 +183,7 @@ def set_exit_status(app: Sphinx, exception: BaseException | None) -> None:
     """``build-finished``: a failed check fails the build, with or without ``-W``."""
     state = getattr(app, "_tlstages_batch", None)
     if state is not None and state.outcome is not None and state.outcome.failures:
-        logger.error(f"tl-pipeline: {state.outcome.failures} snapshot check(s) failed",
+        logger.error(f"tl-pipeline: {state.outcome.failures} check(s) failed (snapshots, "
+                     ":assert:)",
                      type=WARNING_TYPE, subtype="snapshot")
         app.statuscode = 1

@@ -26,18 +26,21 @@ html_theme = "basic"
 """
 
 
-@pytest.fixture(scope="session")
-def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One lowering cache for the session: entries are content-addressed, so sharing is
-    safe and keeps the suite fast. Tests about the cache itself use their own."""
-    return tmp_path_factory.mktemp("tlstages-cache")
+@pytest.fixture(scope="session", autouse=True)
+def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One lowering cache for the session, and an environment free of CI settings.
 
-
-@pytest.fixture(autouse=True)
-def _cache_env(monkeypatch: pytest.MonkeyPatch, shared_cache: Path) -> None:
-    monkeypatch.setenv("TLSTAGES_CACHE_DIR", str(shared_cache))
-    for name in ("CI", "READTHEDOCS", "TLSTAGES_JOBS"):
-        monkeypatch.delenv(name, raising=False)
+    Entries are content-addressed, so sharing is safe and keeps the suite fast; tests
+    about the cache itself use their own. Session-scoped so that module-scoped builds
+    see it too; CI and READTHEDOCS are unset because the suite runs under CI, and tests
+    about strict mode set them themselves.
+    """
+    cache = tmp_path_factory.mktemp("tlstages-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TLSTAGES_CACHE_DIR", str(cache))
+        for name in ("CI", "READTHEDOCS", "TLSTAGES_JOBS", "TLSTAGES_SNAPSHOTS"):
+            patch.delenv(name, raising=False)
+        yield cache
 
 
 def strip_colours(text: str) -> str:

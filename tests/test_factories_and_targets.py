@@ -86,3 +86,10 @@ def test_file_outside_the_source_dir_is_refused(build, tmp_path) -> None:
             f'tlstages_file_roots = [{str(tmp_path)!r}]\n')
     allowed = build({"index.rst": page}, conf=conf, freshenv=True)
     assert "tlstages" not in allowed.warnings
+
+
+def test_missing_kernel_file_is_an_option_error_at_its_line(build) -> None:
+    page = HEAD + f".. tl-pipeline::\n   :params: {GEMM_PARAMS}\n   :file: nowhere.py\n"
+    result = build({"index.rst": page})
+    assert "index.rst:6: WARNING: :file: nowhere.py is not a file (looked for nowhere.py) " \
+           "[tlstages.option]" in result.warnings

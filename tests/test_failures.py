@@ -111,3 +111,24 @@ def test_duplicate_names_name_both_places(build) -> None:
         (line_of(two, ".. tl-pipeline::"),
          f"tl-pipeline name 'same' is already used at index.rst:{first}; give this directive "
          "its own :name:")]
+
+
+def test_assertions_are_claims_checked_on_every_build(build) -> None:
+    claims = ('shared["A_shared"].shape[0] == num_stages\n'
+              '      max(sync["cp_async_wait"]) == num_stages - 1\n'
+              '      stage[-1] == num_stages - 1')
+    page = HEAD + rst(GEMM, num_stages="2 3 4", params=GEMM_PARAMS, name="claims",
+                      **{"assert": claims})
+    result = build({"index.rst": page})
+    assert result.warnings == "" and result.app.statuscode == 0
+    assert "Checked on every build, for every variant:" in result.html()
+    wrong = page.replace("== num_stages - 1\n", "== num_stages\n", 1)
+    failed = build({"index.rst": wrong})
+    assert failed.app.statuscode == 1
+    line = line_of(wrong, 'max(sync["cp_async_wait"])')
+    for stages in (2, 3, 4):
+        assert f"index.rst:{line}: ERROR: claims: num_stages={stages}: assertion " \
+               f"'max(sync[\"cp_async_wait\"]) == num_stages' is false" in failed.warnings
+    raising = build({"index.rst": page.replace('shared["A_shared"]', 'shared["X"]')})
+    assert "assertion 'shared[\"X\"].shape[0] == num_stages' raised KeyError: 'X'" \
+        in raising.warnings

@@ -24,9 +24,7 @@ PAGE = "Seed GEMM\n=========\n\n" + rst(
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Built:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TLSTAGES_CACHE_DIR", str(shared_cache))
-        return build_once(tmp_path_factory.mktemp("seed") / "src", {"index.rst": PAGE})
+    return build_once(tmp_path_factory.mktemp("seed") / "src", {"index.rst": PAGE})
 
 
 def test_builds_without_warnings(built: Built) -> None:

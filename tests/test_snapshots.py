@@ -55,7 +55,7 @@ def test_record_then_pass_then_drift_then_accept(build, tmp_path) -> None:
     assert "shared memory 98,304 -> 49,152 B" in drifted.warnings
     assert "CUDA +" in drifted.warnings
     assert f"accept it with: tlstages snapshots accept {src}" in drifted.warnings
-    assert "1 snapshot check(s) failed" in drifted.warnings
+    assert "1 check(s) failed (snapshots, :assert:)" in drifted.warnings
     pending = src / SNAPSHOTS / "gemm-chapter.pending.json"
     assert json.loads(pending.read_text())["variants"]["3"]["shared"][0]["shape"] == [3, 128, 32]
     assert json.loads(golden(src).read_text()) == recorded  # the golden is untouched
@@ -82,7 +82,7 @@ def test_every_drift_is_reported_and_a_version_change_is_named(build, tmp_path) 
     assert result.warnings.count("TileLang 0.1.14 -> 0.1.15 (the snapshot was recorded "
                                  "with another TileLang)") == 2
     assert "num_stages=" not in result.warnings  # nothing but the version changed
-    assert "2 snapshot check(s) failed" in result.warnings
+    assert "2 check(s) failed (snapshots, :assert:)" in result.warnings
 
 
 def test_prose_and_position_change_no_snapshot(build, tmp_path) -> None:
