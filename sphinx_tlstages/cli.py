@@ -19,28 +19,21 @@ from . import snapshots
 from .project import read_directives, snapshot_folder
 
 
-def _pending(folder: Path) -> list[Path]:
-    return sorted(folder.glob(f"*{snapshots.PENDING}")) if folder.is_dir() else []
-
-
-def _name(pending: Path) -> str:
-    return pending.name.removesuffix(snapshots.PENDING)
-
-
 def accept(srcdir: Path, names: Sequence[str]) -> int:
     """Move each pending result over its golden (one rename each: never half-written)."""
     folder = snapshot_folder(srcdir)
-    chosen = [p for p in _pending(folder) if not names or _name(p) in names]
-    unknown = set(names) - {_name(p) for p in chosen}
+    chosen = [(name, path) for name, path, pending in snapshots.stored(folder)
+              if pending and (not names or name in names)]
+    unknown = set(names) - {name for name, _ in chosen}
     for name in sorted(unknown):
         print(f"no pending snapshot for {name}", file=sys.stderr)
     if not chosen:
         print(f"nothing pending in {folder}")
         return 1 if unknown else 0
-    for pending in chosen:
+    for name, pending in chosen:
         snapshots.load(pending)  # refuse to accept a file that is not a snapshot
-        os.replace(pending, snapshots.golden_path(folder, _name(pending)))
-        print(f"accepted {_name(pending)}")
+        os.replace(pending, snapshots.golden_path(folder, name))
+        print(f"accepted {name}")
     return 1 if unknown else 0
 
 
@@ -48,9 +41,9 @@ def status(srcdir: Path) -> int:
     """List what needs attention; exit status 1 when anything is pending or missing."""
     folder = snapshot_folder(srcdir)
     names = {spec.name for spec in read_directives(srcdir)}
-    pending = [_name(p) for p in _pending(folder)]
-    goldens = {p.name.removesuffix(".json") for p in folder.glob("*.json")
-               if not p.name.endswith(snapshots.PENDING)} if folder.is_dir() else set()
+    files = snapshots.stored(folder)
+    pending = [name for name, _, is_pending in files if is_pending]
+    goldens = {name for name, _, is_pending in files if not is_pending}
     missing = sorted(names - goldens)
     unused = sorted(goldens - names)
     for label, items in (("pending", pending), ("missing", missing), ("unused", unused)):

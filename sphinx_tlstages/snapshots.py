@@ -33,6 +33,18 @@ def pending_path(folder: Path, name: str) -> Path:
     return folder / f"{name}{PENDING}"
 
 
+def stored(folder: Path) -> list[tuple[str, Path, bool]]:
+    """(directive name, path, is it pending) of every snapshot file in ``folder``."""
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        pending = path.name.endswith(PENDING)
+        name = path.name.removesuffix(PENDING) if pending else path.name.removesuffix(".json")
+        found.append((name, path, pending))
+    return found
+
+
 def _variant(result: dict[str, Any]) -> dict[str, Any]:
     if not result.get("ok"):
         return {"error": result["error"]["message"]}

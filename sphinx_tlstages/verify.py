@@ -134,16 +134,13 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) 
 def _report_unused(folder: Path, used: set[str], mode: str) -> None:
     # The environment holds every document's directives even when sphinx-build was given
     # a list of files (unchanged documents come from the pickle), so this never misreports.
-    if not folder.is_dir():
-        return
-    for path in sorted(folder.glob("*.json")):
-        name = path.name.removesuffix(snapshots.PENDING).removesuffix(".json")
+    for name, path, pending in snapshots.stored(folder):
         if name in used:
             continue
         if mode == "update":
             path.unlink()
             logger.info(f"tl-pipeline: removed unused snapshot {path}")
-        elif not path.name.endswith(snapshots.PENDING):
+        elif not pending:
             warn(f"snapshot {path} belongs to no tl-pipeline directive; "
                  "TLSTAGES_SNAPSHOTS=update removes it", "snapshot")
 

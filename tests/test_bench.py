@@ -125,10 +125,16 @@ def test_the_books_measured_file_is_valid() -> None:
 
 
 GPU_HELPERS = """
-from sphinx_tlstages import bench
-tensors = [{"name": "A", "dtype": "float16", "shape": [64, 32]},
-           {"name": "B", "dtype": "float16", "shape": [48, 32]},
-           {"name": "C", "dtype": "float16", "shape": [64, 48]}]
+import sys
+from sphinx_tlstages import bench, lowering
+payload = {"source": sys.argv[1], "source_name": "kernel.py", "factory": "matmul",
+           "params": [["M", "64"], ["N", "48"], ["K", "32"], ["block_M", "64"],
+                      ["block_N", "48"], ["block_K", "32"], ["threads", "128"]],
+           "num_stages": 2, "target": {"kind": "cuda", "arch": "sm_90a"}}
+tensors = lowering.tensor_params(payload)
+assert tensors == [{"name": "A", "dtype": "float16", "shape": [64, 32]},
+                   {"name": "B", "dtype": "float16", "shape": [48, 32]},
+                   {"name": "C", "dtype": "float16", "shape": [64, 48]}], tensors
 one, two = bench.make_inputs(tensors, 0, "cpu"), bench.make_inputs(tensors, 0, "cpu")
 assert all((a == b).all() for a, b in zip(one, two)), "inputs must repeat"
 assert [tuple(x.shape) for x in one] == [(64, 32), (48, 32), (64, 48)]
@@ -145,5 +151,6 @@ print("ok")
 
 def test_gpu_path_helpers_on_the_cpu() -> None:
     # In a child process: the helpers import torch, which this process must not.
-    done = subprocess.run([sys.executable, "-c", GPU_HELPERS], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", GPU_HELPERS, GEMM], capture_output=True,
+                          text=True)
     assert done.stdout.strip() == "ok", done.stderr
