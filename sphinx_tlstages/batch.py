@@ -188,9 +188,8 @@ def variant_failure(spec: DirectiveSpec, result: dict[str, Any]) -> tuple[str, s
         return result["error"]["kind"], result["error"]["message"]
     limit = spec.target.shared_memory_limit
     if over_limit(result, limit):
-        used = result["dynamic_shared_bytes"] + result["static_shared_bytes"]
-        return "limit", (f"needs {used:,} B of shared memory per block; {spec.target.label} "
-                         f"allows {limit:,} B")
+        return "limit", (f"needs {facts.shared_bytes(result):,} B of shared memory per block; "
+                         f"{spec.target.label} allows {limit:,} B")
     return None
 
 

@@ -18,6 +18,11 @@ FAILURE_KINDS = ("exception", "timeout", "crash", "unavailable")
 _SYNC_OPS = ("mbarrier", "barrier", "fence", "sync")
 
 
+def shared_bytes(result: dict[str, Any]) -> int:
+    """Shared memory one block of a lowered variant needs: dynamic plus static."""
+    return int(result.get("dynamic_shared_bytes", 0)) + int(result.get("static_shared_bytes", 0))
+
+
 def failure(kind: str, message: str, line: int | None, seconds: float = 0.0) -> dict[str, Any]:
     """A failed variant; ``line`` is relative to the kernel's first line."""
     assert kind in FAILURE_KINDS

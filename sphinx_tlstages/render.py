@@ -12,6 +12,7 @@ from typing import Any
 
 from docutils import nodes
 
+from .facts import shared_bytes
 from .render_bench import bench_table
 from .render_cuda import cuda_part, literal
 from .spec import DirectiveSpec, VariantSpec
@@ -26,8 +27,7 @@ def _n(value: int) -> str:
 
 def over_limit(result: Result, limit: int | None) -> bool:
     """Whether a variant needs more shared memory per block than its target allows."""
-    used = result.get("dynamic_shared_bytes", 0) + result.get("static_shared_bytes", 0)
-    return bool(result.get("ok")) and limit is not None and used > limit
+    return bool(result.get("ok")) and limit is not None and shared_bytes(result) > limit
 
 
 def _doc_line(spec: DirectiveSpec, line: int | None) -> str:
@@ -81,7 +81,7 @@ def _schedule(result: Result) -> str:
 
 
 def _shared_cell(result: Result, limit: int | None) -> Cell:
-    used = result["dynamic_shared_bytes"] + result["static_shared_bytes"]
+    used = shared_bytes(result)
     if limit is None:
         return f"{_n(used)} B"
     text = f"{_n(used)} B ({100 * used / limit:.0f} %)"

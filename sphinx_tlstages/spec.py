@@ -43,6 +43,8 @@ class VariantSpec:
             "target": self.target.as_dict,
         }
 
+    # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
+    @functools.cache  # noqa: B019 - specs live as long as the build
     def key(self, stamp: str) -> str:
         """Content address of the result: inputs, TileLang stamp and result schema."""
         payload = self.payload()

@@ -86,8 +86,9 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) 
         location = (spec.docname, spec.lineno)
         golden = snapshots.golden_path(folder, spec.name)
         pending = snapshots.pending_path(folder, spec.name)
-        new = snapshots.build(spec, _results(spec, state), state.version)
-        if new is None or any(r.get("from_snapshot") for r in _results(spec, state).values()):
+        results = _results(spec, state)
+        new = snapshots.build(spec, results, state.version)
+        if new is None or any(r.get("from_snapshot") for r in results.values()):
             if strict:
                 _fail(outcome, f"{spec.name}: not verified against its snapshot: TileLang "
                                "could not lower every variant here", location)
