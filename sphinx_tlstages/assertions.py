@@ -10,23 +10,29 @@ from __future__ import annotations
 
 import ast
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .spec import VariantSpec
 
 _BUILTINS = {f.__name__: f for f in (abs, all, any, len, list, max, min, range, sorted, sum,
                                      tuple)}
 
 
-def namespace(result: dict[str, Any], num_stages: int,
-              params: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """``num_stages``, ``params``, ``shared["A_shared"].shape``, ``sync["cp_async_wait"]``,
+def namespace(result: dict[str, Any], variant: VariantSpec) -> dict[str, Any]:
+    """``num_stages``, ``params`` (swept ones included), ``target`` (the arch),
+    ``shared["A_shared"].shape``, ``sync["cp_async_wait"]``,
     ``stage``/``order`` (of the first pipelined loop), ``threads``, ``cuda_lines``,
     ``dynamic_shared_bytes``, ``warp_specialized`` (None, or ``.threads``,
     ``.producer_threads``, ``.barriers``)."""
     loops = result.get("pipeline") or []
     ws = result.get("warp_specialized")
     return {
-        "num_stages": num_stages,
-        "params": {k: ast.literal_eval(v) for k, v in params},
+        "num_stages": variant.num_stages,
+        "params": {k: ast.literal_eval(v) for k, v in variant.params},
+        "target": variant.target.label,
+        "passes": {f"{p['name']}#{p['run']}": p["added"] + p["removed"]
+                   for p in result.get("passes", [])},
         "shared": {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
                                               bytes=b["bytes"]) for b in result["shared"]},
         "sync": dict(result["sync"]),

@@ -8,6 +8,7 @@ lowered by the worker pool. Failures are warned about on every build, cached or 
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
@@ -19,12 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from sphinx.util import logging
 
-from . import facts
+from . import explain, facts
 from .assertions import check, namespace
 from .bench_data import BenchSet, load_all, stale_variants
 from .cache import Cache, cache_dir
 from .collector import all_directives
 from .errors import warn
+from .passes import unmatched
 from .pool import Job, default_jobs, run_jobs
 from .render import over_limit
 from .spec import DirectiveSpec, VariantSpec, tilelang_stamp, tilelang_version
@@ -102,6 +104,8 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         state.results = {key: facts.failure("unavailable", message, None) for key in wanted}
     else:
         _lower(app, state, wanted)
+        # Before any report: the record must say why even when the build then fails.
+        explain.record(state.cache.root, specs, stamp, state.results, state.lowered)
     if any(r["error"]["kind"] == "unavailable" for r in state.results.values()
            if not r.get("ok")):
         filled = fill_from_snapshots(app, specs, state)
@@ -114,6 +118,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     failed = _report_variants(specs, state)
     state.outcome = check_snapshots(app, specs, state)
     state.outcome.failures += _check_asserts(specs, state)
+    _check_pass_names(specs, state)
     _attach_bench(app, specs, state)
     logger.info(f"tl-pipeline: {len(wanted)} variants, {len(state.lowered)} lowered, "
                 f"{len(wanted) - len(state.lowered)} cached, {failed} failed, "
@@ -158,38 +163,46 @@ def _report_variants(specs: list[DirectiveSpec], state: BatchState) -> int:
     for spec in specs:
         for variant in spec.variants:
             result = state.result(variant)
-            failure = variant_failure(spec, result)
+            failure = variant_failure(variant, result)
             failed += failure is not None
-            name, stages = spec.name, variant.num_stages
+            name, stages, what = spec.name, variant.num_stages, variant.heading
             if failure is None or failure[0] == "unavailable":  # that is said once
                 if stages in spec.expect_error and failure is None:
-                    warn(f"{name}: num_stages={stages} lowered, but :expect-error: says it "
+                    warn(f"{name}: {what} lowered, but :expect-error: says it "
                          "must fail", "lowering", location=(spec.docname, spec.lineno))
                 continue
             kind, message = failure
             if stages in spec.expect_error:
                 pattern = spec.expect_pattern
                 if pattern and not re.search(pattern, message):
-                    warn(f"{name}: num_stages={stages} failed as expected, but its message "
+                    warn(f"{name}: {what} failed as expected, but its message "
                          f"does not match {pattern!r}: {message}", "lowering",
                          location=(spec.docname, spec.lineno))
             elif kind == "limit":
-                warn(f"{name}: num_stages={stages} {message}", "limit",
+                warn(f"{name}: {what} {message}", "limit",
                      location=(spec.docname, spec.lineno))
             else:
-                warn(f"{name}: num_stages={stages} failed to lower ({kind}): {message}",
+                warn(f"{name}: {what} failed to lower ({kind}): {message}",
                      "lowering", location=spec.kernel_location(result["error"].get("line")))
     return failed
 
 
-def variant_failure(spec: DirectiveSpec, result: dict[str, Any]) -> tuple[str, str] | None:
+def variant_names(variants: list[VariantSpec]) -> str:
+    """``num_stages 2 3``, or each variant's heading in a matrix."""
+    if all(v.only_num_stages for v in variants):
+        return "num_stages " + " ".join(str(v.num_stages) for v in variants)
+    return "; ".join(v.heading for v in variants)
+
+
+def variant_failure(variant: VariantSpec,
+                    result: dict[str, Any]) -> tuple[str, str] | None:
     """(kind, message) when a variant failed, exceeding its shared memory included."""
     if not result.get("ok"):
         return result["error"]["kind"], result["error"]["message"]
-    limit = spec.target.shared_memory_limit
+    limit = variant.target.shared_memory_limit
     if over_limit(result, limit):
         return "limit", (f"needs {facts.shared_bytes(result):,} B of shared memory per block; "
-                         f"{spec.target.label} allows {limit:,} B")
+                         f"{variant.target.label} allows {limit:,} B")
     return None
 
 
@@ -202,13 +215,27 @@ def _check_asserts(specs: list[DirectiveSpec], state: BatchState) -> int:
                 result = state.result(variant)
                 if not result.get("ok"):
                     continue
-                why = check(expression, namespace(result, variant.num_stages, variant.params))
+                why = check(expression, namespace(result, variant))
                 if why is not None:
                     failures += 1
-                    logger.error(f"{spec.name}: num_stages={variant.num_stages}: assertion "
+                    logger.error(f"{spec.name}: {variant.heading}: assertion "
                                  f"{expression!r} {why}", location=(spec.docname, line),
                                  type="tlstages", subtype="assert")
     return failures
+
+
+def _check_pass_names(specs: list[DirectiveSpec], state: BatchState) -> None:
+    """A :passes: name that no run matches is a typo or a pass of another target."""
+    for spec in specs:
+        logs = [r["passes"] for r in map(state.result, spec.variants) if r.get("passes")]
+        if not spec.passes or not logs:
+            continue
+        for selector in unmatched(spec.passes, logs):
+            names = sorted({rec["name"] for log in logs for rec in log})
+            close = difflib.get_close_matches(selector.split("#")[0], names, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            warn(f"{spec.name}: :passes: {selector} matches no pass run of any variant{hint}",
+                 "option", location=(spec.docname, spec.lineno))
 
 
 def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) -> None:
@@ -224,7 +251,7 @@ def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) ->
             stale = stale_variants(list(spec.variants), entry, state.version)
             if stale:
                 warn(f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
-                     f"num_stages {' '.join(map(str, stale))} are for another kernel or "
+                     f"{variant_names(stale)} are for another kernel or "
                      "TileLang; run tlstages bench again", "bench",
                      location=(spec.docname, spec.lineno))
 

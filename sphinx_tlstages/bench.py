@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .bench_data import BENCH_SCHEMA, fingerprint, gpu_slug, validate
+from .bench_data import BENCH_SCHEMA, benched, fingerprint, gpu_slug, validate
 from .files import write_atomic
 from .project import conf_values, read_directives
-from .spec import DirectiveSpec
+from .spec import DirectiveSpec, VariantSpec
 
 METHOD = ("CUDA events around each launch; the L2 cache flushed (a 256 MiB write) before "
           "each; {warmup} warm-up launches, then the median and the 20th-80th percentile of "
@@ -113,11 +113,12 @@ def gpu_info() -> dict[str, str]:
     }
 
 
-def _flops(spec: DirectiveSpec, stages: int) -> float | None:
+def _flops(spec: DirectiveSpec, variant: VariantSpec) -> float | None:
     if not spec.flops:
         return None
-    params = {k: ast.literal_eval(v) for k, v in spec.variants[0].params}
-    return float(evaluate(spec.flops, {**params, "num_stages": stages}))
+    params = {k: ast.literal_eval(v) for k, v in variant.params}
+    return float(evaluate(spec.flops, {**params, "num_stages": variant.num_stages}))
+
 
 
 def bench_directive(spec: DirectiveSpec, gpu: dict[str, str], warmup: int, reps: int,
@@ -129,7 +130,7 @@ def bench_directive(spec: DirectiveSpec, gpu: dict[str, str], warmup: int, reps:
     entry: dict[str, Any] = {"variants": {}}
     inputs: list[Any] = []
     tensors: list[dict[str, Any]] = []
-    for variant in spec.variants:
+    for variant in benched(spec):
         kernel, tensors = lowering.compile_variant(variant.payload(), target)
         inputs = make_inputs(tensors, seed=0, device="cuda")
         numbers: dict[str, Any] = {"fingerprint": fingerprint(variant, gpu["tilelang"])}
@@ -143,17 +144,17 @@ def bench_directive(spec: DirectiveSpec, gpu: dict[str, str], warmup: int, reps:
             numbers.update({"correct": error <= tolerance, "error": round(error, 8),
                             "tolerance": tolerance})
         numbers.update(time_launches(functools.partial(kernel, *inputs), warmup, reps))
-        flops = _flops(spec, variant.num_stages)
+        flops = _flops(spec, variant)
         if flops:
             numbers["tflops"] = round(flops / (numbers["median_ms"] * 1e-3) / 1e12, 2)
-        entry["variants"][str(variant.num_stages)] = numbers
-        log(f"{spec.name} num_stages={variant.num_stages}: {numbers['median_ms']:.4f} ms"
+        entry["variants"][variant.id] = numbers
+        log(f"{spec.name} {variant.heading}: {numbers['median_ms']:.4f} ms"
             + (f", {numbers['tflops']} TFLOP/s" if "tflops" in numbers else "")
             + ("" if numbers.get("correct", True) else ", WRONG RESULT"))
     if spec.reference and inputs:
         by_name = {t["name"]: x for t, x in zip(tensors, inputs, strict=True)}
         reference = time_launches(lambda: evaluate(spec.reference or "", by_name), warmup, reps)
-        flops = _flops(spec, spec.variants[0].num_stages)
+        flops = _flops(spec, spec.variants[0])
         if flops:
             reference["tflops"] = round(flops / (reference["median_ms"] * 1e-3) / 1e12, 2)
         entry["reference"] = {"expression": spec.reference, **reference}

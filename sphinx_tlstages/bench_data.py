@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .spec import VariantSpec
+from .spec import DirectiveSpec, VariantSpec
 
 BENCH_SCHEMA = 1
 MAX_BENCH_BYTES = 8 << 20
@@ -27,6 +27,12 @@ def fingerprint(variant: VariantSpec, tilelang_version: str | None) -> str:
                        "num_stages": variant.num_stages, "tilelang": tilelang_version},
                       sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def benched(spec: DirectiveSpec) -> list[VariantSpec]:
+    """The variants a GPU times: on a GPU every variant compiles for its own arch, so of a
+    directive with several targets only the first target's are timed."""
+    return [v for v in spec.variants if v.target == spec.target]
 
 
 def gpu_slug(name: str) -> str:
@@ -116,11 +122,11 @@ def load_all(folder: Path, chosen: list[str] | None) -> BenchSet:
 
 
 def stale_variants(spec_variants: list[VariantSpec], entry: dict[str, Any],
-                   version: str | None) -> list[int]:
-    """num_stages values whose numbers were measured on another kernel (or TileLang)."""
+                   version: str | None) -> list[VariantSpec]:
+    """The variants whose numbers were measured on another kernel (or TileLang)."""
     stale = []
     for variant in spec_variants:
-        numbers = entry["variants"].get(str(variant.num_stages))
+        numbers = entry["variants"].get(variant.id)
         if numbers is not None and numbers["fingerprint"] != fingerprint(variant, version):
-            stale.append(variant.num_stages)
+            stale.append(variant)
     return stale

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
-SHOW_PARTS = ("source", "annotations", "shared", "sync", "diff", "cuda")
+SHOW_PARTS = ("source", "annotations", "shared", "sync", "passes", "diff", "cuda")
 DIFF_MODES = ("consecutive", "baseline", "none")
 
 

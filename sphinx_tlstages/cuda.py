@@ -8,6 +8,8 @@ site-packages files). Line numbers stay relative to the kernel's own first line.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
 _LINE = re.compile(r'^(\s*#line\s+\d+\s+)"([^"]*)"', re.MULTILINE)
 
@@ -62,3 +64,59 @@ def sync_counts(cuda: str) -> dict[str, object]:
     counts["cp_async_wait"] = [int(n) for n in _WAIT.findall(code)]
     return counts
 
+
+
+
+_DIRECTIVE = re.compile(r'^\s*#line\s+(\d+)\s+"([^"]*)"')
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """One CUDA line and where ``#line`` says it came from."""
+
+    text: str
+    line: int | None  # the kernel line, when the innermost region is the kernel's
+    template: str | None  # TileLang's own file, when the innermost region is one of those
+    within: int | None  # the kernel line of the innermost enclosing kernel region
+
+
+def source_map(cuda: str, source_name: str) -> list[Mapped]:
+    """Each CUDA line (``#line`` directives left out) with the region it belongs to.
+
+    TileLang writes ``#line N "file"`` before each statement it lowered: the next line
+    and, when that line opens a block (a ``for``, after any ``#pragma``), the block
+    through its closing brace. Nested directives take over inside and hand back when
+    their region ends. Tile operations (``T.gemm``, TMA copies) expand from TileLang's
+    own templates, whose directives name TileLang's files; lines outside every region
+    (a ``cp_async_commit`` the pipeliner inserted) come from no line at all.
+    """
+    mapped: list[Mapped] = []
+    start: tuple[int | None, str | None] | None = None  # a directive awaiting its line
+    blocks: list[list[Any]] = []  # [kernel line, template, open braces] per region
+
+    def within() -> int | None:
+        return next((b[0] for b in reversed(blocks) if b[0] is not None), None)
+
+    for text in cuda.splitlines():
+        found = _DIRECTIVE.match(text)
+        if found:
+            ours = found.group(2) == source_name
+            start = (int(found.group(1)) if ours else None, None if ours else found.group(2))
+            continue
+        balance = text.count("{") - text.count("}")
+        outer = within()
+        if start is not None:
+            line, template = start
+            if not text.lstrip().startswith("#pragma"):
+                start = None
+                if balance > 0:
+                    blocks.append([line, template, balance])
+        elif blocks:
+            line, template = blocks[-1][0], blocks[-1][1]
+            blocks[-1][2] += balance
+            if blocks[-1][2] <= 0:
+                blocks.pop()
+        else:
+            line, template = None, None
+        mapped.append(Mapped(text, line, template, line if line is not None else outer))
+    return mapped

@@ -27,13 +27,37 @@ class Diff:
         return f"+{self.added} -{self.removed} lines"
 
 
-def pairs(labels: Sequence[str], mode: str) -> list[tuple[str, str]]:
-    """Which variants to compare: consecutive, each against the first, or none."""
-    if mode == "none" or len(labels) < 2:
+Axes = tuple[tuple[str, str], ...]
+
+
+def pairs(variants: Sequence[tuple[str, Axes]], mode: str) -> list[tuple[str, str, str]]:
+    """Which variants to compare, as (old label, new label, title).
+
+    Variants are compared along one axis, the innermost that varies (num_stages, unless
+    it has a single value), within each group that agrees on every other axis:
+    consecutive neighbours, or each against the group's first (``baseline``).
+    """
+    if mode == "none" or len(variants) < 2:
         return []
-    if mode == "baseline":
-        return [(labels[0], label) for label in labels[1:]]
-    return list(itertools.pairwise(labels))
+    names = [name for name, _ in variants[0][1]]
+    varying = [name for name in names if len({dict(axes).get(name) for _, axes in variants}) > 1]
+    if not varying:
+        return []
+    axis = varying[-1]
+    groups: dict[Axes, list[tuple[str, str]]] = {}
+    for label, axes in variants:
+        rest = tuple((name, value) for name, value in axes if name != axis)
+        groups.setdefault(rest, []).append((label, dict(axes)[axis]))
+    found = []
+    for rest, members in groups.items():
+        where = ", ".join(value if name == "target" else f"{name}={value}"
+                          for name, value in rest if name in varying)
+        chosen = [(members[0], m) for m in members[1:]] if mode == "baseline" \
+            else list(itertools.pairwise(members))
+        for (old, a), (new, b) in chosen:
+            title = f"{axis} {a} → {b}"
+            found.append((old, new, f"{where}: {title}" if where else title))
+    return found
 
 
 def diff(old_label: str, old: str, new_label: str, new: str, max_lines: int) -> Diff:

@@ -7,6 +7,7 @@ placeholder that :mod:`.render` fills once the whole project has been lowered.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, TypeVar
@@ -27,24 +28,34 @@ from .kernel_source import (
 )
 from .nodes import tl_pipeline_placeholder
 from .spec import DirectiveSpec, VariantSpec, canonical_params, kernel_location
-from .targets import parse_target
+from .targets import Target, parse_targets
 
 INLINE_SOURCE_NAME = "kernel.py"
+# More would make tables nobody can read and builds nobody waits for.
+MAX_VARIANTS = 48
 
 # Every option, once: the option_spec and the reference page are both made from this.
 OPTIONS: dict[str, str] = {
     "num-stages": "num_stages values to lower, space or comma separated (default "
                   "``tlstages_num_stages``).",
     "target": "``sm_80``, ``sm_90a``, ``cuda -arch=sm_90a`` or a JSON target (default "
-              "``tlstages_target``); never ``auto``.",
+              "``tlstages_target``); never ``auto``. Several (``sm_80 sm_90a``, or any "
+              "spellings separated by ``;``) lower every variant for each.",
     "params": "``KEY=VALUE`` Python literals passed to the factory as keywords.",
+    "sweep": "Factory parameters to sweep besides num_stages, ``KEY=V1,V2`` each "
+             "(``block_K=32,64``): every combination, times each num_stages and target, is "
+             "a variant with its own column.",
+    "passes": "Compiler passes whose IR before and after is shown as collapsible diffs, "
+              "``InjectSoftwarePipeline`` or ``tl.InjectSoftwarePipeline`` (every run of "
+              "it) or ``Simplify#3`` (its third run).",
     "factory": "Which top-level function builds the kernel, when the source defines several.",
     "file": "A ``.py`` file instead of inline content, resolved like ``literalinclude``; it "
             "must be inside the source directory or a folder of ``tlstages_file_roots``.",
     "name": "Stable identifier, unique in the project: the snapshot's file name and a "
             "``:ref:`` target (default ``<docname>-<n>``, which moves when a directive is "
             "inserted above: name every directive).",
-    "show": "Any of ``source annotations shared sync diff cuda`` (default ``tlstages_show``).",
+    "show": "Any of ``source annotations shared sync passes diff cuda`` (default "
+            "``tlstages_show``).",
     "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
     "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
     "expect-error": "num_stages values that must fail, optionally ``VALUES: regex`` on the "
@@ -171,8 +182,8 @@ class TlPipelineDirective(SphinxDirective):
         name = self._option("name", options.parse_name, default_name)
         num_stages = self._option("num-stages", options.parse_num_stages,
                                   config.tlstages_num_stages, "tlstages_num_stages")
-        target = self._option("target", parse_target, config.tlstages_target,
-                              "tlstages_target")
+        targets = self._option("target", parse_targets, config.tlstages_target,
+                               "tlstages_target")
         params = self._option("params", options.parse_params, "")
         show = self._option("show", options.parse_show, config.tlstages_show, "tlstages_show")
         diff = self._option("diff", options.parse_diff, config.tlstages_diff, "tlstages_diff")
@@ -187,12 +198,17 @@ class TlPipelineDirective(SphinxDirective):
         source, source_name = self._kernel()
         tree = parse_kernel(source, source_name)
         factory = choose_factory(find_factories(tree), self.options.get("factory"))
-        check_params(factory, params)
-        canonical = canonical_params(params)
-        variants = tuple(
-            VariantSpec(source, source_name, factory.name, canonical, stages, target)
-            for stages in num_stages
-        )
+        sweep = self._option("sweep", options.parse_sweep, "") if "sweep" in self.options \
+            else {}
+        clash = sorted(set(sweep) & set(params))
+        if clash:
+            raise OptionError(f":sweep: {', '.join(clash)} is also given in :params:",
+                              self._option_line("sweep"))
+        passes = self._option("passes", options.parse_passes, "") \
+            if "passes" in self.options else ()
+        check_params(factory, {**params, **{k: v[0] for k, v in sweep.items()}})
+        variants = self._matrix(source, source_name, factory.name, params, sweep, num_stages,
+                                targets, passes)
         return DirectiveSpec(
             name=name,
             docname=self.env.docname,
@@ -200,7 +216,7 @@ class TlPipelineDirective(SphinxDirective):
             kernel_line=self._kernel_line,
             kernel_path=str(self._kernel_path) if self._kernel_path else None,
             title=self.arguments[0] if self.arguments else f"Kernel {factory.name}",
-            target=target,
+            targets=targets,
             variants=variants,
             show=show,
             diff=diff,
@@ -212,7 +228,36 @@ class TlPipelineDirective(SphinxDirective):
             reference=self._optional("reference", options.parse_expression),
             flops=self._optional("flops", options.parse_expression),
             tolerance=self._optional("tolerance", options.parse_tolerance),
+            sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
+            passes=passes,
+            params=canonical_params(params),
         )
+
+    def _matrix(self, source: str, source_name: str, factory: str, params: dict[str, object],
+                sweep: dict[str, list[object]], num_stages: tuple[int, ...],
+                targets: tuple[Target, ...], passes: tuple[str, ...]
+                ) -> tuple[VariantSpec, ...]:
+        """Every combination of target, swept values and num_stages, num_stages varying
+        fastest, so neighbouring columns differ in num_stages alone."""
+        count = len(targets) * len(num_stages)
+        for values in sweep.values():
+            count *= len(values)
+        if count > MAX_VARIANTS:
+            raise OptionError(f"{count} variants ({len(targets)} targets x sweep x "
+                              f"{len(num_stages)} num_stages); at most {MAX_VARIANTS}",
+                              self._option_line("sweep" if sweep else "num-stages"))
+        variants = []
+        names = list(sweep)
+        for target, combo, stages in itertools.product(
+                targets, itertools.product(*sweep.values()), num_stages):
+            chosen = dict(zip(names, combo, strict=True))
+            axes = [("target", target.label)] if len(targets) > 1 else []
+            axes += [(name, repr(value)) for name, value in chosen.items()]
+            axes.append(("num_stages", str(stages)))
+            variants.append(VariantSpec(
+                source, source_name, factory, canonical_params({**params, **chosen}), stages,
+                target, axes=tuple(axes), ir_passes=passes))
+        return tuple(variants)
 
     def _asserts(self) -> tuple[tuple[int, str], ...]:
         if "assert" not in self.options:

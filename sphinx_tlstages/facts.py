@@ -116,6 +116,8 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         "sync": cuda_text.sync_counts(cuda),
         "cuda_lines": cuda_text.code_lines(cuda),
         "cuda": cuda,
+        "passes": ir.get("passes", []),
+        "pass_diffs": ir.get("pass_diffs", {}),
     }
 
 

@@ -15,6 +15,8 @@ from docutils import nodes
 from docutils.utils import new_document
 from sphinx.util.osutil import relative_uri
 
+from . import line_links
+from .cuda import source_map
 from .files import write_if_changed
 from .nodes import skip, tl_collapsible
 from .render import render_head, render_parts
@@ -73,6 +75,7 @@ def _add_static(app: Sphinx, config: Config) -> None:
     if str(STATIC) not in config.html_static_path:
         config.html_static_path.append(str(STATIC))
     app.add_css_file("tlstages.css")
+    app.add_js_file("tlstages.js", loading_method="defer")
 
 
 def setup_html(app: Sphinx) -> None:
@@ -106,6 +109,46 @@ def highlight_cached(app: Sphinx, cache: Cache, root: nodes.Element) -> None:
             html = f'<div class="highlight-{language} notranslate">{highlighted}</div>\n'
             cache.put_fragment(key, html)
         block.replace_self(nodes.raw("", html, format="html"))
+
+
+_HINT = ("The number at the left of each CUDA line is the kernel line it came from, as "
+         "the compiler's <code>#line</code> directives say (<em>in italics</em>: expanded "
+         "from a TileLang template for the tile operation on that line; TL: a template line "
+         "no single kernel line accounts for; blank: inserted by the compiler).")
+
+
+def link_listings(app: Sphinx, spec: DirectiveSpec,
+                  rows: list[tuple[VariantSpec, dict[str, Any]]], holder: nodes.Element,
+                  max_lines: int) -> None:
+    """Make the kernel listing and every full CUDA listing linked line by line."""
+    ok = {v.label: (v, r) for v, r in rows if r.get("ok")}
+    listings = [node for node in holder.findall(tl_collapsible) if node.get("variant") in ok]
+    source = next((c for c in holder.findall(nodes.container) if "tl-source" in c["classes"]),
+                  None)
+    if not listings or source is None:
+        return
+    first = spec.kernel_line or 1
+    kernel = spec.variants[0].source
+    per_variant = []
+    for node in listings:
+        variant, result = ok[node["variant"]]
+        mapped = source_map(result["cuda"], variant.source_name)[:max_lines]
+        links = line_links.attribute(mapped, kernel)
+        per_variant.append((variant.heading, line_links.counts(links)))
+        block = next(iter(node.findall(nodes.literal_block)))
+        block.replace_self(nodes.raw("", line_links.cuda_html(mapped, links, first,
+                                                                variant.heading),
+                                     format="html"))
+    block = next(iter(source.findall(nodes.literal_block)))
+    prefix = f"{spec.node_id}-src"
+    highlighted = app.builder.highlighter.highlight_block(  # type: ignore[attr-defined]
+        kernel, "python", linenos="inline", linenostart=first, linespans=prefix,
+        location=block)
+    html = line_links.source_html(highlighted, prefix, first, per_variant)
+    block.replace_self(nodes.raw(
+        "", f'<div class="highlight-python notranslate tl-linked-source">{html}</div>\n'
+            f'<p class="tl-note tl-link-hint">{_HINT}</p>\n'
+            '<p class="tl-link-status" aria-live="polite"></p>\n', format="html"))
 
 
 @functools.cache
@@ -170,6 +213,7 @@ def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
     if html is None:
         parts = render_parts(spec, rows, context)
         holder = nodes.container("", *parts)
+        link_listings(app, spec, rows, holder, context.max_lines)
         highlight_cached(app, cache, holder)
         html = _write_html(app, doctree, list(holder.children))
         cache.put_fragment(key, html)

@@ -20,6 +20,7 @@ from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 from . import cuda as cuda_text
 from . import facts
 from .errors import SourceError
+from .passes import PassLog
 
 # Passes whose output the facts are read from; everything else is only named.
 WATCHED = (
@@ -30,13 +31,30 @@ WATCHED = (
 )
 
 
-def _recorder(after: dict[str, Any], passes: list[str]) -> Any:
-    """A pass instrument keeping the module after the first run of each watched pass."""
+def _script(mod: Any) -> str:
+    try:
+        return str(mod.script())
+    except Exception as exc:  # a pass may leave IR the printer cannot print
+        return f"# the IR could not be printed: {type(exc).__name__}"
+
+
+def _recorder(after: dict[str, Any], log: PassLog) -> Any:
+    """A pass instrument keeping the module after the first run of each watched pass,
+    and telling ``log`` what every run changed (printing the IR only when its structural
+    hash moved: printing every module would double the lowering time)."""
+    last: list[int] = []
 
     @tvm.instrument.pass_instrument
     class Recorder:
+        def run_before_pass(self, mod: Any, info: Any) -> None:
+            if not last:
+                last.append(tvm.ir.structural_hash(mod))
+                log.start(_script(mod))
+
         def run_after_pass(self, mod: Any, info: Any) -> None:
-            passes.append(str(info.name))
+            digest = tvm.ir.structural_hash(mod)
+            log.after(str(info.name), digest != last[0], lambda: _script(mod))
+            last[0] = digest
             if info.name in WATCHED and info.name not in after:
                 after[str(info.name)] = mod
 
@@ -237,10 +255,10 @@ def lower_variant(payload: dict[str, Any]) -> dict[str, Any]:
             config[line_key] = True
         config.update(pass_configs)  # the kernel's own configs, as its author compiles it
         after: dict[str, Any] = {}
-        passes: list[str] = []
+        log = PassLog(payload.get("ir_passes") or ())
         target = tvm.target.Target(payload["target"])
         with tilelang.transform.PassContext(opt_level=3, config=config,
-                                            instruments=[_recorder(after, passes)]), target:
+                                            instruments=[_recorder(after, log)]), target:
             artifact = tilelang.lower(func, target=target, enable_device_compile=False)
         source_cuda = str(artifact.kernel_source or "")
         if not source_cuda.strip():
@@ -258,7 +276,8 @@ def lower_variant(payload: dict[str, Any]) -> dict[str, Any]:
         "shared": block_buffers(_main(injected), "shared") if injected else [],
         "merged": merged_allocations(_device(merged)) if merged else {},
         "warp_specialized": warp_specialization(_main(specialised)) if specialised else None,
-        "passes": passes,
+        "passes": log.records,
+        "pass_diffs": log.diffs,
     }
     cuda = cuda_text.normalise(source_cuda, name)
     return facts.success(ir, cuda, source, str(payload["factory"]), int(payload["num_stages"]),

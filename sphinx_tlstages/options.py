@@ -133,3 +133,43 @@ def parse_tolerance(value: str) -> float:
 def parse_timeout(value: str) -> float:
     """Seconds a variant may take to lower."""
     return _number(value, "timeout (in seconds)")
+
+
+def parse_sweep(value: str) -> dict[str, list[object]]:
+    """``block_K=32,64 threads=128,256``: each factory parameter and its values."""
+    text = value.strip()
+    starts = list(_PARAM_START.finditer(text))
+    if not starts or text[: starts[0].start(1)].strip():
+        raise OptionError(f"expected KEY=VALUE,VALUE,... groups, got {text!r}")
+    sweep: dict[str, list[object]] = {}
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        key, literal = match.group(1), text[match.end(): end].strip()
+        if key in sweep:
+            raise OptionError(f"{key} is given twice")
+        if key == "num_stages":
+            raise OptionError("num_stages is swept by :num-stages:")
+        try:
+            values = ast.literal_eval(f"[{literal}]")
+        except (ValueError, SyntaxError):
+            raise OptionError(f"the values of {key}, {literal!r}, are not Python literals "
+                              "separated by commas") from None
+        if not values:
+            raise OptionError(f"{key} has no value")
+        if len({repr(v) for v in values}) != len(values):
+            raise OptionError(f"{key} lists a value twice")
+        sweep[key] = values
+    return sweep
+
+
+def parse_passes(value: str) -> tuple[str, ...]:
+    """``PipelinePlanning tl.InjectSoftwarePipeline Simplify#3``: pass runs whose IR
+    before and after is shown; a bare name means every run of that pass."""
+    words = value.replace(",", " ").split()
+    if not words:
+        raise OptionError("empty: name at least one pass, e.g. InjectSoftwarePipeline")
+    for word in words:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*(#[1-9][0-9]*)?", word):
+            raise OptionError(f"{word!r} is not a pass name (NAME or NAME#RUN, e.g. "
+                              "Simplify#3)")
+    return tuple(dict.fromkeys(words))

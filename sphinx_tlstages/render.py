@@ -15,6 +15,7 @@ from docutils import nodes
 from .facts import shared_bytes
 from .render_bench import bench_table
 from .render_cuda import cuda_part, literal
+from .render_passes import passes_part
 from .spec import DirectiveSpec, VariantSpec
 from .tables import Cell, Span, code, table
 
@@ -44,20 +45,26 @@ def caption(spec: DirectiveSpec, version: str | None) -> nodes.paragraph:
     para += nodes.strong(text=spec.title)
     para += nodes.Text(" — kernel ")
     para += code(first.factory)
-    para += nodes.Text(f", target {spec.target.label}, TileLang {version or 'not installed'}")
-    if first.params:
+    targets = ", ".join(t.label for t in spec.targets)
+    para += nodes.Text(f", target{'s' if len(spec.targets) > 1 else ''} {targets}, "
+                       f"TileLang {version or 'not installed'}")
+    params = spec.params or (() if spec.sweep else first.params)
+    if params:
         para += nodes.Text(", ")
-        para += code(" ".join(f"{k}={v}" for k, v in first.params))
+        para += code(" ".join(f"{k}={v}" for k, v in params))
+    if spec.sweep:
+        para += nodes.Text(", sweeping ")
+        para += code(" ".join(f"{k}={','.join(v)}" for k, v in spec.sweep))
     return para
 
 
 def _snapshot_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
-    stored = [v.num_stages for v, r in rows if r.get("from_snapshot")]
+    stored = [v.heading for v, r in rows if r.get("from_snapshot")]
     if not stored:
         return None
     return nodes.paragraph(
-        text="TileLang could not lower this kernel where this page was built: num_stages "
-             f"{' '.join(map(str, stored))} are shown from the committed snapshot, "
+        text="TileLang could not lower this kernel where this page was built: "
+             f"{'; '.join(stored)} are shown from the committed snapshot, "
              "unverified.", classes=["tl-from-snapshot"])
 
 
@@ -91,18 +98,22 @@ def _shared_cell(result: Result, limit: int | None) -> Cell:
 
 
 def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
+    one_target = len(spec.targets) == 1
     limit = spec.target.shared_memory_limit
-    shared = "shared memory / block" + (f" (of {_n(limit)} B)" if limit else "")
-    headers = ["num_stages", "schedule", "threads", shared, "__syncthreads", "async copies",
-               "waits", "CUDA lines"]
+    shared = "shared memory / block" + (f" (of {_n(limit)} B)" if limit and one_target
+                                        else "")
+    matrix = not all(v.only_num_stages for v, _ in rows)
+    headers = ["variant" if matrix else "num_stages", "schedule", "threads", shared,
+               "__syncthreads", "async copies", "waits", "CUDA lines"]
     body: list[list[Cell | Span]] = []
     for variant, result in rows:
+        name = variant.heading if matrix else str(variant.num_stages)
         if not result.get("ok"):
             error = result["error"]
             expected = variant.num_stages in spec.expect_error
             text = f"failed{', as expected' if expected else ''} ({error['kind']}): " \
                    f"{error['message']}"
-            body.append([str(variant.num_stages),
+            body.append([name,
                          Span(nodes.strong(text=text, classes=["tl-failed"]), len(headers) - 1)])
             continue
         sync = result["sync"]
@@ -114,9 +125,9 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
             waits = " ".join(f"<{n}>" for n in sync["cp_async_wait"])
         else:
             waits = f"{sync['mbarrier_wait']} mbarrier"
-        body.append([str(variant.num_stages), _schedule(result), str(result["threads"]),
-                     _shared_cell(result, limit), str(sync["syncthreads"]), copies, waits,
-                     str(result["cuda_lines"])])
+        body.append([name, _schedule(result), str(result["threads"]),
+                     _shared_cell(result, variant.target.shared_memory_limit),
+                     str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
 
 
@@ -153,7 +164,7 @@ def _ring(ws: dict[str, Any]) -> str:
 
 def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     ok = [(v, r) for v, r in rows if r.get("ok")]
-    headers: list[Cell] = ["statement", "line", *(f"num_stages={v.num_stages}" for v, _ in ok)]
+    headers: list[Cell] = ["statement", "line", *(v.heading for v, _ in ok)]
     body: list[list[Cell | Span]] = []
     for (role, text), row in _schedule_rows(rows).items():
         label: Cell = code(text)
@@ -195,7 +206,7 @@ def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     if any(r["static_shared_bytes"] for _, r in ok):
         body.append(["static shared (barriers)",
                      *(f"{_n(r['static_shared_bytes'])} B" for _, r in ok)])
-    headers: list[Cell] = ["buffer", *(f"num_stages={v.num_stages}" for v, _ in ok)]
+    headers: list[Cell] = ["buffer", *(v.heading for v, _ in ok)]
     return table(headers, body, ["tl-table"], widths=[20, *[20] * len(ok)])
 
 
@@ -227,7 +238,7 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
             continue
         cells = [" ".join(f"<{n}>" for n in v) if isinstance(v, list) else str(v) for v in values]
         body.append([code(spelling), *cells])
-    headers: list[Cell] = ["in the CUDA", *(f"num_stages={v.num_stages}" for v, _ in ok)]
+    headers: list[Cell] = ["in the CUDA", *(v.heading for v, _ in ok)]
     result: list[nodes.Node] = [table(headers, body, ["tl-table"], widths=[30, *[14] * len(ok)])]
     if omitted:
         result.append(nodes.paragraph(
@@ -294,6 +305,10 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
         root.append(_part("tl-shared", "Shared buffers", shared_table(rows)))
     if "sync" in spec.show and any_ok:
         root.append(_part("tl-sync", "Synchronisation and async operations", *sync_part(rows)))
+    if "passes" in spec.show or spec.passes:
+        found = passes_part(spec, rows, context.max_lines)
+        if found:
+            root.append(_part("tl-passes", "Compiler passes", *found))
     if ("diff" in spec.show and spec.diff != "none") or "cuda" in spec.show:
         parts = cuda_part(spec, rows, context.max_lines, context.downloads)
         if parts:

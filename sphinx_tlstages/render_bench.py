@@ -11,7 +11,7 @@ from typing import Any
 
 from docutils import nodes
 
-from .bench_data import fingerprint
+from .bench_data import benched, fingerprint
 from .spec import DirectiveSpec
 from .tables import Cell, Span, code, table
 
@@ -45,33 +45,36 @@ def _provenance(data: dict[str, Any]) -> nodes.paragraph:
 def bench_table(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any],
                 version: str | None, stale_mode: str) -> list[nodes.Node]:
     """The numbers one GPU measured for this directive."""
-    fresh: dict[int, dict[str, Any]] = {}
-    stale: set[int] = set()
-    for variant in spec.variants:
-        numbers = entry["variants"].get(str(variant.num_stages))
+    fresh: dict[str, dict[str, Any]] = {}
+    stale: set[str] = set()
+    variants = benched(spec)
+    for variant in variants:
+        numbers = entry["variants"].get(variant.id)
         if numbers is None:
             continue
         if numbers["fingerprint"] != fingerprint(variant, version):
-            stale.add(variant.num_stages)
+            stale.add(variant.id)
             if stale_mode == "hide":
                 continue
-        fresh[variant.num_stages] = numbers
+        fresh[variant.id] = numbers
     reference = entry.get("reference")
     timed = [n["median_ms"] for s, n in fresh.items() if s not in stale]
     best = min(timed) if timed else None
     fastest = min([*timed, reference["median_ms"]] if reference else timed, default=None)
-    headers: list[Cell] = ["num_stages", "latency (median, 20–80th pct.)", "TFLOP/s",
-                           "vs best variant"]
+    matrix = not all(v.only_num_stages for v in variants)
+    headers: list[Cell] = ["variant" if matrix else "num_stages",
+                           "latency (median, 20–80th pct.)", "TFLOP/s", "vs best variant"]
     if reference:
         headers.append("vs reference")
     headers.append("")
     body: list[list[Cell | Span]] = []
-    for variant in spec.variants:
-        stages = variant.num_stages
+    for variant in variants:
+        stages = variant.id
+        name = variant.heading if matrix else stages
         numbers = fresh.get(stages)
         if numbers is None:
             note = "stale, hidden" if stages in stale else "not measured"
-            body.append([str(stages), Span(note, len(headers) - 1)])
+            body.append([name, Span(note, len(headers) - 1)])
             continue
         latency: Cell = _latency(numbers)
         if numbers.get("correct") is False:
@@ -80,7 +83,7 @@ def bench_table(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any]
         if stages in stale:
             latency = [nodes.emphasis(text="stale: ", classes=["tl-stale"]), nodes.Text(
                 _latency(numbers))]
-        row: list[Cell | Span] = [str(stages), latency, str(numbers.get("tflops", "—"))]
+        row: list[Cell | Span] = [name, latency, str(numbers.get("tflops", "—"))]
         row.append(f"{100 * best / numbers['median_ms']:.0f} %" if best else "—")
         if reference:
             row.append(f"{100 * reference['median_ms'] / numbers['median_ms']:.0f} %")

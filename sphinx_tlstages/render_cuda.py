@@ -18,8 +18,9 @@ from .spec import DirectiveSpec, VariantSpec
 Result = dict[str, Any]
 
 
-def _collapsible(summary_text: str, cls: str, *body: nodes.Node) -> tl_collapsible:
-    node = tl_collapsible(summary=summary_text, classes=[cls])
+def _collapsible(summary_text: str, cls: str, *body: nodes.Node,
+                 variant: str = "") -> tl_collapsible:
+    node = tl_collapsible(summary=summary_text, classes=[cls], variant=variant)
     for child in body:
         node += child
     return node
@@ -43,15 +44,17 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
               downloads: dict[str, str] | None) -> list[nodes.Node]:
     """Diffs (per ``:diff:``) and full listings (when ``cuda`` is shown)."""
     ok = {v.label: r for v, r in rows if r.get("ok")}
+    headings = {v.label: v.heading for v, _ in rows}
     result: list[nodes.Node] = []
-    chosen = diffs.pairs(list(ok), spec.diff) if "diff" in spec.show else []
-    for old, new in chosen:
+    chosen = diffs.pairs([(v.label, v.axes or (("num_stages", str(v.num_stages)),))
+                          for v, r in rows if r.get("ok")], spec.diff) \
+        if "diff" in spec.show else []
+    for old, new, title in chosen:
         d = diffs.diff(old, ok[old]["cuda"], new, ok[new]["cuda"], max_lines)
         body: list[nodes.Node] = [literal(d.text, "diff")]
         if d.hidden_lines:
             body.append(_hidden_note(d.hidden_lines, "diff"))
-        title = f"num_stages {old[2:]} → {new[2:]}: {d.counts}"
-        result.append(_collapsible(title, "tl-diff-item", *body))
+        result.append(_collapsible(f"{title}: {d.counts}", "tl-diff-item", *body))
     if "cuda" in spec.show:
         for label, res in ok.items():
             body = []
@@ -66,6 +69,7 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
             body.append(literal(text, "text"))
             if hidden:
                 body.append(_hidden_note(hidden, "listing"))
-            result.append(_collapsible(f"num_stages={label[2:]}: full CUDA, "
-                                       f"{res['cuda_lines']} lines", "tl-cuda-item", *body))
+            result.append(_collapsible(f"{headings[label]}: full CUDA, "
+                                       f"{res['cuda_lines']} lines", "tl-cuda-item", *body,
+                                       variant=label))
     return result

@@ -22,7 +22,9 @@ PENDING = ".pending.json"
 MAX_SNAPSHOT_BYTES = 64 << 20
 # Failures that say nothing about the kernel: such a variant is not verified.
 UNVERIFIED = ("timeout", "crash", "unavailable")
-_NOT_FACTS = ("seconds", "schema", "ok", "from_snapshot")
+# The per-pass record is shown on the page but not kept: it is large and the CUDA and
+# the facts already show when a pass changes what it does.
+_NOT_FACTS = ("seconds", "schema", "ok", "from_snapshot", "passes", "pass_diffs")
 
 
 def golden_path(folder: Path, name: str) -> Path:
@@ -53,21 +55,34 @@ def _variant(result: dict[str, Any]) -> dict[str, Any]:
     return facts
 
 
-def build(spec: DirectiveSpec, results: dict[int, dict[str, Any]],
+def describe(variant_id: str) -> str:
+    """A snapshot's variant key in words: ``num_stages=2``, or the matrix key as it is."""
+    return variant_id if "=" in variant_id else f"num_stages={variant_id}"
+
+
+def _order(variant_id: str) -> tuple[int, str]:
+    return (int(variant_id), "") if variant_id.isdigit() else (-1, variant_id)
+
+
+def build(spec: DirectiveSpec, results: dict[str, dict[str, Any]],
           version: str | None) -> dict[str, Any] | None:
     """The snapshot of a directive, or None when a variant could not be verified here."""
     if any(not r.get("ok") and r["error"]["kind"] in UNVERIFIED for r in results.values()):
         return None
     first = spec.variants[0]
-    return {
+    snapshot = {
         "schema": RESULT_SCHEMA,
         "directive": spec.name,
         "tilelang": version,
-        "target": spec.target.as_dict,
+        "target": spec.target.as_dict if len(spec.targets) == 1
+        else [t.as_dict for t in spec.targets],
         "factory": first.factory,
-        "params": dict(first.params),
-        "variants": {str(n): _variant(r) for n, r in sorted(results.items())},
+        "params": dict(spec.params or first.params),
+        "variants": {key: _variant(r) for key, r in results.items()},
     }
+    if spec.sweep:
+        snapshot["sweep"] = {name: list(values) for name, values in spec.sweep}
+    return snapshot
 
 
 def dumps(snapshot: dict[str, Any]) -> str:
@@ -177,7 +192,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[
     if old.get("tilelang") != new.get("tilelang"):
         version = f"TileLang {old.get('tilelang')} -> {new.get('tilelang')}"
     changes: list[tuple[str, str]] = []
-    for key in ("target", "factory"):
+    for key in ("target", "factory", "sweep"):
         if old.get(key) != new.get(key):
             changes.append(("", f"{key} {old.get(key)} -> {new.get(key)}"))
     old_params, new_params = old.get("params", {}), new.get("params", {})
@@ -186,7 +201,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[
             changes.append(("", f"params {name}={old_params.get(name, '(unset)')} -> "
                                 f"{name}={new_params.get(name, '(unset)')}"))
     old_v, new_v = old["variants"], new["variants"]
-    for stages in sorted(old_v.keys() | new_v.keys(), key=int):
+    for stages in sorted(old_v.keys() | new_v.keys(), key=_order):
         if stages not in new_v:
             changes.append((stages, "no longer lowered"))
         elif stages not in old_v:

@@ -12,13 +12,14 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .targets import Target
 
 # Bump when the shape of a lowering result changes: every cached entry becomes a miss.
-RESULT_SCHEMA = 1
+RESULT_SCHEMA = 2
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,11 @@ class VariantSpec:
     params: tuple[tuple[str, str], ...]  # (name, repr of the literal), as the author wrote them
     num_stages: int
     target: Target
+    # Where the variant sits in its directive's matrix, e.g. (("block_K", "64"),
+    # ("num_stages", "2")): names and headings only, never part of the key.
+    axes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # IR before/after these pass runs is recorded (``:passes:``); part of the key.
+    ir_passes: tuple[str, ...] = ()
 
     def payload(self) -> dict[str, object]:
         """The JSON a worker receives."""
@@ -41,6 +47,7 @@ class VariantSpec:
             "params": [list(p) for p in self.params],
             "num_stages": self.num_stages,
             "target": self.target.as_dict,
+            "ir_passes": list(self.ir_passes),
         }
 
     # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
@@ -56,9 +63,51 @@ class VariantSpec:
         )
         return hashlib.sha256(blob.encode()).hexdigest()
 
+    def key_parts(self, stamp: str) -> dict[str, str]:
+        """Each part of the key, readable (the kernel as a digest and its length), for
+        ``tlstages explain``."""
+        digest = hashlib.sha256(self.source.encode()).hexdigest()[:12]
+        return {
+            "kernel source": f"{digest} ({len(self.source.splitlines())} lines)",
+            "kernel file name": self.source_name,
+            "factory": self.factory,
+            "params": " ".join(f"{k}={v}" for k, v in sorted(self.params)) or "(none)",
+            "num_stages": str(self.num_stages),
+            "target": self.target.canonical,
+            "passes recorded": " ".join(self.ir_passes) or "(none)",
+            "TileLang build": stamp,
+            "result schema": str(RESULT_SCHEMA),
+        }
+
+    @property
+    def only_num_stages(self) -> bool:
+        return not self.axes or [name for name, _ in self.axes] == ["num_stages"]
+
+    @property
+    def id(self) -> str:
+        """The variant's key in snapshots and bench files: ``2``, or
+        ``block_K=64,num_stages=2`` in a matrix."""
+        if self.only_num_stages:
+            return str(self.num_stages)
+        return ",".join(f"{name}={value}" for name, value in self.axes)
+
     @property
     def label(self) -> str:
-        return f"ns{self.num_stages}"
+        """A file-name-safe short name: ``ns2``, ``sm_80-block_K64-ns2``."""
+        if self.only_num_stages:
+            return f"ns{self.num_stages}"
+        words = [value if name == "target" else
+                 f"ns{value}" if name == "num_stages" else f"{name}{value}"
+                 for name, value in self.axes]
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(words)).strip("_")
+
+    @property
+    def heading(self) -> str:
+        """A column heading: ``num_stages=2``, ``sm_80, block_K=64, num_stages=2``."""
+        if self.only_num_stages:
+            return f"num_stages={self.num_stages}"
+        return ", ".join(value if name == "target" else f"{name}={value}"
+                         for name, value in self.axes)
 
 
 @dataclass(frozen=True)
@@ -71,7 +120,7 @@ class DirectiveSpec:
     kernel_line: int | None  # document line of the kernel's first line (inline kernels)
     kernel_path: str | None  # absolute path of a :file: kernel, for messages only
     title: str
-    target: Target
+    targets: tuple[Target, ...]
     variants: tuple[VariantSpec, ...]
     show: tuple[str, ...]
     diff: str
@@ -85,6 +134,15 @@ class DirectiveSpec:
     reference: str | None = None
     flops: str | None = None
     tolerance: float | None = None
+    # (parameter, (repr of each value, ...)) of each :sweep: axis, in the order given.
+    sweep: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    passes: tuple[str, ...] = ()  # :passes: selectors, as written
+    params: tuple[tuple[str, str], ...] = ()  # :params: alone, without the swept ones
+
+    @property
+    def target(self) -> Target:
+        """The first target (the only one, unless :target: lists several)."""
+        return self.targets[0]
 
     def kernel_location(self, line: int | None) -> tuple[str, int] | str:
         """Where a kernel line is: in the document, in the :file:, or at the directive."""

@@ -87,3 +87,23 @@ def parse_target(text: str) -> Target:
     raise OptionError(
         f"unknown target {text!r}: use an arch (sm_80, sm_90a), 'cuda -arch=sm_90a' or JSON"
     )
+
+
+def parse_targets(text: str) -> tuple[Target, ...]:
+    """One target, or several: ``sm_80 sm_90a`` (arch names) or ``a; b`` for any
+    spellings. Each becomes an axis of the directive's matrix of variants."""
+    text = text.strip()
+    if ";" in text:
+        pieces = [piece for piece in (p.strip() for p in text.split(";")) if piece]
+    elif not text.startswith("{") and len(text.split()) > 1 \
+            and all(_ARCH.match(word) for word in text.replace(",", " ").split()):
+        pieces = text.replace(",", " ").split()
+    else:
+        pieces = [text]
+    targets: list[Target] = []
+    for piece in pieces:
+        target = parse_target(piece)
+        if target in targets:
+            raise OptionError(f"target {piece!r} is listed twice")
+        targets.append(target)
+    return tuple(targets)

@@ -79,7 +79,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
     variants = tuple(VariantSpec(source, path.name, chosen.name, canonical_params(values), n,
                                  target) for n in stages)
     spec = DirectiveSpec(name=path.stem, docname=str(path), lineno=1, kernel_line=None,
-                         kernel_path=str(path), title=path.name, target=target,
+                         kernel_path=str(path), title=path.name, targets=(target,),
                          variants=variants, show=("annotations", "shared", "sync"),
                          diff="none")
     results: dict[int, dict[str, Any]] = {}

@@ -68,8 +68,8 @@ def _accept_hint(app: Sphinx) -> str:
     return f"tlstages snapshots accept {srcdir}"
 
 
-def _results(spec: DirectiveSpec, state: BatchState) -> dict[int, dict[str, Any]]:
-    return {v.num_stages: state.result(v) for v in spec.variants}
+def _results(spec: DirectiveSpec, state: BatchState) -> dict[str, dict[str, Any]]:
+    return {v.id: state.result(v) for v in spec.variants}
 
 
 def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) -> Outcome:
@@ -123,7 +123,8 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) 
         if version:
             lines.append(f"  {version} (the snapshot was recorded with another TileLang)")
         for stages, change in changes:
-            lines.append(f"  num_stages={stages}: {change}" if stages else f"  {change}")
+            lines.append(f"  {snapshots.describe(stages)}: {change}" if stages
+                         else f"  {change}")
         lines.append(f"  accept it with: {hint}" if not strict else
                      "  accept it where the docs are written: "
                      f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
@@ -166,7 +167,7 @@ def fill_from_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BatchSta
         for variant in spec.variants:
             key = variant.key(state.stamp)
             current = state.results.get(key)
-            stored = old["variants"].get(str(variant.num_stages))
+            stored = old["variants"].get(variant.id)
             if stored is None or (current and current.get("ok")) or (
                     current and current["error"]["kind"] not in snapshots.UNVERIFIED):
                 continue

@@ -1,0 +1,139 @@
+"""Linking kernel source lines to the CUDA lines they produced (HTML only).
+
+The mapping is the compiler's own ``#line`` directives (see :func:`.cuda.source_map`).
+Tile operations expand from TileLang's templates, whose directives name TileLang's
+files instead of the kernel; such a block is given to the kernel statement that called
+that operation only when exactly one statement in the enclosing region does (the
+``T.gemm`` of a pipelined loop), and the page marks those lines as inferred.
+
+Without JavaScript each CUDA line still shows, in a gutter, the document line it came
+from; with it, hovering or selecting a kernel line highlights its CUDA in every variant.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .cuda import Mapped
+
+# Which template files expand which tile operation.
+_TEMPLATES = {"gemm": ("gemm", "mma"), "copy": ("copy", "tma"), "reduce_max": ("reduce",),
+              "reduce_sum": ("reduce",), "reduce": ("reduce",), "fill": ("fill",),
+              "clear": ("fill", "clear"), "atomic_add": ("atomic",)}
+
+
+@dataclass(frozen=True)
+class Link:
+    """Where one CUDA line came from: a kernel line (relative), and whether inferred."""
+
+    line: int | None
+    inferred: bool = False
+    template: str | None = None
+
+
+def _calls(source: str) -> dict[int, str]:
+    """Kernel line -> the tile operation (``gemm``) a ``T.op(...)`` call there makes."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return {}
+    calls: dict[int, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "T":
+            calls.setdefault(node.lineno, node.func.attr)
+    return calls
+
+
+def _region(lines: Sequence[str], start: int | None) -> range:
+    """The kernel lines of the statement at ``start`` (1-based) and its body."""
+    if start is None or not 0 < start <= len(lines):
+        return range(1, len(lines) + 1)
+    indent = len(lines[start - 1]) - len(lines[start - 1].lstrip())
+    end = start
+    for number in range(start + 1, len(lines) + 1):
+        text = lines[number - 1]
+        if text.strip() and len(text) - len(text.lstrip()) <= indent:
+            break
+        end = number
+    return range(start, end + 1)
+
+
+def attribute(mapped: Sequence[Mapped], source: str) -> list[Link]:
+    """A :class:`Link` per CUDA line."""
+    calls = _calls(source)
+    lines = source.splitlines()
+    links: list[Link] = []
+    for item in mapped:
+        if item.line is not None or item.template is None:
+            links.append(Link(item.line))
+            continue
+        path = item.template.lower()
+        region = _region(lines, item.within)
+        callers = [n for n in region if n in calls and any(
+            word in path for word in _TEMPLATES.get(calls[n], ("\0",)))]
+        links.append(Link(callers[0], True, item.template) if len(set(callers)) == 1
+                      else Link(None, False, item.template))
+    return links
+
+
+def counts(links: Sequence[Link]) -> dict[int, int]:
+    found: dict[int, int] = {}
+    for link in links:
+        if link.line is not None:
+            found[link.line] = found.get(link.line, 0) + 1
+    return found
+
+
+def cuda_html(mapped: Sequence[Mapped], links: Sequence[Link], first_line: int,
+              heading: str) -> str:
+    """A CUDA listing, one span per line with its kernel line as data and in a gutter
+    (document numbering: ``first_line`` is the number of the kernel's first line)."""
+    out = [f'<div class="highlight-text notranslate tl-linked" '
+           f'data-tl-variant="{html.escape(heading)}"><div class="highlight"><pre>']
+    for item, link in zip(mapped, links, strict=True):
+        text = html.escape(item.text)
+        if link.line is None:
+            title = f' title="from TileLang\'s {html.escape(link.template)}"' \
+                if link.template else ""
+            gutter = "TL" if link.template else ""
+            out.append(f'<span class="tl-cu"><span class="tl-gutter"{title}>{gutter}</span>'
+                       f"{text}\n</span>")
+            continue
+        shown = link.line + first_line - 1
+        kind = " tl-inferred" if link.inferred else ""
+        title = f' title="kernel line {shown}, through TileLang\'s ' \
+                f'{html.escape(link.template or "")}"' if link.inferred \
+            else f' title="kernel line {shown}"'
+        out.append(f'<span class="tl-cu{kind}" data-tl-line="{link.line}">'
+                   f'<span class="tl-gutter"{title}>{shown}</span>{text}\n</span>')
+    out.append("</pre></div></div>\n")
+    return "".join(out)
+
+
+_SPAN = re.compile(r'<span id="(?P<prefix>[^"]+)-(?P<number>\d+)">')
+
+
+def source_html(highlighted: str, prefix: str, first_line: int,
+                per_variant: Sequence[tuple[str, dict[int, int]]]) -> str:
+    """Pygments output with ``linespans`` made into linkable lines: each line that
+    produced CUDA is focusable and carries, as a tooltip, its CUDA line counts."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group("prefix") != prefix:
+            return match.group(0)
+        shown = int(match.group("number"))
+        line = shown - first_line + 1
+        made = [(heading, found[line]) for heading, found in per_variant if line in found]
+        if not made:
+            return f'<span class="tl-src-line" data-tl-line="{line}">'
+        tip = "; ".join(f"{heading}: {n} CUDA line{'' if n == 1 else 's'}"
+                        for heading, n in made)
+        return (f'<span class="tl-src-line tl-has-cuda" data-tl-line="{line}" tabindex="0" '
+                f'role="button" aria-pressed="false" title="line {shown}: {html.escape(tip)}">')
+
+    return _SPAN.sub(replace, highlighted)
