@@ -105,7 +105,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     else:
         _lower(app, state, wanted)
         # Before any report: the record must say why even when the build then fails.
-        explain.record(state.cache.root, specs, stamp, state.results, state.lowered)
+        explain.record(Path(app.doctreedir), specs, stamp, state.results, state.lowered)
     if any(r["error"]["kind"] == "unavailable" for r in state.results.values()
            if not r.get("ok")):
         filled = fill_from_snapshots(app, specs, state)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import snapshots
-from .project import conf_values, read_directives, snapshot_folder
+from .project import read_directives, snapshot_folder
 
 
 def accept(srcdir: Path, names: Sequence[str]) -> int:
@@ -96,28 +96,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="why a directive's variants were lowered again instead of taken from the cache")
     why.add_argument("name", help="the directive's :name:")
     why.add_argument("places", nargs="*", type=Path,
-                     help="cache or build folders to look in (default: TLSTAGES_CACHE_DIR, "
-                          "tlstages_cache_dir, then every _build folder here and in SRCDIR)")
-    why.add_argument("--srcdir", type=Path, default=Path("."),
-                     help="the Sphinx source folder (for tlstages_cache_dir)")
+                     help="build (or doctree) folders to look in (default: _build here "
+                          "and in every folder beside that has a conf.py)")
     return parser
 
 
-def explain(name: str, places: Sequence[Path], srcdir: Path) -> int:
+def explain(name: str, places: Sequence[Path]) -> int:
     """Print the newest record of directive ``name``; 1 when there is none."""
     from .explain import find_records, report
 
     if not places:
-        configured = os.environ.get("TLSTAGES_CACHE_DIR")
-        if (srcdir / "conf.py").is_file():
-            configured = configured or conf_values(srcdir).get("tlstages_cache_dir")
-        places = [Path(srcdir, configured)] if configured else []
-        places += list(dict.fromkeys([Path("_build"), srcdir / "_build"]))
+        places = [Path("_build"), *(conf.parent / "_build" for conf in sorted(
+            Path(".").glob("*/conf.py")))]
     found = find_records(name, places)
     if not found:
-        print(f"no record of a tl-pipeline directive named {name!r} in "
-              f"{', '.join(map(str, places))}: build the docs first (records are written "
-              "beside the lowering cache)", file=sys.stderr)
+        print(f"no record of a tl-pipeline directive named {name!r} under "
+              f"{', '.join(map(str, places))}: build the docs first, or name the build "
+              "folder", file=sys.stderr)
         return 1
     print(report(found[0]))
     return 0
@@ -132,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return lower_file(args.kernel, args.factory, args.params, args.num_stages,
                           args.target, args.dump_dir, args.json)
     if args.command == "explain":
-        return explain(args.name, args.places, args.srcdir)
+        return explain(args.name, args.places)
     if args.command == "bench":
         from .bench import run
 

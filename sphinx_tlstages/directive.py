@@ -239,13 +239,15 @@ class TlPipelineDirective(SphinxDirective):
                 ) -> tuple[VariantSpec, ...]:
         """Every combination of target, swept values and num_stages, num_stages varying
         fastest, so neighbouring columns differ in num_stages alone."""
-        count = len(targets) * len(num_stages)
+        combos = 1
         for values in sweep.values():
-            count *= len(values)
+            combos *= len(values)
+        count = len(targets) * combos * len(num_stages)
         if count > MAX_VARIANTS:
-            raise OptionError(f"{count} variants ({len(targets)} targets x sweep x "
-                              f"{len(num_stages)} num_stages); at most {MAX_VARIANTS}",
-                              self._option_line("sweep" if sweep else "num-stages"))
+            option = "sweep" if sweep else "num-stages"
+            raise OptionError(f":{option}: {count} variants ({len(targets)} targets x "
+                              f"{combos} swept combinations x {len(num_stages)} num_stages); "
+                              f"at most {MAX_VARIANTS}", self._option_line(option))
         variants = []
         names = list(sweep)
         for target, combo, stages in itertools.product(

@@ -1,6 +1,8 @@
 """Why a variant was lowered again: the record behind ``tlstages explain NAME``.
 
-After each build's batch, every directive gets ``<cache>/explain/<name>.json``: per
+After each build's batch, every directive gets ``<doctrees>/tlstages-explain/<name>.json``
+(beside the build's doctrees, not in the cache: a cache may be shared by many projects,
+and the question is about this build): per
 variant its key, the readable parts of that key, what the build did (lowered or taken
 from the cache) and, from the last build that lowered it, why: which parts of its key
 had changed since the build before. Kept across cached builds, so the reason survives
@@ -18,12 +20,11 @@ from typing import Any
 from .files import write_if_changed
 from .spec import DirectiveSpec
 
-FOLDER = "explain"
-CACHE_FOLDER = "tlstages-cache"
+FOLDER = "tlstages-explain"
 
 
-def record_path(cache_root: Path, name: str) -> Path:
-    return cache_root / FOLDER / f"{name}.json"
+def record_path(doctreedir: Path, name: str) -> Path:
+    return doctreedir / FOLDER / f"{name}.json"
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -50,17 +51,33 @@ def _source_change(old: str, new: str, first_line: int) -> str:
     return f"{', '.join(spans)} changed (first: {first})"
 
 
+def _params_change(before: str, after: str) -> str:
+    """Only the params that changed: ``block_K=64 -> block_K=32``."""
+    old = dict(p.split("=", 1) for p in before.split() if "=" in p)
+    new = dict(p.split("=", 1) for p in after.split() if "=" in p)
+    names = sorted(old.keys() | new.keys())
+    changed = [n for n in names if old.get(n) != new.get(n)]
+    left = " ".join(f"{n}={old[n]}" if n in old else f"({n} unset)" for n in changed)
+    right = " ".join(f"{n}={new[n]}" if n in new else f"({n} unset)" for n in changed)
+    return f"{left} -> {right}"
+
+
 def _reasons(before: dict[str, Any] | None, parts: dict[str, str],
              sources: tuple[str | None, str], where: tuple[str, int]) -> list[str]:
     """Why a variant with these key ``parts`` was lowered, given its previous record."""
     if before is None:
         return ["no earlier build of this variant is recorded in this cache"]
     old = before.get("parts", {})
-    changed = [f"{name}: {old.get(name, '(unset)')} -> {value}"
-               for name, value in parts.items() if old.get(name) != value]
-    if "kernel source" in {name for name in parts if old.get(name) != parts[name]} \
-            and sources[0] is not None:
-        changed.append(f"  {where[0]} {_source_change(sources[0], sources[1], where[1])}")
+    changed = []
+    for name, value in parts.items():
+        if old.get(name) == value:
+            continue
+        if name == "params" and name in old:
+            changed.append(f"params: {_params_change(old[name], value)}")
+            continue
+        changed.append(f"{name}: {old.get(name, '(unset)')} -> {value}")
+        if name == "kernel source" and sources[0] is not None:
+            changed.append(f"  {where[0]} {_source_change(sources[0], sources[1], where[1])}")
     if changed:
         return changed
     if before.get("outcome") in ("timeout", "crash"):
@@ -70,11 +87,11 @@ def _reasons(before: dict[str, Any] | None, parts: dict[str, str],
             "was cleared, or this build used another cache folder)"]
 
 
-def record(cache_root: Path, specs: Iterable[DirectiveSpec], stamp: str,
+def record(doctreedir: Path, specs: Iterable[DirectiveSpec], stamp: str,
            results: dict[str, dict[str, Any]], lowered: set[str]) -> None:
     """Write each directive's record after a build's batch."""
     for spec in specs:
-        path = record_path(cache_root, spec.name)
+        path = record_path(doctreedir, spec.name)
         old = _load(path)
         previous = old.get("variants", {})
         source = spec.variants[0].source
@@ -104,8 +121,8 @@ def record(cache_root: Path, specs: Iterable[DirectiveSpec], stamp: str,
 
 
 def find_records(name: str, places: Iterable[Path]) -> list[Path]:
-    """Records of directive ``name`` under ``places`` (cache folders, or build folders
-    whose doctrees hold one), newest first."""
+    """Records of directive ``name`` under ``places`` (doctree folders, or build folders
+    that hold them), newest first."""
     found: set[Path] = set()
     for place in places:
         direct = record_path(place, name)
@@ -113,25 +130,32 @@ def find_records(name: str, places: Iterable[Path]) -> list[Path]:
             found.add(direct.resolve())
         if place.is_dir():
             for depth in ("*", "*/*", "*/*/*"):
-                for path in place.glob(f"{depth}/{CACHE_FOLDER}/{FOLDER}/{name}.json"):
+                for path in place.glob(f"{depth}/{FOLDER}/{name}.json"):
                     found.add(path.resolve())
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
 def report(path: Path) -> str:
-    """A record in words."""
+    """A record in words; variants with the same story are told once."""
     data = _load(path)
+    shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
     lines = [f"{data.get('directive')} ({data.get('document')}, line {data.get('line')}); "
-             f"record {path}"]
+             f"record {shown}"]
+    told: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for entry in data.get("variants", {}).values():
-        what = entry.get("last_build")
-        head = f"  {entry.get('heading')}: "
+        story = (str(entry.get("last_build")), tuple(entry.get("lowered_because", [])))
+        told.setdefault(story, []).append(str(entry.get("heading")))
+    for (what, reasons), headings in told.items():
+        if all(h.startswith("num_stages=") and "," not in h for h in headings):
+            head = "  num_stages=" + ", ".join(h.split("=", 1)[1] for h in headings) + ": "
+        else:
+            head = f"  {'; '.join(headings)}: "
         if what == "lowered":
             lines.append(head + "lowered in the last build, because")
-        elif "lowered_because" in entry:
-            lines.append(head + f"{what} in the last build; it was last lowered because")
+        elif reasons:
+            lines.append(head + f"{what} in the last build; last lowered because")
         else:
             lines.append(head + f"{what} in the last build: an earlier build had lowered "
                                 "these same inputs")
-        lines.extend(f"      {reason}" for reason in entry.get("lowered_because", []))
+        lines.extend(f"      {reason}" for reason in reasons)
     return "\n".join(lines)

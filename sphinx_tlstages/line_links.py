@@ -106,9 +106,9 @@ def cuda_html(mapped: Sequence[Mapped], links: Sequence[Link], first_line: int,
             continue
         shown = link.line + first_line - 1
         kind = " tl-inferred" if link.inferred else ""
-        title = f' title="kernel line {shown}, through TileLang\'s ' \
-                f'{html.escape(link.template or "")}"' if link.inferred \
-            else f' title="kernel line {shown}"'
+        # Only inferred lines say more than their number (thousands of lines per page).
+        title = f' title="through TileLang\'s {html.escape(link.template or "")}"' \
+            if link.inferred else ""
         out.append(f'<span class="tl-cu{kind}" data-tl-line="{link.line}">'
                    f'<span class="tl-gutter"{title}>{shown}</span>{text}\n</span>')
     out.append("</pre></div></div>\n")

@@ -20,10 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 Record = dict[str, Any]
-# The loop's own num_stages annotation is in the IR from the first pass on: a pass that
-# merely moves that line (re-indents it, say) changes every variant alike, so the
-# comparison between variants reads the value as N.
-_NUM_STAGES = re.compile(r"""(num_stages["']?\s*[:=]\s*)\d+""")
+# The variant's own inputs are in the IR from the start: the loop's num_stages
+# annotation, and the target's arch once BindTarget has written it. A pass that merely
+# carries those lines along (re-indents them, say) changes every variant alike, and
+# writing the target down is not where the variants behave differently; so the
+# comparison between variants reads both values as placeholders.
+_OWN_INPUTS = (
+    (re.compile(r"""(num_stages["']?\s*[:=]\s*)\d+"""), r"\1N"),
+    (re.compile(r'("arch":\s*")[^"]*(")'), r"\1ARCH\2"),
+)
 
 
 def run_id(name: str, run: int) -> str:
@@ -43,7 +48,9 @@ def _changed_lines(diff: list[str]) -> list[str]:
 
 
 def _digest(text: str) -> str:
-    return hashlib.sha256(_NUM_STAGES.sub(r"\1N", text).encode()).hexdigest()[:16]
+    for pattern, placeholder in _OWN_INPUTS:
+        text = pattern.sub(placeholder, text)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 class PassLog:
@@ -111,27 +118,26 @@ def align(logs: Sequence[Sequence[Record]]) -> list[Row]:
 
     Counting runs by name is not enough: a variant whose pipeline runs one extra
     Simplify early shifts every later ``Simplify#k``. So each variant's sequence of pass
-    names is aligned with the longest one; runs it lacks are None, runs only it has get
-    rows of their own, between their neighbours.
+    names is aligned with the longest one (see :func:`_pairs`); runs it lacks are None,
+    runs only it has get rows of their own, between their neighbours.
     """
     if not logs:
         return []
     ref = max(logs, key=len)
-    names = [r["name"] for r in ref]
     main: list[list[Record | None]] = [[None] * len(logs) for _ in ref]
     extra: dict[tuple[int, str, int], list[Record | None]] = {}
     for i, log in enumerate(logs):
-        matcher = difflib.SequenceMatcher(None, names, [r["name"] for r in log], autojunk=False)
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag == "equal":
-                for k in range(i2 - i1):
-                    main[i1 + k][i] = log[j1 + k]
+        matched = dict(_pairs(ref, log))
+        seen: dict[tuple[int, str], int] = {}
+        at = 0  # how many runs of the longest pipeline come before this one
+        for j, record in enumerate(log):
+            k = matched.get(j)
+            if k is not None:
+                main[k][i] = record
+                at = k + 1
                 continue
-            seen: dict[str, int] = {}
-            for record in log[j1:j2]:
-                seen[record["name"]] = seen.get(record["name"], 0) + 1
-                extra.setdefault((i1, record["name"], seen[record["name"]]),
-                                 [None] * len(logs))[i] = record
+            n = seen[(at, record["name"])] = seen.get((at, record["name"]), 0) + 1
+            extra.setdefault((at, record["name"], n), [None] * len(logs))[i] = record
     rows = [(float(k), Row(run_id(r["name"], r["run"]), str(k + 1), tuple(main[k])))
             for k, r in enumerate(ref)]
     for (at, _, _), changes in extra.items():
@@ -139,6 +145,36 @@ def align(logs: Sequence[Sequence[Record]]) -> list[Row]:
         rows.append((at - 0.5, Row(run_id(first["name"], first["run"]), f"after {at}",
                                    tuple(changes))))
     return [row for _, row in sorted(rows, key=lambda pair: pair[0])]
+
+
+def _pairs(ref: Sequence[Record], log: Sequence[Record]) -> list[tuple[int, int]]:
+    """(index in ``log``, index in ``ref``) of the runs that line up.
+
+    The longest common subsequence of pass names, where two runs that also share their
+    run number weigh a little more: between ``S B S`` and ``S L S B S`` the first S is
+    the first S, not the second (plain difflib takes the longest block and gets it wrong).
+    """
+    n, m = len(ref), len(log)
+    score = [[0.0] * (m + 1) for _ in range(n + 1)]
+    for a in range(n - 1, -1, -1):
+        for b in range(m - 1, -1, -1):
+            best = max(score[a + 1][b], score[a][b + 1])
+            if ref[a]["name"] == log[b]["name"]:
+                bonus = 0.5 if ref[a]["run"] == log[b]["run"] else 0.0
+                best = max(best, 1.0 + bonus + score[a + 1][b + 1])
+            score[a][b] = best
+    pairs, a, b = [], 0, 0
+    while a < n and b < m:
+        same = ref[a]["name"] == log[b]["name"]
+        bonus = 0.5 if same and ref[a]["run"] == log[b]["run"] else 0.0
+        if same and score[a][b] == 1.0 + bonus + score[a + 1][b + 1]:
+            pairs.append((b, a))
+            a, b = a + 1, b + 1
+        elif score[a + 1][b] >= score[a][b + 1]:
+            a += 1
+        else:
+            b += 1
+    return pairs
 
 
 def responding(logs: Sequence[Sequence[Record]]) -> tuple[list[Row], int, int]:

@@ -37,8 +37,12 @@ def _summary(found: list[passes.Row], idle: int, alike: int,
             para += nodes.Text(", " if i else "")
             para += code(name)
         para += nodes.Text(": its input IR is the same in every variant (the num_stages "
-                           "annotation aside), its output is not; every later difference "
-                           "follows from there. ")
+                           "annotation and the target aside), its output is not; every "
+                           "later difference follows from there. ")
+    partial = sum(1 for row in found if None in row.changes)
+    if not origins and partial:
+        para += nodes.Text(f"The variants run different pipelines: {partial} of the runs "
+                           "below happen in some variants only. ")
     para += nodes.Text(f"Of {total} pass runs, {len(found)} respond to the variants; "
                        f"{idle} changed nothing and {alike} changed every variant alike "
                        "(not listed).")

@@ -192,7 +192,7 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[
     if old.get("tilelang") != new.get("tilelang"):
         version = f"TileLang {old.get('tilelang')} -> {new.get('tilelang')}"
     changes: list[tuple[str, str]] = []
-    for key in ("target", "factory", "sweep"):
+    for key in ("schema", "target", "factory", "sweep"):
         if old.get(key) != new.get(key):
             changes.append(("", f"{key} {old.get(key)} -> {new.get(key)}"))
     old_params, new_params = old.get("params", {}), new.get("params", {})

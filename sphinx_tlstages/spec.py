@@ -1,8 +1,9 @@
 """What to lower: one :class:`VariantSpec` per variant, grouped by :class:`DirectiveSpec`.
 
 A variant is identified by every input of its lowering (kernel text, factory, params,
-num_stages, target) plus the TileLang build and this extension's result schema; its key
-is the SHA-256 of that, so equal inputs anywhere in a project are lowered once.
+num_stages, target, the passes whose IR is recorded) plus the TileLang build, this
+extension's lowering code and its result schema; its key is the SHA-256 of that, so equal
+inputs anywhere in a project are lowered once.
 """
 
 from __future__ import annotations
@@ -57,7 +58,8 @@ class VariantSpec:
         payload = self.payload()
         payload["params"] = sorted(list(p) for p in self.params)  # keyword order is noise
         blob = json.dumps(
-            {"schema": RESULT_SCHEMA, "tilelang": stamp, **payload},
+            {"schema": RESULT_SCHEMA, "tilelang": stamp, "lowering": lowering_stamp(),
+             **payload},
             sort_keys=True,
             separators=(",", ":"),
         )
@@ -77,6 +79,7 @@ class VariantSpec:
             "passes recorded": " ".join(self.ir_passes) or "(none)",
             "TileLang build": stamp,
             "result schema": str(RESULT_SCHEMA),
+            "sphinx-tlstages lowering code": lowering_stamp(),
         }
 
     @property
@@ -169,6 +172,22 @@ def kernel_location(docname: str, lineno: int, kernel_line: int | None,
 def canonical_params(params: dict[str, object]) -> tuple[tuple[str, str], ...]:
     """Params as (name, repr) pairs: literals written alike (``1_024``, ``1024``) agree."""
     return tuple((key, repr(value)) for key, value in params.items())
+
+
+# What runs in the worker and shapes a result: an edited module must not reuse results
+# its old version computed (the schema number alone is bumped by hand, and forgotten).
+_LOWERING_MODULES = ("lowering.py", "worker.py", "facts.py", "cuda.py", "passes.py",
+                     "kernel_source.py", "errors.py")
+
+
+@functools.cache
+def lowering_stamp() -> str:
+    """A digest of this extension's lowering code (the modules the worker runs)."""
+    digest = hashlib.sha256()
+    for name in _LOWERING_MODULES:
+        digest.update(name.encode())
+        digest.update((Path(__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 @functools.cache

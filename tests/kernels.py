@@ -26,7 +26,8 @@ GEMM_AUTOTUNE = (
 def rst(source: str, title: str = "", **options: str) -> str:
     """A ``tl-pipeline`` directive in reStructuredText."""
     lines = [f".. tl-pipeline:: {title}".rstrip()]
-    lines += [f"   :{key.replace('_', '-')}: {value}" for key, value in options.items()]
+    lines += [f"   :{key.rstrip('_').replace('_', '-')}: {value}"
+              for key, value in options.items()]
     return "\n".join(lines) + "\n\n" + textwrap.indent(source, "   ") + "\n"
 
 

@@ -1,0 +1,127 @@
+"""Which compiler passes respond to num_stages, and ``:passes:`` IR diffs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sphinx_tlstages import passes
+
+from .conftest import Built, build_once
+from .kernels import GEMM, GEMM_PARAMS, rst
+
+PAGE = "Passes\n======\n\n" + rst(
+    GEMM, "Passes", num_stages="1 2 3", params=GEMM_PARAMS, name="passes",
+    passes="InjectSoftwarePipeline PipelinePlanning#1",
+    assert_='passes["tl.PipelinePlanning#1"] == 2',
+) + "\n" + rst(GEMM, "Hopper", num_stages="2 3", target="sm_90a", params=GEMM_PARAMS,
+               name="hopper", show="passes")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Built:
+    return build_once(tmp_path_factory.mktemp("passes") / "src", {"index.rst": PAGE})
+
+
+def test_builds_clean(built: Built) -> None:
+    assert built.warnings == ""
+
+
+def test_the_table_lists_responding_runs_in_pipeline_order(built: Built) -> None:
+    rows = built.table("tl-passes")
+    assert rows[0] == ["pass run", "position", "num_stages=1", "num_stages=2", "num_stages=3"]
+    names = [r[0].split(" ")[0] for r in rows[1:]]
+    # num_stages first shows in PipelinePlanning's annotations, then the loop is rewritten.
+    assert names[:2] == ["tl.PipelinePlanning#1", "tl.InjectSoftwarePipeline#1"]
+    assert rows[1][0] == "tl.PipelinePlanning#1 (the variants part here)"
+    positions = [int(r[1]) for r in rows[1:] if r[1].isdigit()]
+    assert positions == sorted(positions)
+    # Every listed run changes at least two variants differently.
+    for row in rows[1:]:
+        assert len(set(row[2:])) > 1 or row[2:].count("no change") == 0
+    # A pass that only re-indents the loop (num_stages annotation and all) is folded.
+    assert "tl.MaterializeKernelLaunch#1" not in names
+
+
+def test_the_note_names_where_the_variants_part(built: Built) -> None:
+    note = built.part("tl-passes").iter(cls="tl-note")[0].astext()
+    assert note.startswith("The variants part ways at tl.PipelinePlanning#1: its input IR is "
+                           "the same in every variant")
+    total, responding = note.split("Of ")[1].split(" pass runs, ")
+    assert int(total) > 70 and int(responding.split(" ")[0]) == len(
+        built.table("tl-passes")) - 1
+
+
+def test_chosen_passes_get_before_after_diffs(built: Built) -> None:
+    part = built.part("tl-passes")
+    summaries = [s.astext() for s in part.iter("summary")]
+    assert [s.split(" (")[0] for s in summaries] == \
+        ["tl.PipelinePlanning#1"] * 3 + ["tl.InjectSoftwarePipeline#1"] * 3
+    assert summaries[0].endswith("num_stages=1: IR +1 −1 lines")
+    ns3 = part.iter("details")[5].astext()
+    assert "+ A_shared = T.Buffer((3, 128, 64), \"float16\", scope=\"shared.dyn\")" in ns3
+    ns1 = part.iter("details")[3].astext()
+    assert "(3, 128, 64)" not in ns1
+
+
+def test_hopper_parts_ways_at_warp_specialisation(built: Built) -> None:
+    note = built.part("tl-passes", index=1).iter(cls="tl-note")[0].astext()
+    assert note.startswith("The variants part ways at tl.ProducerConsumerWarpSpecialized#1")
+    rows = built.table("tl-passes", index=1)
+    assert rows[1][0] == "tl.ProducerConsumerWarpSpecialized#1 (the variants part here)"
+    assert "tl.PipelinePlanning#1" not in [r[0].split(" ")[0] for r in rows]
+
+
+def test_unknown_pass_names_are_warned_with_a_suggestion(build) -> None:
+    page = "T\n=\n\n" + rst(GEMM, num_stages="2", params=GEMM_PARAMS, name="typo",
+                            passes="InjectSoftwarePipelin Simplify#99")
+    result = build({"index.rst": page})
+    assert "typo: :passes: InjectSoftwarePipelin matches no pass run of any variant; did " \
+           "you mean tl.InjectSoftwarePipeline?" in result.warnings
+    assert ":passes: Simplify#99 matches no pass run" in result.warnings
+    assert "[tlstages.option]" in result.warnings
+
+
+def test_one_variant_has_no_table_but_keeps_its_diffs(build) -> None:
+    page = "T\n=\n\n" + rst(GEMM, num_stages="2", params=GEMM_PARAMS, name="single",
+                            passes="InjectSoftwarePipeline")
+    result = build({"index.rst": page})
+    part = result.part("tl-passes")
+    assert part.iter("table") == []
+    assert [s.astext().split(" (")[0] for s in part.iter("summary")] == \
+        ["tl.InjectSoftwarePipeline#1"]
+
+
+def _run(name: str, run: int, digest: str = "", changed: int = 0) -> passes.Record:
+    return {"name": name, "run": run, "position": 0, "added": changed, "removed": 0,
+            "digest": digest, "input": "i"}
+
+
+def test_align_lines_up_runs_when_a_variant_runs_extra_passes() -> None:
+    # As on sm_80 at num_stages=3: one more LetInline + Simplify pair early on. Counting by
+    # name alone would compare the first variant's Simplify#2 with the other's Simplify#2
+    # (the extra one); lined up by position it meets Simplify#3.
+    first = [_run("A", 1, "a", 1), _run("Simplify", 1), _run("B", 1, "b", 1),
+             _run("Simplify", 2, "s", 2)]
+    second = [_run("A", 1, "a2", 1), _run("Simplify", 1), _run("LetInline", 1, "l", 1),
+              _run("Simplify", 2, "x", 3), _run("B", 1, "b", 1), _run("Simplify", 3, "s", 2)]
+    third = [_run("A", 1, "a3", 1), _run("Simplify", 1), _run("B", 1, "b", 1),
+             _run("Fence", 1, "f", 1), _run("Simplify", 2, "s", 2)]
+    rows = passes.align([first, second, third])
+    assert [(r.id, r.position) for r in rows] == [
+        ("A#1", "1"), ("Simplify#1", "2"), ("LetInline#1", "3"), ("Simplify#2", "4"),
+        ("B#1", "5"), ("Fence#1", "after 5"), ("Simplify#3", "6")]
+    last = rows[-1]
+    assert [c["run"] for c in last.changes if c] == [2, 3, 2]
+    assert rows[2].changes[0] is None and rows[5].changes[:2] == (None, None)
+    found, idle, alike = passes.responding([first, second, third])
+    assert [r.id for r in found] == ["A#1", "LetInline#1", "Simplify#2", "Fence#1"]
+    assert idle == 1 and alike == 2
+
+
+def test_selectors() -> None:
+    assert passes.matches("InjectSoftwarePipeline", "tl.InjectSoftwarePipeline", 1)
+    assert passes.matches("tl.Simplify#3", "tl.Simplify", 3)
+    assert not passes.matches("Simplify#3", "tl.Simplify", 2)
+    assert not passes.matches("Simplify", "tl.SimplifyMore", 1)
