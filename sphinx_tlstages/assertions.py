@@ -21,8 +21,9 @@ _BUILTINS = {f.__name__: f for f in (abs, all, any, len, list, max, min, range, 
 
 def namespace(result: dict[str, Any], variant: VariantSpec) -> dict[str, Any]:
     """``num_stages``, ``params`` (swept ones included), ``target`` (the arch),
-    ``shared["A_shared"].shape``, ``sync["cp_async_wait"]``,
-    ``stage``/``order`` (of the first pipelined loop), ``threads``, ``cuda_lines``,
+    ``shared["A_shared"].shape``, ``sync["cp_async_wait"]``, ``stage``/``order`` (of the
+    first pipelined loop), ``passes`` (lines of IR each pass run changed, by ``name#run``
+    counted in this variant's own pipeline), ``threads``, ``cuda_lines``,
     ``dynamic_shared_bytes``, ``warp_specialized`` (None, or ``.threads``,
     ``.producer_threads``, ``.barriers``)."""
     loops = result.get("pipeline") or []

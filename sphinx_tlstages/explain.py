@@ -1,12 +1,12 @@
 """Why a variant was lowered again: the record behind ``tlstages explain NAME``.
 
-After each build's batch, every directive gets ``<doctrees>/tlstages-explain/<name>.json``
-(beside the build's doctrees, not in the cache: a cache may be shared by many projects,
-and the question is about this build): per
-variant its key, the readable parts of that key, what the build did (lowered or taken
-from the cache) and, from the last build that lowered it, why: which parts of its key
-had changed since the build before. Kept across cached builds, so the reason survives
-the no-op rebuilds that follow. Written only when its content changes.
+Each build that lowers or re-keys a directive writes
+``<doctrees>/tlstages-explain/<name>.json`` (beside the build's doctrees, not in the
+cache: a cache may be shared by many projects, and the question is about this build):
+per variant its key, the readable parts of that key, what that build did (lowered or
+took it from the cache) and, from the last build that lowered it, why: which parts of its
+key had changed since the build before. No-op rebuilds leave it alone, so the reason
+survives them.
 """
 
 from __future__ import annotations
@@ -139,8 +139,8 @@ def report(path: Path) -> str:
     """A record in words; variants with the same story are told once."""
     data = _load(path)
     shown = path.relative_to(Path.cwd()) if path.is_relative_to(Path.cwd()) else path
-    lines = [f"{data.get('directive')} ({data.get('document')}, line {data.get('line')}); "
-             f"record {shown}"]
+    lines = [f"{data.get('directive')} ({data.get('document')}, line {data.get('line')}), "
+             f"as of the last build that changed it; record {shown}"]
     told: dict[tuple[str, tuple[str, ...]], list[str]] = {}
     for entry in data.get("variants", {}).values():
         story = (str(entry.get("last_build")), tuple(entry.get("lowered_because", [])))
@@ -151,11 +151,13 @@ def report(path: Path) -> str:
         else:
             head = f"  {'; '.join(headings)}: "
         if what == "lowered":
-            lines.append(head + "lowered in the last build, because")
+            lines.append(head + "lowered, because")
         elif reasons:
-            lines.append(head + f"{what} in the last build; last lowered because")
+            lines.append(head + "taken from the cache; last lowered because")
+        elif what == "cached":
+            lines.append(head + "taken from the cache: an earlier build had lowered these "
+                                "same inputs")
         else:
-            lines.append(head + f"{what} in the last build: an earlier build had lowered "
-                                "these same inputs")
+            lines.append(head + what)
         lines.extend(f"      {reason}" for reason in reasons)
     return "\n".join(lines)

@@ -202,11 +202,17 @@ def tilelang_stamp() -> str | None:
     except importlib.metadata.PackageNotFoundError:
         return None
     digest = hashlib.sha256(dist.version.encode())
-    digest.update((dist.read_text("RECORD") or "").encode())
-    for file in sorted(dist.files or [], key=str):
-        if file.name.startswith("libtilelang") or file.name.startswith("libtvm"):
+    record = dist.read_text("RECORD") or ""
+    digest.update(record.encode())
+    # The library paths straight from RECORD's text: dist.files would build an object for
+    # each of its thousands of entries, on every build.
+    for line in sorted(record.splitlines()):
+        path = line.split(",", 1)[0]
+        name = path.rsplit("/", 1)[-1]
+        if name.startswith(("libtilelang", "libtvm")):
             with contextlib.suppress(OSError):
-                digest.update(f"{file}:{Path(str(file.locate())).stat().st_size}".encode())
+                size = Path(str(dist.locate_file(path))).stat().st_size
+                digest.update(f"{path}:{size}".encode())
     return f"{dist.version}+{digest.hexdigest()[:16]}"
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.bench_data import BenchFileError, fingerprint, load, validate
+from sphinx_tlstages.bench_data import BenchFileError, benched, fingerprint, load, validate
 from sphinx_tlstages.collector import all_directives
 
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -154,3 +154,32 @@ def test_gpu_path_helpers_on_the_cpu() -> None:
     done = subprocess.run([sys.executable, "-c", GPU_HELPERS, GEMM], capture_output=True,
                           text=True)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_a_matrix_is_timed_per_cell_on_the_first_target(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    params = "M=1024 N=1024 K=1024 block_M=128 block_N=128 threads=128"
+    page = "Bench\n=====\n\n" + rst(GEMM, num_stages="2", sweep="block_K=32,64",
+                                    target="sm_90a sm_80", params=params, name="timed",
+                                    flops="2 * M * N * K")
+    first = build({"index.rst": page}, srcdir=src)
+    (spec,) = all_directives(first.app.env)
+    timed = benched(spec)
+    assert [v.id for v in timed] == ["target=sm_90a,block_K=32,num_stages=2",
+                                     "target=sm_90a,block_K=64,num_stages=2"]
+    data = {
+        "schema": 1, "date": "2026-12-02", "command": "tlstages bench src", "method": "m",
+        "gpu": {"name": "Test GPU", "sm": "sm_90a", "driver": "1", "cuda": "13.0",
+                "torch": "2.11", "tilelang": "0.1.15"},
+        "directives": {"timed": {"variants": {v.id: {
+            "fingerprint": fingerprint(v, "0.1.15"), "median_ms": ms, "p20_ms": ms,
+            "p80_ms": ms, "tflops": 1.0} for v, ms in zip(timed, (0.2, 0.1), strict=True)}}},
+    }
+    write(src, data)
+    result = build({"index.rst": page}, srcdir=src)
+    assert result.warnings == ""
+    rows = result.table("tl-bench")
+    assert rows[0][0] == "variant"
+    assert [r[0] for r in rows[1:]] == ["sm_90a, block_K=32, num_stages=2",
+                                        "sm_90a, block_K=64, num_stages=2"]
+    assert [r[3] for r in rows[1:]] == ["50 %", "100 %"]

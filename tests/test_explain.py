@@ -38,21 +38,26 @@ def test_first_build_then_a_param_then_a_no_op(build, tmp_path, explain) -> None
     src = tmp_path / "src"
     build({"index.rst": page()}, srcdir=src)
     first = explain()
-    assert "num_stages=2, 3: lowered in the last build, because\n      no earlier build " \
+    assert "num_stages=2, 3: lowered, because\n      no earlier build " \
            "of this variant is recorded" in first
     build({"index.rst": page(block_k=32)}, srcdir=src)
     changed = explain()
-    assert "num_stages=2, 3: lowered in the last build, because\n" \
+    assert "num_stages=2, 3: lowered, because\n" \
            "      params: block_K=64 -> block_K=32\n" in changed + "\n"
     assert "kernel source" not in changed and "num_stages:" not in changed
+    # A no-op rebuild neither reads nor rewrites the record.
+    (record,) = (src / "_build").rglob("tlstages-explain/why.json")
+    written = record.stat().st_mtime_ns
+    build({"index.rst": page(block_k=32)}, srcdir=src)
+    assert record.stat().st_mtime_ns == written and explain() == changed
     # A no-op rebuild takes everything from the cache but keeps the reason.
     build({"index.rst": page(block_k=32)}, srcdir=src, freshenv=True)
     kept = explain()
-    assert "num_stages=2, 3: cached in the last build; last lowered because\n" \
+    assert "num_stages=2, 3: taken from the cache; last lowered because\n" \
            "      params: block_K=64 -> block_K=32" in kept
     # Back to a value an earlier build lowered: from the cache, and said so.
     build({"index.rst": page()}, srcdir=src)
-    assert "num_stages=2, 3: cached in the last build: an earlier build had lowered these " \
+    assert "num_stages=2, 3: taken from the cache: an earlier build had lowered these " \
            "same inputs" in explain()
 
 
