@@ -26,7 +26,7 @@ from .bench_data import BenchSet, load_all, stale_variants
 from .cache import Cache, cache_dir
 from .collector import all_directives
 from .errors import warn
-from .passes import unmatched
+from .pass_compare import unmatched
 from .pool import Job, default_jobs, run_jobs
 from .render import over_limit
 from .spec import DirectiveSpec, VariantSpec, tilelang_stamp, tilelang_version

@@ -13,6 +13,7 @@ from; with it, hovering or selecting a kernel line highlights its CUDA in every 
 from __future__ import annotations
 
 import ast
+import functools
 import html
 import re
 from collections.abc import Sequence
@@ -35,6 +36,7 @@ class Link:
     template: str | None = None
 
 
+@functools.lru_cache(maxsize=64)  # one kernel, many listings
 def _calls(source: str) -> dict[int, str]:
     """Kernel line -> the tile operation (``gemm``) a ``T.op(...)`` call there makes."""
     try:

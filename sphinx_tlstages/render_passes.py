@@ -11,7 +11,7 @@ from typing import Any
 
 from docutils import nodes
 
-from . import passes
+from . import pass_compare, passes
 from .nodes import tl_collapsible
 from .spec import DirectiveSpec, VariantSpec
 from .tables import Cell, Span, code, table
@@ -27,7 +27,7 @@ def _cell(record: passes.Record | None) -> str:
     return f"+{record['added']} −{record['removed']}"
 
 
-def _summary(found: list[passes.Row], idle: int, alike: int,
+def _summary(found: list[pass_compare.Row], idle: int, alike: int,
              total: int) -> nodes.paragraph:
     para = nodes.paragraph(classes=["tl-note"])
     origins = [row.id for row in found if row.origin]
@@ -54,7 +54,9 @@ def _diffs(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     """One collapsible IR diff per chosen pass run and variant, runs named as in the
     table (lined up across variants)."""
     found: list[nodes.Node] = []
-    for row in passes.align([r["passes"] for _, r in rows]):
+    if not spec.passes:
+        return found
+    for row in pass_compare.align([r["passes"] for _, r in rows]):
         name, _, run = row.id.partition("#")
         if not any(passes.matches(s, name, int(run)) for s in spec.passes):
             continue
@@ -84,7 +86,7 @@ def passes_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
         return []
     body: list[nodes.Node] = []
     if len(ok) > 1:
-        found, idle, alike = passes.responding([r["passes"] for _, r in ok])
+        found, idle, alike = pass_compare.responding([r["passes"] for _, r in ok])
         total = len(found) + idle + alike
         body.append(_summary(found, idle, alike, total))
         table_rows: list[list[Cell | Span]] = []

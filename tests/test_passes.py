@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages import passes
+from sphinx_tlstages import pass_compare, passes
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -108,14 +108,14 @@ def test_align_lines_up_runs_when_a_variant_runs_extra_passes() -> None:
               _run("Simplify", 2, "x", 3), _run("B", 1, "b", 1), _run("Simplify", 3, "s", 2)]
     third = [_run("A", 1, "a3", 1), _run("Simplify", 1), _run("B", 1, "b", 1),
              _run("Fence", 1, "f", 1), _run("Simplify", 2, "s", 2)]
-    rows = passes.align([first, second, third])
+    rows = pass_compare.align([first, second, third])
     assert [(r.id, r.position) for r in rows] == [
         ("A#1", "1"), ("Simplify#1", "2"), ("LetInline#1", "3"), ("Simplify#2", "4"),
         ("B#1", "5"), ("Fence#1", "after 5"), ("Simplify#3", "6")]
     last = rows[-1]
     assert [c["run"] for c in last.changes if c] == [2, 3, 2]
     assert rows[2].changes[0] is None and rows[5].changes[:2] == (None, None)
-    found, idle, alike = passes.responding([first, second, third])
+    found, idle, alike = pass_compare.responding([first, second, third])
     assert [r.id for r in found] == ["A#1", "LetInline#1", "Simplify#2", "Fence#1"]
     assert idle == 1 and alike == 2
 
