@@ -105,7 +105,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     else:
         _lower(app, state, wanted)
         # Before any report: the record must say why even when the build then fails.
-        _record_why(app, env, specs, state)
+        _record_why(app, specs, state)
     if any(r["error"]["kind"] == "unavailable" for r in state.results.values()
            if not r.get("ok")):
         filled = fill_from_snapshots(app, specs, state)
@@ -156,16 +156,16 @@ def _lower(app: Sphinx, state: BatchState,
     logger.verbose(f"tl-pipeline: {stats.workers} workers, peak {stats.peak_rss_mb:.0f} MB each")
 
 
-def _record_why(app: Sphinx, env: BuildEnvironment, specs: list[DirectiveSpec],
-                state: BatchState) -> None:
-    """Rewrite the explain records of directives this build lowered or re-keyed; a no-op
-    rebuild reads and writes none (the keys of the last recorded build are in the env)."""
+def _record_why(app: Sphinx, specs: list[DirectiveSpec], state: BatchState) -> None:
+    """Rewrite the explain records of directives this build lowered or re-keyed; a
+    rebuild that changed nothing (``-E`` included) reads one index and writes nothing."""
+    folder = Path(app.doctreedir)
     keys = {spec.name: [v.key(state.stamp) for v in spec.variants] for spec in specs}
-    before: dict[str, list[str]] = getattr(env, "tlstages_recorded", {})
+    before = explain.recorded_keys(folder)
     touched = [spec for spec in specs if before.get(spec.name) != keys[spec.name]
                or any(key in state.lowered for key in keys[spec.name])]
-    explain.record(Path(app.doctreedir), touched, state.stamp, state.results, state.lowered)
-    env.tlstages_recorded = keys  # type: ignore[attr-defined]
+    explain.record(folder, touched, state.stamp, state.results, state.lowered)
+    explain.write_index(folder, keys)
 
 
 def _report_variants(specs: list[DirectiveSpec], state: BatchState) -> int:

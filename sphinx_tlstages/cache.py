@@ -9,6 +9,7 @@ the inputs.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -35,6 +36,9 @@ class Cache:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        # SHA-256 of each entry's bytes as read or written this build: what the rendered
+        # HTML depends on, for the price of hashing bytes rather than re-serialising.
+        self.digests: dict[str, str] = {}
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -44,9 +48,13 @@ class Cache:
         try:
             if path.stat().st_size > MAX_ENTRY_BYTES:
                 return None
-            return validate(json.loads(path.read_text(encoding="utf-8")))
+            raw = path.read_bytes()
+            result = validate(json.loads(raw.decode("utf-8")))
         except (OSError, ValueError, UnicodeDecodeError):
             return None
+        if result is not None:
+            self.digests[key] = hashlib.sha256(raw).hexdigest()
+        return result
 
     def fragment(self, key: str) -> str | None:
         """A rendered fragment (highlighted HTML) stored under ``key``, if any."""
@@ -63,8 +71,10 @@ class Cache:
         """Store ``result`` unless it depends on the machine; True when stored."""
         if not result.get("ok") and result.get("error", {}).get("kind") not in CACHEABLE_FAILURES:
             return False
+        text = json.dumps(result, sort_keys=True, indent=1)
         try:
-            write_atomic(self.path(key), json.dumps(result, sort_keys=True, indent=1))
+            write_atomic(self.path(key), text)
         except OSError:
             return False
+        self.digests[key] = hashlib.sha256(text.encode("utf-8")).hexdigest()
         return True

@@ -23,8 +23,24 @@ from .spec import DirectiveSpec
 FOLDER = "tlstages-explain"
 
 
+INDEX = "index.keys"  # not .json: never taken for a directive's record
+
+
 def record_path(doctreedir: Path, name: str) -> Path:
     return doctreedir / FOLDER / f"{name}.json"
+
+
+def recorded_keys(doctreedir: Path) -> dict[str, list[str]]:
+    """Each directive's variant keys as of its last record (empty if unreadable)."""
+    try:
+        data = json.loads((doctreedir / FOLDER / INDEX).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def write_index(doctreedir: Path, keys: dict[str, list[str]]) -> None:
+    write_if_changed(doctreedir / FOLDER / INDEX, json.dumps(keys, sort_keys=True) + "\n")
 
 
 def _load(path: Path) -> dict[str, Any]:

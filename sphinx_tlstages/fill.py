@@ -39,7 +39,8 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             bench_stale=app.config.tlstages_bench_stale,
         )
         if html:
-            rendered = render_html(app, doctree, spec, rows, context, state.cache)
+            digests = [state.cache.digests.get(v.key(state.stamp)) for v in spec.variants]
+            rendered = render_html(app, doctree, spec, rows, context, state.cache, digests)
         else:
             rendered = render(spec, rows, context)
         rendered.source, rendered.line = placeholder.source, placeholder.line

@@ -166,13 +166,20 @@ _HTML_SETTINGS = ("highlight_language", "html_codeblock_linenos_style", "html_co
                   "html_permalinks", "html_permalinks_icon", "html_secnumber_suffix")
 
 
+def _content(result: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps({k: v for k, v in result.items() if k != "seconds"},
+                                     sort_keys=True).encode()).hexdigest()
+
+
 def fragment_key(app: Sphinx, spec: DirectiveSpec,
-                 rows: list[tuple[VariantSpec, dict[str, Any]]], context: Context) -> str:
+                 rows: list[tuple[VariantSpec, dict[str, Any]]], context: Context,
+                 digests: list[str | None] | None = None) -> str:
     """Everything the parts' HTML depends on: the spec (where it stands included), each
-    result's content, the attached numbers and links, and the writing toolchain."""
-    results = [[variant.label, hashlib.sha256(json.dumps(
-        {k: v for k, v in result.items() if k != "seconds"}, sort_keys=True).encode()
-    ).hexdigest()] for variant, result in rows]
+    result's content (its cache entry's digest where there is one), the attached numbers
+    and links, and the writing toolchain."""
+    known = digests or [None] * len(rows)
+    results = [[variant.label, digest or _content(result)]
+               for (variant, result), digest in zip(rows, known, strict=True)]
     blob = json.dumps([
         _renderer_stamp(), __version__, sphinx.__version__, pygments.__version__,
         docutils.__version__, app.builder.name,
@@ -199,7 +206,7 @@ def _write_html(app: Sphinx, doctree: nodes.document, parts: list[nodes.Node]) -
 
 def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
                 rows: list[tuple[VariantSpec, dict[str, Any]]], context: Context,
-                cache: Cache) -> nodes.container:
+                cache: Cache, digests: list[str | None] | None = None) -> nodes.container:
     """The directive for an HTML builder: the caption as nodes (so search finds it), the
     parts as HTML written once and reused while nothing they depend on changes.
 
@@ -208,7 +215,7 @@ def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
     cold and a warm build give identical pages.
     """
     root = render_head(spec, rows, context)
-    key = fragment_key(app, spec, rows, context)
+    key = fragment_key(app, spec, rows, context, digests)
     html = cache.fragment(key)
     if html is None:
         parts = render_parts(spec, rows, context)

@@ -43,6 +43,14 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield cache
 
 
+@pytest.fixture
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A lowering cache of this test's own (for tests about the cache itself)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TLSTAGES_CACHE_DIR", str(cache))
+    return cache
+
+
 def strip_colours(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*m", "", text)
 

@@ -33,13 +33,6 @@ def page(block_k: int = 64, stages: str = "2 3", **extra: str) -> str:
     return "Cache\n=====\n\n" + first + "\n" + second
 
 
-@pytest.fixture
-def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("TLSTAGES_CACHE_DIR", str(cache))
-    return cache
-
-
 def test_invalidation_is_exact(build, tmp_path, own_cache) -> None:
     src = tmp_path / "src"
     # "two" repeats "one" at first: equal inputs are lowered once.
@@ -97,7 +90,7 @@ def test_default_cache_survives_a_fresh_environment(build, tmp_path, monkeypatch
 def test_corrupt_entry_is_a_miss_and_is_rewritten(build, tmp_path, own_cache) -> None:
     src = tmp_path / "src"
     build({"index.rst": page(stages="2")}, srcdir=src)
-    (entry,) = own_cache.glob("??/*.json")  # entries, not the explain records
+    (entry,) = own_cache.glob("??/*.json")  # the one result entry
     good = entry.read_text(encoding="utf-8")
     entry.write_text(good[: len(good) // 2], encoding="utf-8")  # truncated mid-write
     assert counts(build({"index.rst": page(stages="2")}, srcdir=src, freshenv=True)) == (1, 0)

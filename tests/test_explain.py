@@ -27,11 +27,8 @@ def explain(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> Callable[[], 
     return run
 
 
-@pytest.fixture(autouse=True)
-def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("TLSTAGES_CACHE_DIR", str(cache))
-    return cache
+# Records must come from this test's builds alone.
+pytestmark = pytest.mark.usefixtures("own_cache")
 
 
 def test_first_build_then_a_param_then_a_no_op(build, tmp_path, explain) -> None:
@@ -50,11 +47,15 @@ def test_first_build_then_a_param_then_a_no_op(build, tmp_path, explain) -> None
     written = record.stat().st_mtime_ns
     build({"index.rst": page(block_k=32)}, srcdir=src)
     assert record.stat().st_mtime_ns == written and explain() == changed
-    # A no-op rebuild takes everything from the cache but keeps the reason.
+    # -E changes nothing either: the record still tells the last change.
     build({"index.rst": page(block_k=32)}, srcdir=src, freshenv=True)
+    assert record.stat().st_mtime_ns == written and explain() == changed
+    # One variant more: the others are taken from the cache and keep their reason.
+    build({"index.rst": page(block_k=32, stages="2 3 4")}, srcdir=src)
     kept = explain()
     assert "num_stages=2, 3: taken from the cache; last lowered because\n" \
            "      params: block_K=64 -> block_K=32" in kept
+    assert "num_stages=4: lowered, because\n      no earlier build" in kept
     # Back to a value an earlier build lowered: from the cache, and said so.
     build({"index.rst": page()}, srcdir=src)
     assert "num_stages=2, 3: taken from the cache: an earlier build had lowered these " \
