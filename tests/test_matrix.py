@@ -122,6 +122,8 @@ def test_drift_in_a_cell_is_reported_by_its_coordinates(build, tmp_path) -> None
      "factory 'matmul' takes no parameter nope", 4),
     ({"target": "sm_80 sm_80", "params": BASE + " block_K=64"},
      ":target: target 'sm_80' is listed twice", 6),
+    ({"passes": "Simplify#0", "params": BASE + " block_K=64"},
+     ":passes: 'Simplify#0' is not a pass name (NAME or NAME#RUN, e.g. Simplify#3)", 6),
     ({"num_stages": "0 1 2 3 4 5 6", "sweep": "block_K=16,32,64,128",
       "target": "sm_80 sm_90a"},
      ":sweep: 56 variants (2 targets x 4 swept combinations x 7 num_stages); "
