@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from .config import DIFF_MODES, SHOW_PARTS
 from .errors import OptionError
@@ -36,20 +36,29 @@ def parse_num_stages(value: str | Iterable[int]) -> tuple[int, ...]:
     return tuple(result)
 
 
+def _assignments(text: str, expected: str) -> Iterator[tuple[str, str]]:
+    """``KEY=...`` groups of ``text`` as (key, the text up to the next key), in order; a
+    key given twice is an error when it is reached."""
+    starts = list(_PARAM_START.finditer(text))
+    if not starts or text[: starts[0].start(1)].strip():
+        raise OptionError(f"expected {expected}, got {text!r}")
+    seen: set[str] = set()
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        key = match.group(1)
+        if key in seen:
+            raise OptionError(f"{key} is given twice")
+        seen.add(key)
+        yield key, text[match.end(): end].strip()
+
+
 def parse_params(value: str) -> dict[str, object]:
     """``M=1024 tile=(64, 64) dtype="float16"``: keyword arguments as Python literals."""
     text = value.strip()
     if not text:
         return {}
-    starts = list(_PARAM_START.finditer(text))
-    if not starts or text[: starts[0].start(1)].strip():
-        raise OptionError(f"expected KEY=VALUE pairs, got {text!r}")
     params: dict[str, object] = {}
-    for i, match in enumerate(starts):
-        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-        key, literal = match.group(1), text[match.end() : end].strip()
-        if key in params:
-            raise OptionError(f"{key} is given twice")
+    for key, literal in _assignments(text, "KEY=VALUE pairs"):
         if not literal:
             raise OptionError(f"{key} has no value")
         try:
@@ -137,16 +146,8 @@ def parse_timeout(value: str) -> float:
 
 def parse_sweep(value: str) -> dict[str, list[object]]:
     """``block_K=32,64 threads=128,256``: each factory parameter and its values."""
-    text = value.strip()
-    starts = list(_PARAM_START.finditer(text))
-    if not starts or text[: starts[0].start(1)].strip():
-        raise OptionError(f"expected KEY=VALUE,VALUE,... groups, got {text!r}")
     sweep: dict[str, list[object]] = {}
-    for i, match in enumerate(starts):
-        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
-        key, literal = match.group(1), text[match.end(): end].strip()
-        if key in sweep:
-            raise OptionError(f"{key} is given twice")
+    for key, literal in _assignments(value.strip(), "KEY=VALUE,VALUE,... groups"):
         if key == "num_stages":
             raise OptionError("num_stages is swept by :num-stages:")
         try:
