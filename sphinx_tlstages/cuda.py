@@ -11,7 +11,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-_LINE = re.compile(r'^(\s*#line\s+\d+\s+)"([^"]*)"', re.MULTILINE)
+# A ``#line N "path"`` directive, as TileLang writes it; normalising and the source map
+# both read it through this one spelling.
+_LINE = re.compile(r'^(?P<head>\s*#line\s+(?P<number>\d+)\s+)"(?P<path>[^"]*)"',
+                   re.MULTILINE)
 
 # What the synchronisation table counts, spelled as TileLang 0.1.15 emits it.
 COUNTED: dict[str, str] = {
@@ -43,7 +46,7 @@ def _portable(path: str, source_name: str) -> str:
 def normalise(cuda: str, source_name: str) -> str:
     """Make ``#line`` paths portable and line endings plain."""
     text = cuda.replace("\r\n", "\n")
-    text = _LINE.sub(lambda m: f'{m.group(1)}"{_portable(m.group(2), source_name)}"', text)
+    text = _LINE.sub(lambda m: f'{m["head"]}"{_portable(m["path"], source_name)}"', text)
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -63,11 +66,6 @@ def sync_counts(cuda: str) -> dict[str, object]:
     counts: dict[str, object] = {name: len(re.findall(p, code)) for name, p in COUNTED.items()}
     counts["cp_async_wait"] = [int(n) for n in _WAIT.findall(code)]
     return counts
-
-
-
-
-_DIRECTIVE = re.compile(r'^\s*#line\s+(\d+)\s+"([^"]*)"')
 
 
 @dataclass(frozen=True)
@@ -98,13 +96,12 @@ def source_map(cuda: str, source_name: str) -> list[Mapped]:
         return next((b[0] for b in reversed(blocks) if b[0] is not None), None)
 
     for text in cuda.splitlines():
-        found = _DIRECTIVE.match(text)
+        found = _LINE.match(text)
         if found:
-            ours = found.group(2) == source_name
-            start = (int(found.group(1)) if ours else None, None if ours else found.group(2))
+            ours = found["path"] == source_name
+            start = (int(found["number"]) if ours else None, None if ours else found["path"])
             continue
         balance = text.count("{") - text.count("}")
-        outer = within()
         if start is not None:
             line, template = start
             if not text.lstrip().startswith("#pragma"):
@@ -118,5 +115,7 @@ def source_map(cuda: str, source_name: str) -> list[Mapped]:
                 blocks.pop()
         else:
             line, template = None, None
-        mapped.append(Mapped(text, line, template, line if line is not None else outer))
+        # Pushing or popping a region of TileLang's own (line None) leaves within() as it
+        # was, so asking only now, for lines outside the kernel's regions, is the same.
+        mapped.append(Mapped(text, line, template, line if line is not None else within()))
     return mapped
