@@ -21,8 +21,6 @@ from .files import write_if_changed
 from .spec import DirectiveSpec
 
 FOLDER = "tlstages-explain"
-
-
 INDEX = "index.keys"  # not .json: never taken for a directive's record
 
 
@@ -67,10 +65,8 @@ def _source_change(old: str, new: str, first_line: int) -> str:
     return f"{', '.join(spans)} changed (first: {first})"
 
 
-def _params_change(before: str, after: str) -> str:
+def _params_change(old: dict[str, str], new: dict[str, str]) -> str:
     """Only the params that changed: ``block_K=64 -> block_K=32``."""
-    old = dict(p.split("=", 1) for p in before.split() if "=" in p)
-    new = dict(p.split("=", 1) for p in after.split() if "=" in p)
     names = sorted(old.keys() | new.keys())
     changed = [n for n in names if old.get(n) != new.get(n)]
     left = " ".join(f"{n}={old[n]}" if n in old else f"({n} unset)" for n in changed)
@@ -78,9 +74,10 @@ def _params_change(before: str, after: str) -> str:
     return f"{left} -> {right}"
 
 
-def _reasons(before: dict[str, Any] | None, parts: dict[str, str],
+def _reasons(before: dict[str, Any] | None, parts: dict[str, str], params: dict[str, str],
              sources: tuple[str | None, str], where: tuple[str, int]) -> list[str]:
-    """Why a variant with these key ``parts`` was lowered, given its previous record."""
+    """Why a variant with these key ``parts`` (and ``params``) was lowered, given its
+    previous record."""
     if before is None:
         return ["no earlier build of this variant is recorded in this cache"]
     old = before.get("parts", {})
@@ -88,8 +85,9 @@ def _reasons(before: dict[str, Any] | None, parts: dict[str, str],
     for name, value in parts.items():
         if old.get(name) == value:
             continue
-        if name == "params" and name in old:
-            changed.append(f"params: {_params_change(old[name], value)}")
+        # The params as recorded, not re-parsed from their display (``tile=(64, 64)``).
+        if name == "params" and isinstance(before.get("params"), dict):
+            changed.append(f"params: {_params_change(before['params'], params)}")
             continue
         changed.append(f"{name}: {old.get(name, '(unset)')} -> {value}")
         if name == "kernel source" and sources[0] is not None:
@@ -120,11 +118,12 @@ def record(doctreedir: Path, specs: Iterable[DirectiveSpec], stamp: str,
             before = previous.get(variant.id)
             result = results.get(key, {})
             outcome = "ok" if result.get("ok") else result.get("error", {}).get("kind", "?")
+            params = dict(variant.params)
             entry: dict[str, Any] = {"heading": variant.heading, "key": key, "parts": parts,
-                                     "outcome": outcome}
+                                     "params": params, "outcome": outcome}
             if key in lowered:
                 entry["last_build"] = "lowered"
-                entry["lowered_because"] = _reasons(before, parts,
+                entry["lowered_because"] = _reasons(before, parts, params,
                                                     (old.get("source"), variant.source), where)
             else:
                 entry["last_build"] = "cached" if result else "not lowered"

@@ -86,3 +86,11 @@ def test_a_cleared_cache_is_named_as_the_reason(build, tmp_path, explain, own_ca
 def test_unknown_name_exits_1(tmp_path, capsys) -> None:
     assert main(["explain", "nothing", str(tmp_path)]) == 1
     assert "no record of a tl-pipeline directive named 'nothing'" in capsys.readouterr().err
+
+
+def test_tuple_params_are_compared_as_recorded_not_reparsed() -> None:
+    from sphinx_tlstages.explain import _reasons
+
+    before = {"parts": {"params": "M=1 tile=(64, 64)"}, "params": {"M": "1", "tile": "(64, 64)"}}
+    assert _reasons(before, {"params": "M=1 tile=(32, 32)"}, {"M": "1", "tile": "(32, 32)"},
+                    (None, ""), ("index line", 1)) == ["params: tile=(64, 64) -> tile=(32, 32)"]
