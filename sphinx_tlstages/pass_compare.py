@@ -106,11 +106,11 @@ def _align_middle(ref: Sequence[Record], log: Sequence[Record]) -> list[tuple[in
     return pairs
 
 
-def responding(logs: Sequence[Sequence[Record]]) -> tuple[list[Row], int, int]:
-    """The runs whose effect differs between variants (in pipeline order), and how many
-    changed nothing anywhere and how many changed every variant alike."""
+def responding(rows: Sequence[Row]) -> tuple[list[Row], int, int]:
+    """Of lined-up runs (:func:`align`), those whose effect differs between variants, and
+    how many changed nothing anywhere and how many changed every variant alike."""
     found, idle, alike = [], 0, 0
-    for row in align(logs):
+    for row in rows:
         digests = {c["digest"] if c else None for c in row.changes}
         if digests == {""}:
             idle += 1

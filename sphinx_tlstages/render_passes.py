@@ -50,13 +50,11 @@ def _summary(found: list[pass_compare.Row], idle: int, alike: int,
 
 
 def _diffs(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
-           max_lines: int) -> list[nodes.Node]:
+           aligned: list[pass_compare.Row], max_lines: int) -> list[nodes.Node]:
     """One collapsible IR diff per chosen pass run and variant, runs named as in the
     table (lined up across variants)."""
     found: list[nodes.Node] = []
-    if not spec.passes:
-        return found
-    for row in pass_compare.align([r["passes"] for _, r in rows]):
+    for row in aligned:
         name, _, run = row.id.partition("#")
         if not any(passes.matches(s, name, int(run)) for s in spec.passes):
             continue
@@ -85,8 +83,10 @@ def passes_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     if not ok:
         return []
     body: list[nodes.Node] = []
+    aligned = pass_compare.align([r["passes"] for _, r in ok]) \
+        if len(ok) > 1 or spec.passes else []
     if len(ok) > 1:
-        found, idle, alike = pass_compare.responding([r["passes"] for _, r in ok])
+        found, idle, alike = pass_compare.responding(aligned)
         total = len(found) + idle + alike
         body.append(_summary(found, idle, alike, total))
         table_rows: list[list[Cell | Span]] = []
@@ -99,5 +99,5 @@ def passes_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
         if table_rows:
             body.append(table(headers, table_rows, ["tl-table", "tl-pass-table"],
                               widths=[30, 8, *[12] * len(ok)]))
-    body.extend(_diffs(spec, ok, max_lines))
+    body.extend(_diffs(spec, ok, aligned, max_lines))
     return body

@@ -115,7 +115,7 @@ def test_align_lines_up_runs_when_a_variant_runs_extra_passes() -> None:
     last = rows[-1]
     assert [c["run"] for c in last.changes if c] == [2, 3, 2]
     assert rows[2].changes[0] is None and rows[5].changes[:2] == (None, None)
-    found, idle, alike = pass_compare.responding([first, second, third])
+    found, idle, alike = pass_compare.responding(rows)
     assert [r.id for r in found] == ["A#1", "LetInline#1", "Simplify#2", "Fence#1"]
     assert idle == 1 and alike == 2
 
