@@ -120,7 +120,6 @@ def _flops(spec: DirectiveSpec, variant: VariantSpec) -> float | None:
     return float(evaluate(spec.flops, {**params, "num_stages": variant.num_stages}))
 
 
-
 def bench_directive(spec: DirectiveSpec, gpu: dict[str, str], warmup: int, reps: int,
                     log: Callable[[str], None]) -> dict[str, Any]:
     """Numbers for one directive's variants on this GPU (and its reference, if any)."""

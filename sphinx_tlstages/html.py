@@ -87,8 +87,6 @@ def setup_html(app: Sphinx) -> None:
     app.connect("config-inited", _add_static)
 
 
-
-
 def highlight_cached(app: Sphinx, cache: Cache, root: nodes.Element) -> None:
     """Swap each long listing (diffs, full CUDA) for its highlighted HTML from the cache.
 
