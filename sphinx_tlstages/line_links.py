@@ -77,7 +77,7 @@ def attribute(mapped: Sequence[Mapped], source: str) -> list[Link]:
         path = item.template.lower()
         region = _region(lines, item.within)
         callers = [n for n in region if n in calls and any(
-            word in path for word in _TEMPLATES.get(calls[n], ("\0",)))]
+            word in path for word in _TEMPLATES.get(calls[n], ()))]
         links.append(Link(callers[0], True, item.template) if len(set(callers)) == 1
                       else Link(None, False, item.template))
     return links
