@@ -1,52 +1,27 @@
 """sphinx-tlstages: show what TileLang's compiler does as ``num_stages`` changes.
 
-``setup`` wires one feature per call, in the order data flows: configuration, the
-directive that records what to lower, the batch that lowers it after reading, the
-rendering that fills the pages, and the HTML-only touches.
+The package has four sides: :mod:`.core` (plain data and pure functions, neither Sphinx
+nor TileLang), :mod:`.worker` (the only importer of TileLang, TVM and torch, run in
+worker processes), :mod:`.ext` (the Sphinx extension) and :mod:`.cli` (the ``tlstages``
+command); :mod:`.runner` starts and talks to the workers. ``import sphinx_tlstages``
+loads none of them: a worker started as ``python -m sphinx_tlstages.worker`` must not pay
+for Sphinx.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sphinx.application import Sphinx
-
-from .batch import lower_project
-from .collector import TlPipelineCollector
-from .config import setup_config
-from .directive import TlPipelineDirective
-from .fill import fill_pipelines
-from .html import setup_html
-from .nodes import skip, tl_pipeline_placeholder
-from .verify import set_exit_status
 from .version import __version__
 
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
 
-def setup_directive(app: Sphinx) -> None:
-    app.add_directive("tl-pipeline", TlPipelineDirective)
-    app.add_env_collector(TlPipelineCollector)
-    # The placeholder never reaches a writer; these only guard builders that skip
-    # post-transforms.
-    visitors = (skip, None)
-    app.add_node(tl_pipeline_placeholder, html=visitors, latex=visitors, text=visitors,
-                 man=visitors, texinfo=visitors)
-
-
-def setup_batch(app: Sphinx) -> None:
-    # env-updated: every document is read (and merged, with -j), nothing written yet.
-    app.connect("env-updated", lower_project)
-    app.connect("build-finished", set_exit_status)
-
-
-def setup_render(app: Sphinx) -> None:
-    app.connect("doctree-resolved", fill_pipelines)
+__all__ = ["__version__", "setup"]
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    setup_config(app)
-    setup_directive(app)
-    setup_batch(app)
-    setup_render(app)
-    setup_html(app)
-    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
-            "env_version": 1}
+    """Sphinx's entry point; imports the extension only when Sphinx loads it."""
+    from .ext import setup as setup_extension
+
+    return setup_extension(app)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.bench_data import BenchFileError, benched, fingerprint, load, validate
-from sphinx_tlstages.collector import all_directives
+from sphinx_tlstages.core.bench_data import BenchFileError, benched, fingerprint, load, validate
+from sphinx_tlstages.ext.collector import all_directives
 
 from .kernels import GEMM, GEMM_PARAMS, rst
 
@@ -126,7 +126,8 @@ def test_the_books_measured_file_is_valid() -> None:
 
 GPU_HELPERS = """
 import sys
-from sphinx_tlstages import bench, lowering
+from sphinx_tlstages.cli import bench
+from sphinx_tlstages.worker import gpu as lowering
 payload = {"source": sys.argv[1], "source_name": "kernel.py", "factory": "matmul",
            "params": [["M", "64"], ["N", "48"], ["K", "32"], ["block_M", "64"],
                       ["block_N", "48"], ["block_K", "32"], ["threads", "128"]],

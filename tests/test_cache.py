@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages import files, pool
+from sphinx_tlstages.core import files
+from sphinx_tlstages.runner import pool
 
 from .conftest import CONF, Built, write_project
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -56,7 +57,7 @@ def test_tilelang_upgrade_relowers_and_rewrites_unread_documents(build, tmp_path
     unchanged = build(docs, srcdir=src)
     assert counts(unchanged) == (0, 1)
     assert "no targets are out of date" in unchanged.status
-    monkeypatch.setattr("sphinx_tlstages.batch.tilelang_stamp", lambda: "0.1.16+rebuilt")
+    monkeypatch.setattr("sphinx_tlstages.ext.batch.tilelang_stamp", lambda: "0.1.16+rebuilt")
     upgraded = build(docs, srcdir=src)
     assert counts(upgraded) == (1, 0)
     status = upgraded.status

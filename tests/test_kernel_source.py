@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sphinx_tlstages.errors import SourceError
-from sphinx_tlstages.kernel_source import (
+from sphinx_tlstages.core.errors import SourceError
+from sphinx_tlstages.core.kernel_source import (
     check_params,
     choose_factory,
     find_factories,

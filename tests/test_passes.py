@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages import pass_compare, passes
+from sphinx_tlstages.core import pass_compare, passes
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst

@@ -1,0 +1,104 @@
+"""The ``tlstages`` command (also ``python -m sphinx_tlstages``).
+
+``tlstages snapshots accept [SRCDIR]`` accepts the pending results a failed check left
+beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists pending, missing and
+unused snapshots; ``tlstages bench SRCDIR`` times the book's kernels on this machine's GPU;
+``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file;
+``tlstages explain NAME`` says why a directive's variants were lowered again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line (the reference page prints its help)."""
+    # A fixed width: the help text is printed into the book and must not depend on the
+    # terminal that built it.
+    fmt = functools.partial(argparse.HelpFormatter, width=88)
+    parser = argparse.ArgumentParser(prog="tlstages", description=__doc__.split("\n\n")[0],
+                                     formatter_class=fmt)
+    commands = parser.add_subparsers(dest="command", required=True)
+    snap = commands.add_parser("snapshots", formatter_class=fmt,
+                               help="golden snapshots of a book")
+    snap_commands = snap.add_subparsers(dest="action", required=True)
+    acc = snap_commands.add_parser("accept", formatter_class=fmt,
+                                   help="accept pending results")
+    acc.add_argument("srcdir", nargs="?", default=".", type=Path)
+    acc.add_argument("--name", action="append", default=[], help="only this directive")
+    stat = snap_commands.add_parser("status", formatter_class=fmt,
+                                    help="list pending, missing, unused")
+    stat.add_argument("srcdir", nargs="?", default=".", type=Path)
+    bench = commands.add_parser("bench", formatter_class=fmt,
+                                help="time the book's kernels on this GPU")
+    bench.add_argument("srcdir", type=Path)
+    bench.add_argument("--name", action="append", default=[],
+                       help="only this directive (default: those with :flops: or :reference:)")
+    bench.add_argument("--warmup", type=int, default=25)
+    bench.add_argument("--reps", type=int, default=100)
+    bench.add_argument("--out", type=Path, help="folder (default: tlstages_bench_dir)")
+    lower = commands.add_parser("lower", formatter_class=fmt,
+                                help="lower one kernel file and print the facts")
+    lower.add_argument("kernel", type=Path, help="a .py file defining the kernel factory")
+    lower.add_argument("--factory", help="which function, when the file defines several")
+    lower.add_argument("--params", nargs="*", default=[], metavar="K=V",
+                       help="keyword arguments, as Python literals")
+    lower.add_argument("--num-stages", nargs="+", type=int, default=[1, 2, 3, 4])
+    lower.add_argument("--sweep", nargs="*", default=[], metavar="K=V1,V2",
+                       help="factory parameters swept besides num_stages, as :sweep:")
+    lower.add_argument("--target", nargs="+", default=["sm_80"],
+                       help="one or more targets (each lowers every variant)")
+    lower.add_argument("--dump-dir", type=Path, help="write each variant's CUDA here")
+    lower.add_argument("--json", action="store_true", help="print the results as JSON")
+    why = commands.add_parser(
+        "explain", formatter_class=fmt,
+        help="why a directive's variants were lowered again instead of taken from the cache")
+    why.add_argument("name", help="the directive's :name:")
+    why.add_argument("places", nargs="*", type=Path,
+                     help="build (or doctree) folders to look in (default: _build here "
+                          "and in every folder beside that has a conf.py)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "lower":
+        from .lower import lower_file
+
+        return lower_file(args.kernel, args.factory, args.params, args.num_stages,
+                          args.target, args.dump_dir, args.json, args.sweep)
+    if args.command == "explain":
+        from .explain import explain
+
+        return explain(args.name, args.places)
+    if args.command == "bench":
+        from .bench import run
+
+        if not (args.srcdir / "conf.py").is_file():
+            parser.error(f"{args.srcdir} has no conf.py")
+        # What to type to measure the same again (the output folder is beside the point).
+        command = " ".join(["tlstages bench", str(args.srcdir),
+                            *(f"--name {name}" for name in args.name),
+                            f"--warmup {args.warmup} --reps {args.reps}"])
+        run(args.srcdir.resolve(), args.name, args.warmup, args.reps, args.out, command)
+        return 0
+    if args.command == "snapshots":
+        srcdir = args.srcdir.resolve()
+        if not (srcdir / "conf.py").is_file():
+            parser.error(f"{srcdir} has no conf.py")
+        from .snapshots import accept, status
+
+        if args.action == "accept":
+            return accept(srcdir, args.name)
+        return status(srcdir)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""``tlstages lower``: the seed experiment in a terminal, from the same code as the pages.
+
+Lowering goes through the worker pool, the facts through :mod:`.facts`, and the tables
+through :mod:`.render`: the docutils nodes a page would get are printed as text.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from docutils import nodes
+
+from ..core import options
+from ..core.errors import OptionError, SourceError
+from ..core.files import write_atomic
+from ..core.kernel_source import normalise_source
+from ..core.result import Result, failure
+from ..core.spec import DirectiveSpec, canonical_params
+from ..core.stamps import tilelang_version
+from ..core.targets import parse_target
+from ..core.variants import OptionClash, kernel_factory, matrix
+from ..ext.render import Context, render
+from ..runner.pool import Job, default_jobs, run_jobs
+
+
+def _print_table(table: nodes.table, out: TextIO) -> None:
+    rows = [[" ".join(entry.astext().split()) for entry in row.findall(nodes.entry)]
+            for row in table.findall(nodes.row)]
+    widths = [max(len(row[i]) if i < len(row) else 0 for row in rows)
+              for i in range(max(map(len, rows)))]
+    for index, row in enumerate(rows):
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+              .rstrip(), file=out)
+        if index == 0:
+            print("  ".join("-" * width for width in widths), file=out)
+
+
+def print_nodes(root: nodes.Element, out: TextIO) -> None:
+    """The rendered directive as text: caption, then each part's title and table."""
+    for child in root.children:
+        if isinstance(child, nodes.paragraph):
+            print(child.astext(), file=out)
+        elif isinstance(child, nodes.container):
+            title = next(child.findall(nodes.rubric), None)
+            print(f"\n{title.astext() if title else ''}", file=out)
+            for table in child.findall(nodes.table):
+                _print_table(table, out)
+            for para in child.findall(nodes.paragraph):
+                if "tl-note" in para["classes"]:
+                    print(para.astext(), file=out)
+
+
+def lower_file(path: Path, factory: str | None, params: Sequence[str],
+               num_stages: Sequence[int], targets: Sequence[str], dump_dir: Path | None,
+               as_json: bool, sweep: Sequence[str] = (), out: TextIO = sys.stdout) -> int:
+    """Lower ``path`` for each variant (num_stages x swept values x targets, as a
+    directive would) and print what the compiler did."""
+    try:
+        source = normalise_source(path.read_text(encoding="utf-8"))
+        values = options.parse_params(" ".join(params))
+        swept = options.parse_sweep(" ".join(sweep)) if sweep else {}
+        stages = options.parse_num_stages(" ".join(str(n) for n in num_stages))
+        chosen_targets = tuple(parse_target(text) for text in targets)
+        chosen = kernel_factory(source, path.name, factory, values, swept)
+        variants = matrix(source, path.name, chosen.name, values, swept, stages,
+                          chosen_targets)
+    except OptionClash as exc:
+        print(f"tlstages lower: --{exc.option}: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, OptionError) as exc:
+        print(f"tlstages lower: {exc}", file=sys.stderr)
+        return 2
+    except SourceError as exc:
+        where = f"{path}:{exc.line}: " if exc.line else f"{path}: "
+        print(f"tlstages lower: {where}{exc}", file=sys.stderr)
+        return 2
+    spec = DirectiveSpec(name=path.stem, docname=str(path), lineno=1, kernel_line=None,
+                         kernel_path=str(path), title=path.name, targets=chosen_targets,
+                         variants=variants, show=("annotations", "shared", "sync"),
+                         diff="none", sweep=tuple((k, tuple(map(repr, v)))
+                                                  for k, v in swept.items()),
+                         params=canonical_params(values))
+    by_id = {variant.id: variant for variant in variants}
+    results: dict[str, Result] = {}
+
+    def done(job: Job, result: Result) -> None:
+        results[job.id] = result
+        state = "lowered" if result.get("ok") else f"failed ({result['error']['kind']})"
+        print(f"{by_id[job.id].heading}: {state} in {result.get('seconds', 0):.2f} s",
+              file=sys.stderr)
+
+    jobs = [Job(v.id, v.payload(), 300.0) for v in variants]
+    run_jobs(jobs, min(default_jobs(), len(jobs)), done)
+    rows = [(v, results.get(v.id) or failure("unavailable", "not lowered", None))
+            for v in variants]
+    if as_json:
+        json.dump({v.id: r for v, r in rows}, out, indent=1, sort_keys=True)
+        print(file=out)
+    else:
+        print_nodes(render(spec, rows, Context(tilelang_version(), 0)), out)
+    if dump_dir is not None:
+        written = []
+        for variant, result in rows:
+            if result.get("ok"):
+                target_path = dump_dir / f"{path.stem}-{variant.label}.cu"
+                write_atomic(target_path, result["cuda"])
+                written.append(target_path)
+        for target_path in written:
+            print(f"wrote {target_path}", file=sys.stderr)
+        if len(written) > 1:
+            print(f"compare two variants with: diff -u {written[0]} {written[1]}",
+                  file=sys.stderr)
+    failed = [v for v, r in rows if not r.get("ok")]
+    for variant, result in rows:
+        if not result.get("ok"):
+            line = result["error"].get("line")
+            print(f"{path}:{line or 1}: {variant.heading}: {result['error']['message']}",
+                  file=sys.stderr)
+    return 1 if failed else 0

@@ -1,0 +1,46 @@
+"""``tlstages snapshots accept|status``: a book's golden snapshots from the terminal."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..core import snapshots
+from ..ext.project import read_directives, snapshot_folder
+
+
+def accept(srcdir: Path, names: Sequence[str]) -> int:
+    """Move each pending result over its golden (one rename each: never half-written)."""
+    folder = snapshot_folder(srcdir)
+    chosen = [(name, path) for name, path, pending in snapshots.stored(folder)
+              if pending and (not names or name in names)]
+    unknown = set(names) - {name for name, _ in chosen}
+    for name in sorted(unknown):
+        print(f"no pending snapshot for {name}", file=sys.stderr)
+    if not chosen:
+        print(f"nothing pending in {folder}")
+        return 1 if unknown else 0
+    for name, pending in chosen:
+        snapshots.load(pending)  # refuse to accept a file that is not a snapshot
+        os.replace(pending, snapshots.golden_path(folder, name))
+        print(f"accepted {name}")
+    return 1 if unknown else 0
+
+
+def status(srcdir: Path) -> int:
+    """List what needs attention; exit status 1 when anything is pending or missing."""
+    folder = snapshot_folder(srcdir)
+    names = {spec.name for spec in read_directives(srcdir)}
+    files = snapshots.stored(folder)
+    pending = [name for name, _, is_pending in files if is_pending]
+    goldens = {name for name, _, is_pending in files if not is_pending}
+    missing = sorted(names - goldens)
+    unused = sorted(goldens - names)
+    for label, items in (("pending", pending), ("missing", missing), ("unused", unused)):
+        for name in items:
+            print(f"{label:8} {name}")
+    if not (pending or missing or unused):
+        print(f"{len(names)} snapshots, all current in {folder}")
+    return 1 if pending or missing else 0

@@ -1,0 +1,57 @@
+"""``:assert:``: a chapter's claims about the compiler, checked on every build.
+
+Each line is a Python expression over one variant's facts, evaluated for every variant
+that lowered; a false one (or one that raises) is an error at its line and fails the
+build, as a snapshot drift does. The names an expression can use are listed in
+:func:`namespace`.
+"""
+
+from __future__ import annotations
+
+import ast
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .result import Result
+    from .spec import VariantSpec
+
+_BUILTINS = {f.__name__: f for f in (abs, all, any, len, list, max, min, range, sorted, sum,
+                                     tuple)}
+
+
+def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
+    """``num_stages``, ``params`` (swept ones included), ``target`` (the arch),
+    ``shared["A_shared"].shape``, ``sync["cp_async_wait"]``, ``stage``/``order`` (of the
+    first pipelined loop), ``passes`` (lines of IR each pass run changed, by ``name#run``
+    counted in this variant's own pipeline), ``threads``, ``cuda_lines``,
+    ``dynamic_shared_bytes``, ``warp_specialized`` (None, or ``.threads``,
+    ``.producer_threads``, ``.barriers``)."""
+    loops = result.get("pipeline") or []
+    ws = result.get("warp_specialized")
+    return {
+        "num_stages": variant.num_stages,
+        "params": {k: ast.literal_eval(v) for k, v in variant.params},
+        "target": variant.target.label,
+        "passes": {f"{p['name']}#{p['run']}": p["added"] + p["removed"]
+                   for p in result.get("passes", [])},
+        "shared": {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
+                                              bytes=b["bytes"]) for b in result["shared"]},
+        "sync": dict(result["sync"]),
+        "stage": list(loops[0]["stage"]) if loops else [],
+        "order": list(loops[0]["order"]) if loops else [],
+        "threads": result["threads"],
+        "cuda_lines": result["cuda_lines"],
+        "dynamic_shared_bytes": result["dynamic_shared_bytes"],
+        "warp_specialized": SimpleNamespace(**ws) if ws else None,
+    }
+
+
+def check(expression: str, names: dict[str, Any]) -> str | None:
+    """None when ``expression`` holds, else why not."""
+    try:
+        value = eval(compile(expression, "<assert>", "eval"), {"__builtins__": _BUILTINS},
+                     names)
+    except Exception as exc:
+        return f"raised {type(exc).__name__}: {exc}"
+    return None if value else "is false"

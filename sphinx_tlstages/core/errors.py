@@ -1,0 +1,46 @@
+"""The extension's error classes and the kinds of problem it reports.
+
+Sphinx-free: the worker raises these too. The Sphinx side reports each problem through
+:func:`sphinx_tlstages.ext.messages.warn` with ``type="tlstages"`` and one of
+:data:`SUBTYPES`, so a book can silence one kind with
+``suppress_warnings = ["tlstages.limit"]``.
+"""
+
+from __future__ import annotations
+
+WARNING_TYPE = "tlstages"
+
+# Subtypes, one per kind of problem; the reference page lists them.
+SUBTYPES: dict[str, str] = {
+    "option": "a directive option has a bad value",
+    "source": "the kernel source cannot be used (syntax error, no factory, missing file)",
+    "name": "two directives share a :name:",
+    "lowering": "a variant failed to lower (exception, timeout or crashed worker)",
+    "limit": "a variant needs more shared memory than its target allows per block",
+    "tilelang": "TileLang is missing or cannot lower CUDA here",
+    "cache": "a cache entry could not be read or written",
+    "snapshot": "a snapshot is missing, drifted, unreadable or unused",
+    "assert": "an :assert: claim is false for a variant (an error: the build fails)",
+    "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
+}
+
+
+class TlStagesError(Exception):
+    """Base class of the errors this extension raises and reports."""
+
+
+class OptionError(TlStagesError):
+    """A directive option or config value that cannot be used; ``line`` is the
+    document line of the option, when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class SourceError(TlStagesError):
+    """Kernel source that cannot be used; ``line`` is relative to the kernel (1-based)."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line

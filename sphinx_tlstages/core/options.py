@@ -1,0 +1,178 @@
+"""Parsing the directive's option values into plain Python values.
+
+Each parser raises :class:`OptionError` with a message fit for the author; the directive
+turns it into a warning at the option's line.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Iterator
+
+from .errors import OptionError
+
+SHOW_PARTS = ("source", "annotations", "shared", "sync", "passes", "diff", "cuda")
+DIFF_MODES = ("consecutive", "baseline", "none")
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_PARAM_START = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+def parse_num_stages(value: str | Iterable[int]) -> tuple[int, ...]:
+    """``1 2 3 4`` or ``1, 2, 3`` -> distinct non-negative ints, in the order given."""
+    words = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    if not words:
+        raise OptionError("empty: give at least one value, e.g. 1 2 3 4")
+    result: list[int] = []
+    for word in words:
+        try:
+            number = int(word)
+        except (TypeError, ValueError):
+            raise OptionError(f"{word!r} is not a whole number") from None
+        if number < 0:
+            raise OptionError(f"{number} is negative")
+        if number in result:
+            raise OptionError(f"{number} is listed twice")
+        result.append(number)
+    return tuple(result)
+
+
+def _assignments(text: str, expected: str) -> Iterator[tuple[str, str]]:
+    """``KEY=...`` groups of ``text`` as (key, the text up to the next key), in order; a
+    key given twice is an error when it is reached."""
+    starts = list(_PARAM_START.finditer(text))
+    if not starts or text[: starts[0].start(1)].strip():
+        raise OptionError(f"expected {expected}, got {text!r}")
+    seen: set[str] = set()
+    for i, match in enumerate(starts):
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        key = match.group(1)
+        if key in seen:
+            raise OptionError(f"{key} is given twice")
+        seen.add(key)
+        yield key, text[match.end(): end].strip()
+
+
+def parse_params(value: str) -> dict[str, object]:
+    """``M=1024 tile=(64, 64) dtype="float16"``: keyword arguments as Python literals."""
+    text = value.strip()
+    if not text:
+        return {}
+    params: dict[str, object] = {}
+    for key, literal in _assignments(text, "KEY=VALUE pairs"):
+        if not literal:
+            raise OptionError(f"{key} has no value")
+        try:
+            params[key] = ast.literal_eval(literal)
+        except (ValueError, SyntaxError):
+            raise OptionError(
+                f"the value of {key}, {literal!r}, is not a Python literal"
+                " (quote strings: dtype=\"float16\")"
+            ) from None
+    return params
+
+
+def parse_show(value: str | Iterable[str]) -> tuple[str, ...]:
+    """A subset of :data:`SHOW_PARTS`, kept in the page's order."""
+    words = value.replace(",", " ").split() if isinstance(value, str) else list(value)
+    unknown = [w for w in words if w not in SHOW_PARTS]
+    if unknown:
+        raise OptionError(
+            f"unknown part {', '.join(unknown)}; choose from {' '.join(SHOW_PARTS)}"
+        )
+    return tuple(part for part in SHOW_PARTS if part in words)
+
+
+def parse_diff(value: str) -> str:
+    mode = value.strip()
+    if mode not in DIFF_MODES:
+        raise OptionError(f"{mode!r} is not one of {', '.join(DIFF_MODES)}")
+    return mode
+
+
+def parse_name(value: str) -> str:
+    name = value.strip()
+    if not _NAME.match(name):
+        raise OptionError(
+            f"{name!r}: use letters, digits, '.', '_' and '-' (it names snapshot files)"
+        )
+    return name
+
+
+def parse_expect_error(value: str) -> tuple[tuple[int, ...], str | None]:
+    """``5 6`` or ``5 6: shared memory``: values that must fail, and a regex their
+    messages must match."""
+    values, _, pattern = value.partition(":")
+    stages = parse_num_stages(values)
+    pattern = pattern.strip()
+    if pattern:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise OptionError(f"{pattern!r} is not a regular expression: {exc}") from None
+    return stages, pattern or None
+
+
+def parse_expression(value: str) -> str:
+    """A Python expression (``A @ B.T``, ``2*M*N*K``), checked for syntax only."""
+    text = value.strip()
+    try:
+        ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise OptionError(f"{text!r} is not a Python expression: {exc.msg}") from None
+    return text
+
+
+def _number(value: str, what: str, upper: float = float("inf")) -> float:
+    """A number above zero and below ``upper``."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise OptionError(f"{value!r} is not a number") from None
+    if not 0 < number < upper:
+        raise OptionError(f"the {what} must be above 0" + (f" and below {upper:g}"
+                                                            if upper != float("inf") else ""))
+    return number
+
+
+def parse_tolerance(value: str) -> float:
+    """The largest relative error allowed against a reference."""
+    return _number(value, "tolerance (a relative error)", upper=1)
+
+
+def parse_timeout(value: str) -> float:
+    """Seconds a variant may take to lower."""
+    return _number(value, "timeout (in seconds)")
+
+
+def parse_sweep(value: str) -> dict[str, list[object]]:
+    """``block_K=32,64 threads=128,256``: each factory parameter and its values."""
+    sweep: dict[str, list[object]] = {}
+    for key, literal in _assignments(value.strip(), "KEY=VALUE,VALUE,... groups"):
+        if key == "num_stages":
+            raise OptionError("num_stages is swept by :num-stages:")
+        try:
+            values = ast.literal_eval(f"[{literal}]")
+        except (ValueError, SyntaxError):
+            raise OptionError(f"the values of {key}, {literal!r}, are not Python literals "
+                              "separated by commas") from None
+        if not values:
+            raise OptionError(f"{key} has no value")
+        if len({repr(v) for v in values}) != len(values):
+            raise OptionError(f"{key} lists a value twice")
+        sweep[key] = values
+    return sweep
+
+
+def parse_passes(value: str) -> tuple[str, ...]:
+    """``PipelinePlanning tl.InjectSoftwarePipeline Simplify#3``: pass runs whose IR
+    before and after is shown; a bare name means every run of that pass."""
+    words = value.replace(",", " ").split()
+    if not words:
+        raise OptionError("empty: name at least one pass, e.g. InjectSoftwarePipeline")
+    for word in words:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*(#[1-9][0-9]*)?", word):
+            raise OptionError(f"{word!r} is not a pass name (NAME or NAME#RUN, e.g. "
+                              "Simplify#3)")
+    return tuple(dict.fromkeys(words))

@@ -1,0 +1,101 @@
+"""The result of lowering one variant: its type, its schema version, its failures.
+
+A result is plain JSON-ready data, built by the worker (:mod:`.facts`), stored by the
+cache and the snapshots, read by the checks and the renderer. Everything that asks
+"did it lower?", "is this failure about the kernel or about the machine?" or "does it
+fit in shared memory?" asks here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Required, TypedDict
+
+# Bump when the shape of a result changes: every cached entry becomes a miss. Stored
+# snapshots of an older schema are migrated on reading, never reported as drift.
+RESULT_SCHEMA = 2
+
+FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
+FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
+# Failures that say something about the kernel, the same on every machine: only these
+# are cached, recorded in snapshots and checked against them. A timeout, a crashed
+# worker or a missing TileLang depend on where the build ran.
+_KERNEL_FAILURES = ("exception",)
+
+
+class ErrorInfo(TypedDict):
+    """Why a variant failed; ``line`` is relative to the kernel's first line."""
+
+    kind: FailureKind
+    message: str
+    line: int | None
+
+
+class Result(TypedDict, total=False):
+    """One variant's lowering: ``ok`` with its facts, or not ``ok`` with ``error``."""
+
+    schema: Required[int]
+    ok: Required[bool]
+    seconds: float
+    error: ErrorInfo
+    num_stages: int
+    pipeline: list[dict[str, Any]]
+    warp_specialized: dict[str, Any] | None
+    shared: list[dict[str, Any]]
+    dynamic_shared_bytes: int
+    static_shared_bytes: int
+    threads: int
+    sync: dict[str, Any]
+    cuda_lines: int
+    cuda: str
+    passes: list[dict[str, Any]]
+    pass_diffs: dict[str, Any]
+    from_snapshot: bool
+
+
+def failure(kind: FailureKind, message: str, line: int | None,
+            seconds: float = 0.0) -> Result:
+    """A failed variant: the one constructor of failures."""
+    assert kind in FAILURE_KINDS, kind
+    return {"schema": RESULT_SCHEMA, "ok": False, "seconds": round(seconds, 3),
+            "error": {"kind": kind, "message": message, "line": line}}
+
+
+def failure_kind(result: Result) -> FailureKind | None:
+    """``None`` for a lowered variant, else the kind of its failure."""
+    return None if result.get("ok") else result["error"]["kind"]
+
+
+def depends_on_machine(result: Result) -> bool:
+    """Whether a result says something about this machine rather than the kernel
+    (a timeout, a crashed worker, TileLang unavailable): never cached nor snapshotted."""
+    kind = failure_kind(result)
+    return kind is not None and kind not in _KERNEL_FAILURES
+
+
+def shared_bytes(result: Result) -> int:
+    """Shared memory one block of a lowered variant needs: dynamic plus static."""
+    return int(result.get("dynamic_shared_bytes", 0)) + int(result.get("static_shared_bytes", 0))
+
+
+def over_limit(result: Result, limit: int | None) -> bool:
+    """Whether a variant needs more shared memory per block than its target allows."""
+    return bool(result.get("ok")) and limit is not None and shared_bytes(result) > limit
+
+
+_REQUIRED_OK = {"pipeline": list, "shared": list, "sync": dict, "cuda": str,
+                "dynamic_shared_bytes": int, "static_shared_bytes": int, "cuda_lines": int}
+
+
+def validate(result: object) -> Result | None:
+    """``result`` if it is a well-formed result of this schema, else ``None``."""
+    if not isinstance(result, dict) or result.get("schema") != RESULT_SCHEMA:
+        return None
+    if result.get("ok") is True:
+        if all(isinstance(result.get(k), t) for k, t in _REQUIRED_OK.items()):
+            return result  # type: ignore[return-value]
+        return None
+    error = result.get("error")
+    if result.get("ok") is False and isinstance(error, dict) \
+            and error.get("kind") in FAILURE_KINDS and isinstance(error.get("message"), str):
+        return result  # type: ignore[return-value]
+    return None

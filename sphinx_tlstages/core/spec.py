@@ -1,0 +1,170 @@
+"""What to lower: one :class:`VariantSpec` per variant, grouped by :class:`DirectiveSpec`.
+
+A variant is identified by every input of its lowering (kernel text, factory, params,
+num_stages, target, the passes whose IR is recorded) plus the TileLang build, this
+extension's lowering code and its result schema; its key is the SHA-256 of that, so equal
+inputs anywhere in a project are lowered once.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+
+from .result import RESULT_SCHEMA
+from .stamps import lowering_stamp
+from .targets import Target
+
+
+@dataclass(frozen=True)
+class VariantSpec:
+    """The inputs of one lowering, as plain data."""
+
+    source: str
+    source_name: str
+    factory: str
+    params: tuple[tuple[str, str], ...]  # (name, repr of the literal), as the author wrote them
+    num_stages: int
+    target: Target
+    # Where the variant sits in its directive's matrix, e.g. (("block_K", "64"),
+    # ("num_stages", "2")): names and headings only, never part of the key.
+    axes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    # IR before/after these pass runs is recorded (``:passes:``); part of the key.
+    ir_passes: tuple[str, ...] = ()
+
+    def payload(self) -> dict[str, object]:
+        """The JSON a worker receives."""
+        return {
+            "source": self.source,
+            "source_name": self.source_name,
+            "factory": self.factory,
+            "params": [list(p) for p in self.params],
+            "num_stages": self.num_stages,
+            "target": self.target.as_dict,
+            "ir_passes": list(self.ir_passes),
+        }
+
+    # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
+    @functools.cache  # noqa: B019 - specs live as long as the build
+    def key(self, stamp: str) -> str:
+        """Content address of the result: inputs, TileLang stamp and result schema."""
+        payload = self.payload()
+        payload["params"] = sorted(list(p) for p in self.params)  # keyword order is noise
+        blob = json.dumps(
+            {"schema": RESULT_SCHEMA, "tilelang": stamp, "lowering": lowering_stamp(),
+             **payload},
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def key_parts(self, stamp: str) -> dict[str, str]:
+        """Each part of the key, readable (the kernel as a digest and its length), for
+        ``tlstages explain``."""
+        digest = hashlib.sha256(self.source.encode()).hexdigest()[:12]
+        return {
+            "kernel source": f"{digest} ({len(self.source.splitlines())} lines)",
+            "kernel file name": self.source_name,
+            "factory": self.factory,
+            "params": " ".join(f"{k}={v}" for k, v in sorted(self.params)) or "(none)",
+            "num_stages": str(self.num_stages),
+            "target": self.target.canonical,
+            "passes recorded": " ".join(self.ir_passes) or "(none)",
+            "TileLang build": stamp,
+            "result schema": str(RESULT_SCHEMA),
+            "sphinx-tlstages lowering code": lowering_stamp(),
+        }
+
+    @property
+    def only_num_stages(self) -> bool:
+        return not self.axes or [name for name, _ in self.axes] == ["num_stages"]
+
+    @property
+    def id(self) -> str:
+        """The variant's key in snapshots and bench files: ``2``, or
+        ``block_K=64,num_stages=2`` in a matrix."""
+        if self.only_num_stages:
+            return str(self.num_stages)
+        return ",".join(f"{name}={value}" for name, value in self.axes)
+
+    @property
+    def label(self) -> str:
+        """A file-name-safe short name: ``ns2``, ``sm_80-block_K64-ns2``."""
+        if self.only_num_stages:
+            return f"ns{self.num_stages}"
+        words = [value if name == "target" else
+                 f"ns{value}" if name == "num_stages" else f"{name}{value}"
+                 for name, value in self.axes]
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(words)).strip("_")
+
+    @property
+    def heading(self) -> str:
+        """A column heading: ``num_stages=2``, ``sm_80, block_K=64, num_stages=2``."""
+        if self.only_num_stages:
+            return f"num_stages={self.num_stages}"
+        return ", ".join(value if name == "target" else f"{name}={value}"
+                         for name, value in self.axes)
+
+
+@dataclass(frozen=True)
+class DirectiveSpec:
+    """One ``tl-pipeline`` directive: where it stands, what it lowers, what it shows."""
+
+    name: str
+    docname: str
+    lineno: int
+    kernel_line: int | None  # document line of the kernel's first line (inline kernels)
+    kernel_path: str | None  # absolute path of a :file: kernel, for messages only
+    title: str
+    targets: tuple[Target, ...]
+    variants: tuple[VariantSpec, ...]
+    show: tuple[str, ...]
+    diff: str
+    timeout: float | None = None
+    node_id: str = field(default="")
+    expect_error: tuple[int, ...] = ()  # num_stages values that must fail
+    expect_pattern: str | None = None  # a regex their messages must match
+    # (document line, expression) of each :assert: line; checked after lowering.
+    asserts: tuple[tuple[int, str], ...] = ()
+    # Only for `tlstages bench` and the numbers it attaches; not part of any lowering key.
+    reference: str | None = None
+    flops: str | None = None
+    tolerance: float | None = None
+    # (parameter, (repr of each value, ...)) of each :sweep: axis, in the order given.
+    sweep: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    passes: tuple[str, ...] = ()  # :passes: selectors, as written
+    params: tuple[tuple[str, str], ...] = ()  # :params: alone, without the swept ones
+
+    @property
+    def target(self) -> Target:
+        """The first target (the only one, unless :target: lists several)."""
+        return self.targets[0]
+
+    def kernel_location(self, line: int | None) -> tuple[str, int] | str:
+        """Where a kernel line is: in the document, in the :file:, or at the directive."""
+        return kernel_location(self.docname, self.lineno, self.kernel_line, self.kernel_path,
+                               line)
+
+
+def kernel_location(docname: str, lineno: int, kernel_line: int | None,
+                    kernel_path: str | None, line: int | None) -> tuple[str, int] | str:
+    """A Sphinx warning location for kernel line ``line`` (1-based, relative to the kernel).
+
+    Inline kernels map to the document line; a ``:file:`` kernel to ``path:line`` (a string
+    with a colon, which Sphinx prints as it is).
+    """
+    if line is None:
+        return (docname, lineno)
+    if kernel_path is not None:
+        return f"{kernel_path}:{line}"
+    if kernel_line is not None:
+        return (docname, kernel_line + line - 1)
+    return (docname, lineno)
+
+
+def canonical_params(params: dict[str, object]) -> tuple[tuple[str, str], ...]:
+    """Params as (name, repr) pairs: literals written alike (``1_024``, ``1024``) agree."""
+    return tuple((key, repr(value)) for key, value in params.items())

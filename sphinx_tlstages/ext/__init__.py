@@ -1,0 +1,55 @@
+"""The Sphinx extension: ``setup`` wires one feature per call, in the order data flows.
+
+Configuration, the directive that records what to lower, the batch that lowers it after
+reading and the checks after it, the rendering that fills the pages, and the HTML-only
+touches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.application import Sphinx
+
+from ..version import __version__
+from .batch import PRIORITY, lower_project
+from .checks import CHECK_PRIORITY, check_project, set_exit_status
+from .collector import TlPipelineCollector
+from .config import setup_config
+from .directive import TlPipelineDirective
+from .html import setup_html
+from .nodes import skip, tl_pipeline_placeholder
+from .placeholders import fill_pipelines
+
+
+def setup_directive(app: Sphinx) -> None:
+    app.add_directive("tl-pipeline", TlPipelineDirective)
+    app.add_env_collector(TlPipelineCollector)
+    # The placeholder never reaches a writer; these only guard builders that skip
+    # post-transforms.
+    visitors = (skip, None)
+    app.add_node(tl_pipeline_placeholder, html=visitors, latex=visitors, text=visitors,
+                 man=visitors, texinfo=visitors)
+
+
+def setup_batch(app: Sphinx) -> None:
+    # env-updated: every document is read (and merged, with -j), nothing written yet.
+    # Lowering first, the checks on its results after (a later priority).
+    app.connect("env-updated", lower_project, priority=PRIORITY)
+    app.connect("env-updated", check_project, priority=CHECK_PRIORITY)
+    app.connect("build-finished", set_exit_status)
+
+
+def setup_render(app: Sphinx) -> None:
+    app.connect("doctree-resolved", fill_pipelines)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    """Register the extension with ``app``."""
+    setup_config(app)
+    setup_directive(app)
+    setup_batch(app)
+    setup_render(app)
+    setup_html(app)
+    return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
+            "env_version": 1}

@@ -1,0 +1,127 @@
+"""After reading: lower every variant of the project in one batch.
+
+Runs on ``env-updated``, when every document has been read (and, with ``-j``, merged),
+before :mod:`.checks` (a later priority on the same event). Variants are deduplicated by
+key, taken from the cache where possible, and the misses lowered by the worker pool in
+separate processes: this process never imports TileLang.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core import explain
+from ..core.result import Result, failure, failure_kind
+from ..core.spec import DirectiveSpec, VariantSpec
+from ..core.stamps import tilelang_stamp, tilelang_version
+from ..runner.pool import Job, default_jobs, run_jobs
+from .cache import Cache
+from .collector import all_directives
+from .config import settings
+from .messages import error, info, verbose, warn
+from .snapshot_check import fill_from_snapshots
+from .state import BuildState, start_build
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+    from sphinx.environment import BuildEnvironment
+
+# env-updated priorities: lowering first, then the checks that read its results.
+PRIORITY = 500
+
+
+def project_directives(env: BuildEnvironment) -> list[DirectiveSpec]:
+    """Every directive, the first of each :name: only (:mod:`.checks` reports the rest)."""
+    seen: set[str] = set()
+    kept = []
+    for spec in all_directives(env):
+        if spec.name not in seen:
+            seen.add(spec.name)
+            kept.append(spec)
+    return kept
+
+
+def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    """Lower what the project needs that the cache does not hold."""
+    config = settings(app)
+    if config.collect_only:
+        return []
+    specs = project_directives(env)
+    stamp = tilelang_stamp()
+    state = BuildState(stamp or "missing", tilelang_version(), Cache(config.cache_dir))
+    start_build(app, state)
+    wanted: dict[str, tuple[VariantSpec, DirectiveSpec]] = {}
+    for spec in specs:
+        for variant in spec.variants:
+            wanted.setdefault(variant.key(state.stamp), (variant, spec))
+    if not wanted:
+        return []
+    started = time.perf_counter()
+    if stamp is None:
+        message = "TileLang is not installed in this environment; nothing could be lowered"
+        warn(message, "tilelang")
+        state.results = {key: failure("unavailable", message, None) for key in wanted}
+    else:
+        _lower(app, state, wanted)
+        # Before any report: the record must say why even when the build then fails.
+        _record_why(app, specs, state)
+    if any(failure_kind(r) == "unavailable" for r in state.results.values()):
+        filled = fill_from_snapshots(config.snapshot_dir, specs, state)
+        if filled:
+            info(f"tl-pipeline: {filled} variants rendered from committed snapshots")
+        if config.strict:
+            error("tl-pipeline: TileLang could not lower here, so nothing in this build "
+                  "was verified", "tilelang")
+            state.outcome.failures += 1
+    failed = sum(not r.get("ok") for r in state.results.values())
+    info(f"tl-pipeline: {len(wanted)} variants, {len(state.lowered)} lowered, "
+         f"{len(wanted) - len(state.lowered)} cached, {failed} failed, "
+         f"{time.perf_counter() - started:.1f} s")
+    return []
+
+
+def _lower(app: Sphinx, state: BuildState,
+           wanted: dict[str, tuple[VariantSpec, DirectiveSpec]]) -> None:
+    cache = state.cache
+    jobs = []
+    for key, (variant, spec) in wanted.items():
+        cached = cache.get(key)
+        if cached is not None:
+            state.results[key] = cached
+            info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
+                        "cached")
+        else:
+            jobs.append(Job(key, variant.payload(), spec.timeout or settings(app).timeout))
+    if not jobs:
+        return
+
+    def done(job: Job, result: Result) -> None:
+        variant, spec = wanted[job.id]
+        cache.put(job.id, result)
+        state.results[job.id] = result
+        state.lowered.add(job.id)
+        status = "lowered" if result.get("ok") else f"failed ({result['error']['kind']})"
+        info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
+                    f"{status} in {result.get('seconds', 0):.2f} s")
+
+    workers = settings(app).jobs or default_jobs()
+    stats = run_jobs(jobs, min(workers, len(jobs)), done)
+    if stats.unavailable:
+        warn(f"TileLang cannot lower here: {stats.unavailable}", "tilelang")
+    verbose(f"tl-pipeline: {stats.workers} workers, peak {stats.peak_rss_mb:.0f} MB each")
+
+
+def _record_why(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Rewrite the explain records of directives this build lowered or re-keyed; a
+    rebuild that changed nothing (``-E`` included) reads one index and writes nothing."""
+    folder = Path(app.doctreedir)
+    keys = {spec.name: [v.key(state.stamp) for v in spec.variants] for spec in specs}
+    before = explain.recorded_keys(folder)
+    touched = [spec for spec in specs if before.get(spec.name) != keys[spec.name]
+               or any(key in state.lowered for key in keys[spec.name])]
+    explain.record(folder, touched, state.stamp, state.results, state.lowered)
+    explain.write_index(folder, keys)
+
+

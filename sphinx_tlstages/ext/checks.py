@@ -1,0 +1,182 @@
+"""After lowering: every check a build makes on the results, and the exit status.
+
+Runs on ``env-updated`` after :mod:`.batch` (a later priority): reused names, failed
+variants and ``:expect-error:``, the snapshots (:mod:`.snapshot_check`), ``:assert:``,
+``:passes:`` names, the attached benchmark numbers. Failures are reported on every build,
+cached or not, so ``-W`` stays red until the kernel is fixed; errors are counted in the
+state's outcome, which fails the build on ``build-finished``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING
+
+from ..core.assertions import check, namespace
+from ..core.bench_data import load_all, stale_variants
+from ..core.pass_compare import unmatched
+from ..core.result import Result, over_limit, shared_bytes
+from ..core.spec import DirectiveSpec, VariantSpec
+from .batch import PRIORITY, project_directives
+from .collector import all_directives
+from .config import settings
+from .messages import error, warn
+from .snapshot_check import check_snapshots
+from .state import BuildState, build_state
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+    from sphinx.environment import BuildEnvironment
+
+CHECK_PRIORITY = PRIORITY + 10
+
+
+def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    """Run every check; return the documents whose results changed."""
+    state = build_state(app)
+    if state is None or settings(app).collect_only:
+        return []
+    _report_duplicates(env)
+    specs = project_directives(env)
+    _report_variants(specs, state)
+    check_snapshots(app, specs, state)
+    state.outcome.failures += _check_asserts(specs, state)
+    _check_pass_names(specs, state)
+    _attach_bench(app, specs, state)
+    return _changed_documents(env, specs, state)
+
+
+def _report_duplicates(env: BuildEnvironment) -> None:
+    """Warn about every reused :name:, naming both places."""
+    seen: dict[str, DirectiveSpec] = {}
+    for spec in all_directives(env):
+        first = seen.setdefault(spec.name, spec)
+        if first is not spec:
+            warn(f"tl-pipeline name {spec.name!r} is already used at "
+                 f"{env.doc2path(first.docname, False)}:{first.lineno}; give this directive "
+                 "its own :name:", "name", location=(spec.docname, spec.lineno))
+
+
+def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> int:
+    """Warn about each failed variant (over its shared-memory limit counts as failed) and
+    each broken ``:expect-error:``; return how many variants failed."""
+    failed = 0
+    for spec in specs:
+        for variant in spec.variants:
+            result = state.result(variant)
+            failure = variant_failure(variant, result)
+            failed += failure is not None
+            name, stages, what = spec.name, variant.num_stages, variant.heading
+            if failure is None or failure[0] == "unavailable":  # that is said once
+                if stages in spec.expect_error and failure is None:
+                    warn(f"{name}: {what} lowered, but :expect-error: says it "
+                         "must fail", "lowering", location=(spec.docname, spec.lineno))
+                continue
+            kind, message = failure
+            if stages in spec.expect_error:
+                pattern = spec.expect_pattern
+                if pattern and not re.search(pattern, message):
+                    warn(f"{name}: {what} failed as expected, but its message "
+                         f"does not match {pattern!r}: {message}", "lowering",
+                         location=(spec.docname, spec.lineno))
+            elif kind == "limit":
+                warn(f"{name}: {what} {message}", "limit",
+                     location=(spec.docname, spec.lineno))
+            else:
+                warn(f"{name}: {what} failed to lower ({kind}): {message}",
+                     "lowering", location=spec.kernel_location(result["error"].get("line")))
+    return failed
+
+
+def variant_names(variants: list[VariantSpec]) -> str:
+    """``num_stages 2 3``, or each variant's heading in a matrix."""
+    if all(v.only_num_stages for v in variants):
+        return "num_stages " + " ".join(str(v.num_stages) for v in variants)
+    return "; ".join(v.heading for v in variants)
+
+
+def variant_failure(variant: VariantSpec,
+                    result: Result) -> tuple[str, str] | None:
+    """(kind, message) when a variant failed, exceeding its shared memory included."""
+    if not result.get("ok"):
+        return result["error"]["kind"], result["error"]["message"]
+    limit = variant.target.shared_memory_limit
+    if over_limit(result, limit):
+        return "limit", (f"needs {shared_bytes(result):,} B of shared memory per block; "
+                         f"{variant.target.label} allows {limit:,} B")
+    return None
+
+
+def _check_asserts(specs: list[DirectiveSpec], state: BuildState) -> int:
+    """Evaluate every :assert: line on every lowered variant; errors fail the build."""
+    failures = 0
+    for spec in specs:
+        for line, expression in spec.asserts:
+            for variant in spec.variants:
+                result = state.result(variant)
+                if not result.get("ok"):
+                    continue
+                why = check(expression, namespace(result, variant))
+                if why is not None:
+                    failures += 1
+                    error(f"{spec.name}: {variant.heading}: assertion {expression!r} {why}",
+                          "assert", location=(spec.docname, line))
+    return failures
+
+
+def _check_pass_names(specs: list[DirectiveSpec], state: BuildState) -> None:
+    """A :passes: name that no run matches is a typo or a pass of another target."""
+    for spec in specs:
+        logs = [r["passes"] for r in map(state.result, spec.variants) if r.get("passes")]
+        if not spec.passes or not logs:
+            continue
+        for selector in unmatched(spec.passes, logs):
+            names = sorted({rec["name"] for log in logs for rec in log})
+            close = difflib.get_close_matches(selector.split("#")[0], names, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            warn(f"{spec.name}: :passes: {selector} matches no pass run of any variant{hint}",
+                 "option", location=(spec.docname, spec.lineno))
+
+
+def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Load the bench files once; warn about malformed files and stale numbers."""
+    config = settings(app)
+    state.bench = load_all(config.bench_dir, config.bench_gpus)
+    for problem in state.bench.errors:
+        warn(f"bench file ignored: {problem}", "bench")
+    for spec in specs:
+        for data, entry in state.bench.for_directive(spec.name):
+            stale = stale_variants(list(spec.variants), entry, state.version)
+            if stale:
+                warn(f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
+                     f"{variant_names(stale)} are for another kernel or "
+                     "TileLang; run tlstages bench again", "bench",
+                     location=(spec.docname, spec.lineno))
+
+
+def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
+                       state: BuildState) -> list[str]:
+    """Documents Sphinx did not re-read whose variants now have other keys (a TileLang
+    upgrade, say): they must be written again."""
+    previous: dict[str, list[str]] = getattr(env, "tlstages_keys", {})
+    current: dict[str, list[str]] = {}
+    for spec in specs:
+        keys = current.setdefault(spec.docname, [])
+        keys.extend(v.key(state.stamp) for v in spec.variants)
+        # Attached numbers are not Sphinx dependencies: a new bench file must rewrite too.
+        keys.append(hashlib.sha256(json.dumps(state.bench.for_directive(spec.name),
+                                              sort_keys=True).encode()).hexdigest())
+    env.tlstages_keys = current  # type: ignore[attr-defined]
+    return sorted(doc for doc, keys in current.items() if previous.get(doc) != keys)
+
+
+def set_exit_status(app: Sphinx, exception: BaseException | None) -> None:
+    """``build-finished``: a failed check fails the build, with or without ``-W``."""
+    state = build_state(app)
+    if state is not None and state.outcome.failures:
+        error(f"tl-pipeline: {state.outcome.failures} check(s) failed (snapshots, :assert:)",
+              "snapshot")
+        app.statuscode = 1

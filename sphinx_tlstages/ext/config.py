@@ -1,0 +1,225 @@
+"""Every configuration value and environment variable, declared once.
+
+``setup_config`` registers them with Sphinx; the book's reference page is generated from
+the same tuples, so the documentation cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+
+from ..core.options import SHOW_PARTS
+from .messages import warn
+
+DEFAULT_SNAPSHOT_DIR = "_tlstages/snapshots"
+
+
+@dataclass(frozen=True)
+class ConfigValue:
+    """One ``conf.py`` value: its name, default, what it invalidates and what it means."""
+
+    name: str
+    default: Any
+    rebuild: Literal["", "env", "html"]
+    types: tuple[type, ...]
+    doc: str
+
+
+CONFIG_VALUES: tuple[ConfigValue, ...] = (
+    ConfigValue(
+        "tlstages_num_stages", "1 2 3 4", "env", (str, list, tuple),
+        "num_stages values lowered when a directive gives no ``:num-stages:``.",
+    ),
+    ConfigValue(
+        "tlstages_target", "sm_80", "env", (str,),
+        "Target used when a directive gives no ``:target:`` (an arch such as ``sm_80``, "
+        "``cuda -arch=sm_90a`` or a JSON target). Never ``auto``: docs build without a GPU.",
+    ),
+    ConfigValue(
+        "tlstages_file_roots", [], "env", (list, tuple),
+        "Folders besides the source directory from which ``:file:`` may read kernels "
+        "(relative to the configuration directory, or absolute).",
+    ),
+    ConfigValue(
+        "tlstages_show", list(SHOW_PARTS), "env", (list, tuple, str),
+        "Parts shown when a directive gives no ``:show:``.",
+    ),
+    ConfigValue(
+        "tlstages_diff", "consecutive", "env", (str,),
+        "CUDA diffs when a directive gives no ``:diff:``: ``consecutive``, ``baseline`` "
+        "or ``none``.",
+    ),
+    ConfigValue(
+        "tlstages_max_lines", 400, "html", (int,),
+        "Lines of one CUDA diff or listing shown on the page; the rest is one click away in "
+        "the downloadable CUDA files.",
+    ),
+    ConfigValue(
+        "tlstages_snapshot_dir", DEFAULT_SNAPSHOT_DIR, "", (str,),
+        "Folder of the golden snapshots, relative to the source directory: one JSON file "
+        "per directive ``:name:``, committed with the book.",
+    ),
+    ConfigValue(
+        "tlstages_snapshots", "auto", "", (str,),
+        "``auto`` records missing snapshots and fails on a mismatch (under ``CI`` or "
+        "``READTHEDOCS`` a missing one fails too and nothing is written); ``check`` never "
+        "records; ``update`` rewrites what changed and removes unused ones; ``off``. "
+        "``TLSTAGES_SNAPSHOTS`` wins.",
+    ),
+    ConfigValue(
+        "tlstages_bench_dir", "_tlstages/bench", "html", (str,),
+        "Folder of the benchmark files written by ``tlstages bench`` (one per GPU), "
+        "relative to the source directory.",
+    ),
+    ConfigValue(
+        "tlstages_bench_gpus", None, "html", (list, tuple, type(None)),
+        "Which bench files to show, and in which order (file names without ``.json`` or "
+        "GPU names); default: all, by file name.",
+    ),
+    ConfigValue(
+        "tlstages_bench_stale", "mark", "html", (str,),
+        "Numbers whose kernel fingerprint no longer matches the page: ``mark`` shows them "
+        "marked stale (with a warning), ``hide`` leaves them out.",
+    ),
+    ConfigValue(
+        "tlstages_cache_dir", None, "", (str, type(None)),
+        "Folder of the lowering cache (default ``tlstages-cache`` in the doctree folder, "
+        "which survives ``-E``). The environment variable ``TLSTAGES_CACHE_DIR`` wins.",
+    ),
+    ConfigValue(
+        "tlstages_jobs", None, "", (int, type(None)),
+        "Worker processes that lower cache misses (default: the CPUs this process may "
+        "use, capped so the workers fit in memory). ``TLSTAGES_JOBS`` wins.",
+    ),
+    ConfigValue(
+        "tlstages_timeout", 300, "", (int, float),
+        "Seconds one variant may take to lower (from the start of its lowering, not the "
+        "worker's start-up) before it is killed and reported as timed out.",
+    ),
+    ConfigValue(
+        "tlstages_collect_only", False, "", (bool,),
+        "Read the directives without lowering or checking anything; the ``tlstages`` "
+        "command sets it to find a project's directives as the docs build does.",
+    ),
+)
+
+ENVIRONMENT_VARIABLES: dict[str, str] = {
+    "TLSTAGES_CACHE_DIR": "Folder of the lowering cache; wins over ``tlstages_cache_dir``.",
+    "TLSTAGES_JOBS": "Number of lowering workers; wins over ``tlstages_jobs``.",
+    "TLSTAGES_SNAPSHOTS": "Snapshot mode (``auto``, ``check``, ``update``, ``off``); wins "
+                          "over ``tlstages_snapshots``.",
+    "CI": "When set (and not ``0``/``false``), snapshots are checked strictly: a missing "
+          "one fails the build and nothing is written.",
+    "READTHEDOCS": "Set by Read the Docs; the same strict checking as ``CI``.",
+}
+
+
+SNAPSHOT_MODES = ("auto", "check", "update", "off")
+BENCH_STALE_MODES = ("mark", "hide")
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The configuration as the rest of the extension reads it: validated once, with the
+    environment overrides applied and every folder absolute."""
+
+    num_stages: str | list[int] | tuple[int, ...]
+    target: str
+    file_roots: tuple[Path, ...]
+    show: str | list[str] | tuple[str, ...]
+    diff: str
+    max_lines: int
+    snapshot_dir: Path
+    snapshot_mode: str
+    strict: bool  # CI or Read the Docs: a missing snapshot fails, nothing is written
+    bench_dir: Path
+    bench_gpus: list[str] | None
+    bench_stale: str
+    cache_dir: Path
+    jobs: int | None
+    timeout: float
+    collect_only: bool
+
+
+# Keyed by the Config object, which the app, the environment and every directive share
+# (and -j's forked readers and writers inherit).
+_SETTINGS: weakref.WeakKeyDictionary[Config, Settings] = weakref.WeakKeyDictionary()
+
+
+def settings(where: Sphinx | Config) -> Settings:
+    """This build's :class:`Settings` (made on ``config-inited``), from the app or its
+    configuration."""
+    config = where if isinstance(where, Config) else where.config
+    return _SETTINGS[config]
+
+
+def _choice(value: str, allowed: tuple[str, ...], what: str, fallback: str) -> str:
+    if value in allowed:
+        return value
+    warn(f"{what} must be one of {', '.join(allowed)}, not {value!r}; using {fallback!r}",
+         "option")
+    return fallback
+
+
+def _jobs(configured: object) -> int | None:
+    text = os.environ.get("TLSTAGES_JOBS") or configured
+    if text in (None, ""):
+        return None
+    try:
+        return max(1, int(str(text)))
+    except ValueError:
+        warn(f"TLSTAGES_JOBS / tlstages_jobs must be a whole number, not {text!r}", "option")
+        return None
+
+
+def read_settings(app: Sphinx, config: Config) -> Settings:
+    """Validate ``config`` (and the environment) into :class:`Settings`."""
+    confdir, srcdir = Path(app.confdir), Path(app.srcdir)
+    # Relative roots mean "relative to conf.py", which only the app knows; resolve once.
+    roots = tuple(Path(confdir, root).resolve() for root in config.tlstages_file_roots)
+    cache = os.environ.get("TLSTAGES_CACHE_DIR") or config.tlstages_cache_dir
+    mode = os.environ.get("TLSTAGES_SNAPSHOTS") or config.tlstages_snapshots
+    return Settings(
+        num_stages=config.tlstages_num_stages,
+        target=config.tlstages_target,
+        file_roots=roots,
+        show=config.tlstages_show,
+        diff=config.tlstages_diff,
+        max_lines=int(config.tlstages_max_lines),
+        snapshot_dir=Path(srcdir, config.tlstages_snapshot_dir),
+        snapshot_mode=_choice(str(mode), SNAPSHOT_MODES,
+                              "tlstages_snapshots / TLSTAGES_SNAPSHOTS", "check"),
+        strict=_flag("CI") or _flag("READTHEDOCS"),
+        bench_dir=Path(srcdir, config.tlstages_bench_dir),
+        bench_gpus=list(config.tlstages_bench_gpus) if config.tlstages_bench_gpus else None,
+        bench_stale=_choice(config.tlstages_bench_stale, BENCH_STALE_MODES,
+                            "tlstages_bench_stale", "mark"),
+        cache_dir=Path(confdir, cache).resolve() if cache
+        else Path(app.doctreedir, "tlstages-cache").resolve(),
+        jobs=_jobs(config.tlstages_jobs),
+        timeout=float(config.tlstages_timeout),
+        collect_only=bool(config.tlstages_collect_only),
+    )
+
+
+def _on_config_inited(app: Sphinx, config: Config) -> None:
+    _SETTINGS[config] = read_settings(app, config)
+
+
+def setup_config(app: Sphinx) -> None:
+    """Register every value of :data:`CONFIG_VALUES`; validate them once they are read."""
+    for value in CONFIG_VALUES:
+        app.add_config_value(value.name, value.default, value.rebuild, types=value.types,
+                             description=value.doc)
+    app.connect("config-inited", _on_config_inited)

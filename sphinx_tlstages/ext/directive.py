@@ -1,0 +1,240 @@
+"""The ``tl-pipeline`` directive: options and kernel in, a :class:`DirectiveSpec` out.
+
+It lowers nothing: it checks what can be checked from the text alone (options, syntax,
+the factory and its parameters), records the spec in the environment and leaves a
+placeholder that :mod:`.render` fills once the whole project has been lowered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
+
+from ..core import options
+from ..core.errors import OptionError, SourceError
+from ..core.kernel_source import normalise_source
+from ..core.spec import DirectiveSpec, canonical_params, kernel_location
+from ..core.targets import parse_targets
+from ..core.variants import OptionClash, kernel_factory, matrix
+from .collector import directives as directives_of
+from .config import settings
+from .messages import warn
+from .nodes import tl_pipeline_placeholder
+
+INLINE_SOURCE_NAME = "kernel.py"
+
+# Every option, once: the option_spec and the reference page are both made from this.
+OPTIONS: dict[str, str] = {
+    "num-stages": "num_stages values to lower, space or comma separated (default "
+                  "``tlstages_num_stages``).",
+    "target": "``sm_80``, ``sm_90a``, ``cuda -arch=sm_90a`` or a JSON target (default "
+              "``tlstages_target``); never ``auto``. Several (``sm_80 sm_90a``, or any "
+              "spellings separated by ``;``) lower every variant for each.",
+    "params": "``KEY=VALUE`` Python literals passed to the factory as keywords.",
+    "sweep": "Factory parameters to sweep besides num_stages, ``KEY=V1,V2`` each "
+             "(``block_K=32,64``): every combination, times each num_stages and target, is "
+             "a variant with its own column.",
+    "passes": "Compiler passes whose IR before and after is shown as collapsible diffs, "
+              "``InjectSoftwarePipeline`` or ``tl.InjectSoftwarePipeline`` (every run of "
+              "it) or ``Simplify#3`` (its third run).",
+    "factory": "Which top-level function builds the kernel, when the source defines several.",
+    "file": "A ``.py`` file instead of inline content, resolved like ``literalinclude``; it "
+            "must be inside the source directory or a folder of ``tlstages_file_roots``.",
+    "name": "Stable identifier, unique in the project: the snapshot's file name and a "
+            "``:ref:`` target (default ``<docname>-<n>``, which moves when a directive is "
+            "inserted above: name every directive).",
+    "show": "Any of ``source annotations shared sync passes diff cuda`` (default "
+            "``tlstages_show``).",
+    "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
+    "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
+    "expect-error": "num_stages values that must fail, optionally ``VALUES: regex`` on the "
+                    "message; a listed value that lowers is an error. For chapters that "
+                    "teach limits.",
+    "assert": "Claims checked on every build, one Python expression per line over each "
+              "lowered variant's facts (``shared[\"A_shared\"].shape[0] == num_stages``, "
+              "``max(sync[\"cp_async_wait\"]) == num_stages - 1``); a false one fails the "
+              "build at its line.",
+    "reference": "For ``tlstages bench``: a Python expression over the kernel's tensors by "
+                 "parameter name (``A @ B.T``); the result is checked against it, and it is "
+                 "timed too.",
+    "flops": "For ``tlstages bench``: floating-point operations per launch, an expression "
+             "over the params (``2 * M * N * K``), for TFLOP/s.",
+    "tolerance": "For ``tlstages bench``: the largest error against ``:reference:``, "
+                 "relative to its largest value (default by dtype: 1e-2 for float16).",
+}
+_T = TypeVar("_T")
+
+
+def error_box(message: str) -> nodes.Element:
+    """What the page shows in place of a directive that could not be used."""
+    return nodes.error("", nodes.paragraph(text=f"tl-pipeline: {message}"),
+                       classes=["tl-error"])
+
+
+class TlPipelineDirective(SphinxDirective):
+    """``.. tl-pipeline:: [title]`` with a kernel as content or from ``:file:``."""
+
+    has_content = True
+    optional_arguments = 1
+    final_argument_whitespace = True
+    # Values are parsed in _spec, where a bad one becomes a warning at its own line.
+    option_spec: ClassVar[dict[str, Callable[[str], object]]] = {
+        name: directives.unchanged for name in OPTIONS
+    }
+
+    def run(self) -> list[nodes.Node]:
+        count = int(self.env.temp_data.get("tlstages_count") or 0) + 1
+        self.env.temp_data["tlstages_count"] = count
+        self._kernel_line: int | None = None
+        self._kernel_path: Path | None = None
+        try:
+            spec = self._spec(count)
+        except OptionError as exc:
+            warn(str(exc), "option", location=(self.env.docname, exc.line or self.lineno))
+            return [error_box(str(exc))]
+        except SourceError as exc:
+            warn(str(exc), "source", location=self._kernel_location(exc.line))
+            return [error_box(str(exc))]
+        directives_of(self.env).setdefault(self.env.docname, []).append(spec)
+        std = self.env.domains.standard_domain
+        if spec.name not in std.labels:  # a duplicate is reported once, with both places
+            std.note_hyperlink_target(spec.name, self.env.docname, spec.node_id, spec.title)
+        placeholder = tl_pipeline_placeholder(name=spec.name, ids=[spec.node_id])
+        self.set_source_info(placeholder)
+        return [placeholder]
+
+    # --- where things are ----------------------------------------------------------
+
+    def _option_line(self, option: str) -> int:
+        for offset, line in enumerate(self.block_text.splitlines()):
+            if line.strip().startswith(f":{option}:"):
+                return int(self.lineno) + offset
+        return int(self.lineno)
+
+    def _content_line(self) -> int:
+        # MyST counts content_offset from the fence, docutils from the document start.
+        if type(self.state).__module__.startswith("myst_parser"):
+            return int(self.lineno + self.content_offset) + 1
+        return int(self.content_offset) + 1
+
+    def _kernel_location(self, line: int | None) -> tuple[str, int] | str:
+        path = str(self._kernel_path) if self._kernel_path else None
+        return kernel_location(self.env.docname, self.lineno, self._kernel_line, path, line)
+
+    # --- reading the options -------------------------------------------------------
+
+    def _option(self, option: str, parser: Callable[[str], _T], default: object,
+                config_name: str = "") -> _T:
+        if option not in self.options:
+            try:
+                return parser(default)  # type: ignore[arg-type]
+            except OptionError as exc:
+                raise OptionError(f"conf.py {config_name}: {exc}") from None
+        try:
+            return parser(self.options[option])
+        except OptionError as exc:
+            raise OptionError(f":{option}: {exc}", self._option_line(option)) from None
+
+    def _kernel(self) -> tuple[str, str]:
+        """(normalised source, the file name it compiles under)."""
+        file = self.options.get("file")
+        if file and self.content:
+            raise OptionError("give the kernel inline or with :file:, not both",
+                              self._option_line("file"))
+        if not file:
+            if not self.content:
+                raise OptionError("no kernel: write it as the directive's content or use :file:")
+            self._kernel_line = self._content_line()
+            return normalise_source("\n".join(self.content)), INLINE_SOURCE_NAME
+        line = self._option_line("file")
+        rel, absolute = self.env.relfn2path(file.strip(), self.env.docname)
+        path = Path(absolute).resolve()
+        roots = [Path(self.env.srcdir).resolve(), *settings(self.config).file_roots]
+        if not any(path.is_relative_to(root) for root in roots):
+            raise OptionError(f":file: {file} is outside the source directory and "
+                              "tlstages_file_roots", line)
+        if not path.is_file():
+            raise OptionError(f":file: {file} is not a file (looked for {rel})", line)
+        self.env.note_dependency(str(path))
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise OptionError(f":file: {file} cannot be read: {exc}", line) from None
+        self._kernel_path = path
+        return normalise_source(text), path.name
+
+    def _spec(self, count: int) -> DirectiveSpec:
+        config = settings(self.config)
+        default_name = f"{self.env.docname.replace('/', '-')}-{count}"
+        name = self._option("name", options.parse_name, default_name)
+        num_stages = self._option("num-stages", options.parse_num_stages,
+                                  config.num_stages, "tlstages_num_stages")
+        targets = self._option("target", parse_targets, config.target,
+                               "tlstages_target")
+        params = self._option("params", options.parse_params, "")
+        show = self._option("show", options.parse_show, config.show, "tlstages_show")
+        diff = self._option("diff", options.parse_diff, config.diff, "tlstages_diff")
+        timeout = self._option("timeout", options.parse_timeout, str(config.timeout),
+                               "tlstages_timeout")
+        expected, pattern = self._option("expect-error", options.parse_expect_error, "") \
+            if "expect-error" in self.options else ((), None)
+        unknown = sorted(set(expected) - set(num_stages))
+        if unknown:
+            raise OptionError(f":expect-error: {' '.join(map(str, unknown))} "
+                              "is not in :num-stages:", self._option_line("expect-error"))
+        source, source_name = self._kernel()
+        sweep = self._option("sweep", options.parse_sweep, "") if "sweep" in self.options \
+            else {}
+        passes = self._option("passes", options.parse_passes, "") \
+            if "passes" in self.options else ()
+        try:
+            factory = kernel_factory(source, source_name, self.options.get("factory"), params,
+                                     sweep)
+            variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
+                              targets, passes)
+        except OptionClash as exc:
+            raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
+        return DirectiveSpec(
+            name=name,
+            docname=self.env.docname,
+            lineno=self.lineno,
+            kernel_line=self._kernel_line,
+            kernel_path=str(self._kernel_path) if self._kernel_path else None,
+            title=self.arguments[0] if self.arguments else f"Kernel {factory.name}",
+            targets=targets,
+            variants=variants,
+            show=show,
+            diff=diff,
+            timeout=timeout,
+            node_id=nodes.make_id(f"tl-{name}"),
+            expect_error=expected,
+            expect_pattern=pattern,
+            asserts=self._asserts(),
+            reference=self._optional("reference", options.parse_expression),
+            flops=self._optional("flops", options.parse_expression),
+            tolerance=self._optional("tolerance", options.parse_tolerance),
+            sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
+            passes=passes,
+            params=canonical_params(params),
+        )
+
+    def _asserts(self) -> tuple[tuple[int, str], ...]:
+        if "assert" not in self.options:
+            return ()
+        first = self._option_line("assert")
+        found = []
+        for offset, line in enumerate(self.options["assert"].splitlines()):
+            if line.strip():
+                try:
+                    found.append((first + offset, options.parse_expression(line)))
+                except OptionError as exc:
+                    raise OptionError(f":assert: {exc}", first + offset) from None
+        return tuple(found)
+
+    def _optional(self, option: str, parser: Callable[[str], _T]) -> _T | None:
+        return self._option(option, parser, None) if option in self.options else None

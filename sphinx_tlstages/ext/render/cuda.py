@@ -1,0 +1,72 @@
+"""The "Generated CUDA" part: collapsible diffs between variants and full listings.
+
+Both are capped at ``tlstages_max_lines`` lines so a page stays small; the rest is one
+click away in the downloadable CUDA files (HTML builders).
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+
+from ...core import diffs
+from ...core.cuda import without_line_directives
+from ...core.result import Result
+from ...core.spec import DirectiveSpec, VariantSpec
+from ..nodes import tl_collapsible
+
+
+def _collapsible(summary_text: str, cls: str, *body: nodes.Node,
+                 variant: str = "") -> tl_collapsible:
+    node = tl_collapsible(summary=summary_text, classes=[cls], variant=variant)
+    for child in body:
+        node += child
+    return node
+
+
+def literal(text: str, language: str) -> nodes.literal_block:
+    return nodes.literal_block(text, text, language=language)
+
+
+def _capped(text: str, max_lines: int) -> tuple[str, int]:
+    lines = text.splitlines()
+    return "\n".join(lines[:max_lines]), max(0, len(lines) - max_lines)
+
+
+def _hidden_note(hidden: int, what: str) -> nodes.paragraph:
+    return nodes.paragraph(text=f"{hidden} more lines of this {what} are not shown; the "
+                                "downloadable CUDA files have everything.", classes=["tl-note"])
+
+
+def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_lines: int,
+              downloads: dict[str, str] | None) -> list[nodes.Node]:
+    """Diffs (per ``:diff:``) and full listings (when ``cuda`` is shown)."""
+    ok = {v.label: r for v, r in rows if r.get("ok")}
+    headings = {v.label: v.heading for v, _ in rows}
+    result: list[nodes.Node] = []
+    chosen = diffs.pairs([(v.label, v.axes or (("num_stages", str(v.num_stages)),))
+                          for v, r in rows if r.get("ok")], spec.diff) \
+        if "diff" in spec.show else []
+    for old, new, title in chosen:
+        d = diffs.diff(old, ok[old]["cuda"], new, ok[new]["cuda"], max_lines)
+        body: list[nodes.Node] = [literal(d.text, "diff")]
+        if d.hidden_lines:
+            body.append(_hidden_note(d.hidden_lines, "diff"))
+        result.append(_collapsible(f"{title}: {d.counts}", "tl-diff-item", *body))
+    if "cuda" in spec.show:
+        for label, res in ok.items():
+            body = []
+            if downloads and label in downloads:
+                link = nodes.reference("", f"download {spec.name}-{label}.cu",
+                                       refuri=downloads[label], classes=["tl-download"])
+                body.append(nodes.paragraph("", "", link, nodes.Text(
+                    " (with the #line directives that map it to the kernel)")))
+            text, hidden = _capped(without_line_directives(res["cuda"]), max_lines)
+            # Plain text: highlighted, four full listings made a page of half a megabyte
+            # (4x its size) and most of a warm build's time; the diffs stay highlighted.
+            body.append(literal(text, "text"))
+            if hidden:
+                body.append(_hidden_note(hidden, "listing"))
+            result.append(_collapsible(f"{headings[label]}: full CUDA, "
+                                       f"{res['cuda_lines']} lines", "tl-cuda-item", *body,
+                                       variant=label))
+    return result

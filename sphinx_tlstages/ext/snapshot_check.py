@@ -1,0 +1,139 @@
+"""Checking each directive against its golden snapshot, after the batch has lowered.
+
+A drift is an error at the directive's line, with what changed in words and the command
+that accepts it; the build exits non-zero at the end (``build-finished``) without ``-W``.
+Every directive is checked, so one build reports every drift, not only the first.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..core import snapshots
+from ..core.result import Result, depends_on_machine
+from .config import settings
+from .messages import error, info, warn
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+    from ..core.spec import DirectiveSpec
+    from .state import BuildState, Outcome
+
+def _accept_hint(app: Sphinx) -> str:
+    srcdir = str(app.srcdir)
+    try:
+        relative = os.path.relpath(srcdir)
+        srcdir = srcdir if relative.startswith("..") else relative
+    except ValueError:  # another drive on Windows
+        pass
+    return f"tlstages snapshots accept {srcdir}"
+
+
+def _results(spec: DirectiveSpec, state: BuildState) -> dict[str, Result]:
+    return {v.id: state.result(v) for v in spec.variants}
+
+
+def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Compare, record or update every directive's snapshot, per the mode."""
+    config = settings(app)
+    outcome, mode, strict, folder = state.outcome, config.snapshot_mode, config.strict, \
+        config.snapshot_dir
+    if mode == "off":
+        return
+    writes = mode == "update" or (mode == "auto" and not strict)
+    hint = _accept_hint(app)
+    for spec in specs:
+        location = (spec.docname, spec.lineno)
+        golden = snapshots.golden_path(folder, spec.name)
+        pending = snapshots.pending_path(folder, spec.name)
+        results = _results(spec, state)
+        new = snapshots.build(spec, results, state.version)
+        if new is None or any(r.get("from_snapshot") for r in results.values()):
+            if strict:
+                _fail(outcome, f"{spec.name}: not verified against its snapshot: TileLang "
+                               "could not lower every variant here", location)
+            continue
+        try:
+            old = snapshots.load(golden)
+        except ValueError as exc:
+            _fail(outcome, f"{spec.name}: {exc}", location)
+            continue
+        if old is None:
+            if writes:
+                snapshots.write(golden, new)
+                outcome.recorded += 1
+                info(f"tl-pipeline: recorded snapshot {golden}")
+            else:
+                _fail(outcome, f"{spec.name}: no snapshot at {golden}; record it with "
+                               f"TLSTAGES_SNAPSHOTS=update", location)
+            continue
+        version, changes = snapshots.compare(old, new)
+        if version is None and not changes:
+            pending.unlink(missing_ok=True)
+            continue
+        if mode == "update":
+            snapshots.write(golden, new)
+            pending.unlink(missing_ok=True)
+            outcome.updated += 1
+            info(f"tl-pipeline: updated snapshot {golden}")
+            continue
+        if not strict:
+            snapshots.write(pending, new)
+        lines = [f"{spec.name}: the lowering no longer matches {golden}"]
+        if version:
+            lines.append(f"  {version} (the snapshot was recorded with another TileLang)")
+        for stages, change in changes:
+            lines.append(f"  {snapshots.describe(stages)}: {change}" if stages
+                         else f"  {change}")
+        lines.append(f"  accept it with: {hint}" if not strict else
+                     "  accept it where the docs are written: "
+                     f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
+        _fail(outcome, "\n".join(lines), location)
+    _report_unused(folder, {spec.name for spec in specs}, mode)
+
+
+def _report_unused(folder: Path, used: set[str], mode: str) -> None:
+    # The environment holds every document's directives even when sphinx-build was given
+    # a list of files (unchanged documents come from the pickle), so this never misreports.
+    for name, path, pending in snapshots.stored(folder):
+        if name in used:
+            continue
+        if mode == "update":
+            path.unlink()
+            info(f"tl-pipeline: removed unused snapshot {path}")
+        elif not pending:
+            warn(f"snapshot {path} belongs to no tl-pipeline directive; "
+                 "TLSTAGES_SNAPSHOTS=update removes it", "snapshot")
+
+
+def _fail(outcome: Outcome, message: str, location: tuple[str, int]) -> None:
+    outcome.failures += 1
+    error(message, "snapshot", location=location)
+
+
+def fill_from_snapshots(folder: Path, specs: list[DirectiveSpec], state: BuildState) -> int:
+    """Where nothing could be lowered, render from the committed snapshots; returns how
+    many variants were filled."""
+    filled = 0
+    for spec in specs:
+        try:
+            old = snapshots.load(snapshots.golden_path(folder, spec.name))
+        except ValueError:
+            continue
+        if old is None:
+            continue
+        for variant in spec.variants:
+            key = variant.key(state.stamp)
+            current = state.results.get(key)
+            stored = old["variants"].get(variant.id)
+            if stored is None or (current and current.get("ok")) or (
+                    current and not depends_on_machine(current)):
+                continue
+            result = snapshots.as_result(stored, variant.num_stages)
+            if result is not None:
+                state.results[key] = result
+                filled += 1
+    return filled

@@ -1,0 +1,45 @@
+"""Compiling a variant for a real GPU, for ``tlstages bench`` (never for the docs).
+
+Needs nvcc and a GPU. It lives on the worker side because it imports TileLang; the
+``tlstages bench`` command calls it in its own process.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+import tilelang
+
+from .kernel_module import load, prim_func
+
+
+def _build(payload: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    namespace = load(str(payload["source"]), str(payload["source_name"]))
+    kwargs = {key: ast.literal_eval(value) for key, value in payload["params"]}
+    kwargs["num_stages"] = int(payload["num_stages"])
+    return prim_func(namespace[str(payload["factory"])], kwargs)
+
+
+def tensor_params(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The kernel's tensor parameters (name, shape, dtype) in call order."""
+    func, _ = _build(payload)
+    return _tensors(func)
+
+
+def _tensors(func: Any) -> list[dict[str, Any]]:
+    found = []
+    for param in func.params:
+        buffer = func.buffer_map[param]
+        found.append({"name": str(buffer.name), "dtype": str(buffer.dtype),
+                      "shape": [int(extent) for extent in buffer.shape]})
+    return found
+
+
+def compile_variant(payload: dict[str, Any],
+                    target: dict[str, str]) -> tuple[Any, list[dict[str, Any]]]:
+    """Compile one variant for a real GPU; returns the kernel and its tensor parameters.
+    Needs nvcc and a GPU; the docs never call this."""
+    func, pass_configs = _build(payload)
+    kernel = tilelang.compile(func, target=target, pass_configs=pass_configs)
+    return kernel, _tensors(func)

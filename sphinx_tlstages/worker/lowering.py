@@ -1,0 +1,103 @@
+"""Lowering one variant with TileLang and reading its facts off the IR.
+
+It runs in worker processes, never in Sphinx's, and returns plain data (a
+:class:`~sphinx_tlstages.core.result.Result`, assembled by :mod:`..core.facts`).
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+import traceback
+from typing import Any
+
+import tilelang
+from tilelang import tvm
+
+from ..core import cuda as cuda_text
+from ..core import facts
+from ..core.errors import SourceError
+from ..core.passes import PassLog
+from ..core.result import Result, failure
+from . import ir_facts
+from .kernel_module import load, prim_func
+
+
+def _script(mod: Any) -> str:
+    try:
+        return str(mod.script())
+    except Exception as exc:  # a pass may leave IR the printer cannot print
+        return f"# the IR could not be printed: {type(exc).__name__}"
+
+
+def _recorder(after: dict[str, Any], log: PassLog) -> Any:
+    """A pass instrument keeping the module after the first run of each watched pass,
+    and telling ``log`` what every run changed (printing the IR only when its structural
+    hash moved: printing every module would double the lowering time)."""
+    last: list[int] = []
+
+    @tvm.instrument.pass_instrument
+    class Recorder:
+        def run_before_pass(self, mod: Any, info: Any) -> None:
+            if not last:
+                last.append(tvm.ir.structural_hash(mod))
+                log.start(_script(mod))
+
+        def run_after_pass(self, mod: Any, info: Any) -> None:
+            digest = tvm.ir.structural_hash(mod)
+            log.after(str(info.name), digest != last[0], lambda: _script(mod))
+            last[0] = digest
+            if info.name in ir_facts.WATCHED and info.name not in after:
+                after[str(info.name)] = mod
+
+    return Recorder()
+
+
+def _kernel_line(exc: BaseException, source_name: str) -> int | None:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if f.filename.rsplit("/", 1)[-1] == source_name]
+    return frames[-1].lineno if frames else None
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc).strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    # TVM errors carry their C++ backtrace first and the message last.
+    tail = "\n".join(lines[-3:]) if len(lines) > 3 else text
+    return f"{type(exc).__name__}: {tail}" if tail else type(exc).__name__
+
+
+
+def lower_variant(payload: dict[str, Any]) -> Result:
+    """Lower one variant (see :meth:`VariantSpec.payload`) and return its result."""
+    source, name = str(payload["source"]), str(payload["source_name"])
+    started = time.perf_counter()
+    try:
+        namespace = load(source, name)
+        kwargs = {key: ast.literal_eval(value) for key, value in payload["params"]}
+        kwargs["num_stages"] = int(payload["num_stages"])
+        func, pass_configs = prim_func(namespace[str(payload["factory"])], kwargs)
+        from tilelang.transform import PassConfigKey
+
+        config: dict[str, Any] = {}
+        line_key = getattr(PassConfigKey, "TL_EMIT_LINE_DIRECTIVES", None)
+        if line_key is not None:
+            config[line_key] = True
+        config.update(pass_configs)  # the kernel's own configs, as its author compiles it
+        after: dict[str, Any] = {}
+        log = PassLog(payload.get("ir_passes") or ())
+        target = tvm.target.Target(payload["target"])
+        with tilelang.transform.PassContext(opt_level=3, config=config,
+                                            instruments=[_recorder(after, log)]), target:
+            artifact = tilelang.lower(func, target=target, enable_device_compile=False)
+        source_cuda = str(artifact.kernel_source or "")
+        if not source_cuda.strip():
+            raise RuntimeError("TileLang produced no CUDA source")
+    except Exception as exc:
+        line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
+        return failure("exception", _message(exc), line,
+                             seconds=time.perf_counter() - started)
+    ir = {**ir_facts.read(after), "passes": log.records, "pass_diffs": log.diffs}
+    cuda = cuda_text.normalise(source_cuda, name)
+    return facts.success(ir, cuda, source, str(payload["factory"]), int(payload["num_stages"]),
+                         seconds=time.perf_counter() - started)
