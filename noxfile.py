@@ -70,9 +70,12 @@ def docs_live(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the package, the tests and this file."""
-    session.install("ruff")
-    session.run("ruff", "check", "sphinx_tlstages", "tests", "noxfile.py")
+    """ruff over the package, the tests and the benchmarks; the import contracts of
+    pyproject.toml (the layering of core, worker, runner, ext and cli)."""
+    session.install("ruff", "import-linter>=2.1")
+    session.run("ruff", "check", "sphinx_tlstages", "tests", "benchmarks", "noxfile.py")
+    # The package from this checkout, without installing it (or TileLang) for this.
+    session.run("lint-imports", env={"PYTHONPATH": str(Path.cwd())})
 
 
 @nox.session(python=PYTHON)

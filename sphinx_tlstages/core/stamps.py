@@ -21,26 +21,26 @@ PACKAGE = "sphinx_tlstages"
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
-def _module_file(module: str) -> Path | None:
+def _module_file(module: str, package_dir: Path) -> Path | None:
     parts = module.split(".")
     if parts[0] != PACKAGE:
         return None
-    base = PACKAGE_DIR.joinpath(*parts[1:])
+    base = package_dir.joinpath(*parts[1:])
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
             return candidate
     return None
 
 
-def _module_name(path: Path) -> str:
-    relative = path.relative_to(PACKAGE_DIR).with_suffix("")
+def _module_name(path: Path, package_dir: Path) -> str:
+    relative = path.relative_to(package_dir).with_suffix("")
     parts = [PACKAGE, *relative.parts]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(path: Path) -> set[str]:
+def _imports(path: Path, package_dir: Path) -> set[str]:
     """Package modules ``path`` imports (at any depth of its code), as dotted names."""
-    name = _module_name(path)
+    name = _module_name(path, package_dir)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -58,12 +58,12 @@ def _imports(path: Path) -> set[str]:
     return {module for module in found if module.split(".")[0] == PACKAGE}
 
 
-def module_closure(roots: Iterable[str]) -> list[Path]:
+def module_closure(roots: Iterable[str], package_dir: Path = PACKAGE_DIR) -> list[Path]:
     """The files of ``roots`` (dotted module or package names; a package means all its
     modules) and of every package module they import, transitively, sorted."""
     todo: list[Path] = []
     for root in roots:
-        path = _module_file(root)
+        path = _module_file(root, package_dir)
         if path is None:
             raise ValueError(f"no module {root}")
         todo.extend(sorted(path.parent.glob("*.py")) if path.name == "__init__.py" else [path])
@@ -73,27 +73,31 @@ def module_closure(roots: Iterable[str]) -> list[Path]:
         if path in seen:
             continue
         seen.add(path)
-        for module in _imports(path):
-            found = _module_file(module)
+        for module in _imports(path, package_dir):
+            found = _module_file(module, package_dir)
             if found is not None and found not in seen:
                 todo.append(found)
     return sorted(seen)
 
 
-def code_digest(roots: Iterable[str]) -> str:
+def code_digest(roots: Iterable[str], package_dir: Path = PACKAGE_DIR) -> str:
     """SHA-256 (16 hex digits) over the files of :func:`module_closure`, with their names."""
     digest = hashlib.sha256()
-    for path in module_closure(roots):
-        digest.update(path.relative_to(PACKAGE_DIR).as_posix().encode())
+    for path in module_closure(roots, package_dir):
+        digest.update(path.relative_to(package_dir).as_posix().encode())
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+# The worker's entry point and what it runs; not the GPU compile of `tlstages bench`.
+LOWERING_ROOTS = (f"{PACKAGE}.worker.__main__", f"{PACKAGE}.worker.lowering")
 
 
 @functools.cache
 def lowering_stamp() -> str:
     """The code a worker runs: an edited fact reader must not reuse results its old
     version computed (the schema number alone is bumped by hand, and forgotten)."""
-    return code_digest([f"{PACKAGE}.worker"])
+    return code_digest(LOWERING_ROOTS)
 
 
 @functools.cache

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from .render import Context
 
 STATIC = Path(__file__).parent / "static"
+# The code a cached HTML fragment is written by (with every package module it imports).
+RENDER_ROOTS = ("sphinx_tlstages.ext.render", "sphinx_tlstages.ext.html")
 DOWNLOAD_DIR = "_tlstages"
 
 
@@ -156,7 +158,7 @@ def _renderer_stamp() -> str:
     """The rendering code and every package module it uses (the core's included): an
     edited renderer must not reuse old fragments (its version string alone would not
     change during development)."""
-    return code_digest(["sphinx_tlstages.ext.render", "sphinx_tlstages.ext.html"])
+    return code_digest(RENDER_ROOTS)
 
 
 # HTML settings that change how the parts are written; the rest of conf.py cannot.

@@ -8,6 +8,8 @@ from typing import TypeAlias
 
 from docutils import nodes
 
+from ...core.spec import DirectiveSpec
+
 Cell: TypeAlias = "str | nodes.Node | Sequence[nodes.Node]"
 
 
@@ -55,3 +57,17 @@ def table(headers: Sequence[Cell], rows: Sequence[Sequence[Cell | Span]], classe
     group += body
     return nodes.container("", nodes.table("", group, classes=classes),
                            classes=["tl-table-scroll"])
+
+
+def number(value: int) -> str:
+    """``1,024``."""
+    return f"{value:,}"
+
+
+def doc_line(spec: DirectiveSpec, line: int | None) -> str:
+    """Where kernel line ``line`` stands: a document line, or ``file.py:N``."""
+    if line is None:
+        return ""
+    if spec.kernel_line is None:
+        return f"{spec.variants[0].source_name}:{line}"
+    return str(spec.kernel_line + line - 1)

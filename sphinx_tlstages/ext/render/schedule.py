@@ -1,0 +1,66 @@
+"""The "Pipeline schedule" part: each statement's stage and order, or its warp group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docutils import nodes
+
+from ...core.result import Result
+from ...core.spec import DirectiveSpec, VariantSpec
+from .tables import Cell, Span, code, doc_line, table
+
+
+def _stage_cell(loop: dict[str, Any], i: int) -> str:
+    order = loop["order"][i] if i < len(loop["order"]) else "?"
+    return f"stage {loop['stage'][i]}, order {order}"
+
+
+def _schedule_rows(rows: list[tuple[VariantSpec, Result]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per statement, per variant: stage and order, or the warp group that runs it.
+
+    Rows are keyed by the statement's source text; statements the compiler inserted are
+    keyed by their operation and warp group, since their IR text differs per variant.
+    """
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    for variant, result in rows:
+        if not result.get("ok"):
+            continue
+        for loop in result["pipeline"]:
+            for i, stmt in enumerate(loop["statements"]):
+                row = found.setdefault(("", stmt["text"]), {"line": stmt["line"]})
+                row[variant.label] = _stage_cell(loop, i)
+        for role in (result.get("warp_specialized") or {}).get("roles", []):
+            key = (role["role"], role["op"]) if role["inserted"] else ("", role["text"])
+            row = found.setdefault(key, {"line": role["line"]})
+            row[variant.label] = role["role"]
+    return found
+
+
+def _ring(ws: dict[str, Any]) -> str:
+    return "; ".join(f"{b['name']} {tuple(b['shape'])}, arrivals "
+                     + " ".join(str(c) for c in b["init"]) for b in ws["barriers"]) or "none"
+
+
+def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
+    ok = [(v, r) for v, r in rows if r.get("ok")]
+    headers: list[Cell] = ["statement", "line", *(v.heading for v, _ in ok)]
+    body: list[list[Cell | Span]] = []
+    for (role, text), row in _schedule_rows(rows).items():
+        label: Cell = code(text)
+        if role:
+            label = [nodes.emphasis(text="inserted "), code(f"T.{text}"),
+                     nodes.emphasis(text=f" ({role})")]
+        missing = "not pipelined" if not role else "—"
+        body.append([label, doc_line(spec, row["line"]),
+                     *(row.get(v.label, missing) for v, _ in ok)])
+    warp = [r.get("warp_specialized") for _, r in ok]
+    if any(warp):
+        body.append([nodes.emphasis(text="producer + consumer threads"), "",
+                     *(f"{w['producer_threads']} + {w['consumer_threads']}" if w else "—"
+                       for w in warp)])
+        body.append([nodes.emphasis(text="barrier ring"), "",
+                     *(_ring(w) if w else "—" for w in warp)])
+    if not body:
+        return nodes.paragraph(text="No variant has a pipelined loop.")
+    return table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)])
