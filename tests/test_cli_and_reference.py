@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sphinx_tlstages.core.errors import SUBTYPES
 from sphinx_tlstages.ext.config import CONFIG_VALUES, ENVIRONMENT_VARIABLES
 from sphinx_tlstages.ext.directive import OPTIONS
-from sphinx_tlstages.core.errors import SUBTYPES
 
 from .kernels import GEMM
 

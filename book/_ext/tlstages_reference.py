@@ -14,9 +14,9 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from sphinx_tlstages.cli import build_parser
+from sphinx_tlstages.core.errors import SUBTYPES, WARNING_TYPE
 from sphinx_tlstages.ext.config import CONFIG_VALUES, ENVIRONMENT_VARIABLES
 from sphinx_tlstages.ext.directive import OPTIONS
-from sphinx_tlstages.core.errors import SUBTYPES, WARNING_TYPE
 
 
 def _table(headers: list[str], rows: list[list[str]], parse: object) -> nodes.table:
