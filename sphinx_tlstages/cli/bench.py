@@ -23,6 +23,7 @@ from typing import Any
 
 from ..core.bench_data import BENCH_SCHEMA, benched, fingerprint, gpu_slug, validate
 from ..core.files import write_atomic
+from ..core.options import literal_value
 from ..core.spec import DirectiveSpec, VariantSpec
 from ..ext.project import conf_values, read_directives
 
@@ -116,7 +117,7 @@ def gpu_info() -> dict[str, str]:
 def _flops(spec: DirectiveSpec, variant: VariantSpec) -> float | None:
     if not spec.flops:
         return None
-    params = {k: ast.literal_eval(v) for k, v in variant.params}
+    params = {k: literal_value(v) for k, v in variant.params}
     return float(evaluate(spec.flops, {**params, "num_stages": variant.num_stages}))
 
 

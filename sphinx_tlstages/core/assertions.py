@@ -8,9 +8,10 @@ build, as a snapshot drift does. The names an expression can use are listed in
 
 from __future__ import annotations
 
-import ast
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
+
+from .options import literal_value
 
 if TYPE_CHECKING:
     from .result import Result
@@ -31,7 +32,7 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
     ws = result.get("warp_specialized")
     return {
         "num_stages": variant.num_stages,
-        "params": {k: ast.literal_eval(v) for k, v in variant.params},
+        "params": {k: literal_value(v) for k, v in variant.params},
         "target": variant.target.label,
         "passes": {f"{p['name']}#{p['run']}": p["added"] + p["removed"]
                    for p in result.get("passes", [])},

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 from .errors import OptionError
 
@@ -17,6 +18,49 @@ DIFF_MODES = ("consecutive", "baseline", "none")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _PARAM_START = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
+
+
+@dataclass(frozen=True)
+class DType:
+    """A TileLang dtype written as TileLang's examples pass it, ``T.bfloat16``; its repr
+    is that spelling, which is what keys and snapshots record."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return f"T.{self.name}"
+
+
+# The modules a dtype is spelled through, and the names that are dtypes.
+_DTYPE_MODULES = ("T", "tl", "language", "tilelang.language")
+_DTYPE_NAME = re.compile(r"(bool|(u?int|float|bfloat)\d+(_[A-Za-z0-9]+)*|float[468]_[A-Za-z0-9_]+)")
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _value(node: ast.expr, dtype: Callable[[str], object]) -> object:
+    dotted = _dotted(node) if isinstance(node, ast.Attribute) else None
+    if dotted is not None:
+        module, _, name = dotted.rpartition(".")
+        if module in _DTYPE_MODULES and _DTYPE_NAME.fullmatch(name):
+            return dtype(name)
+        raise ValueError(dotted)
+    return ast.literal_eval(node)
+
+
+def literal_value(text: str, dtype: Callable[[str], object] = DType) -> object:
+    """One value as written in ``:params:`` or a key's record: a Python literal, or a
+    TileLang dtype (``T.float16``), which becomes ``dtype(name)``."""
+    return _value(ast.parse(text.strip(), mode="eval").body, dtype)
 
 
 def parse_num_stages(value: str | Iterable[int]) -> tuple[int, ...]:
@@ -64,11 +108,11 @@ def parse_params(value: str) -> dict[str, object]:
         if not literal:
             raise OptionError(f"{key} has no value")
         try:
-            params[key] = ast.literal_eval(literal)
-        except (ValueError, SyntaxError):
+            params[key] = literal_value(literal)
+        except (ValueError, SyntaxError, TypeError):
             raise OptionError(
-                f"the value of {key}, {literal!r}, is not a Python literal"
-                " (quote strings: dtype=\"float16\")"
+                f"the value of {key}, {literal!r}, is neither a Python literal nor a "
+                "TileLang dtype (quote strings: dtype=\"float16\"; or dtype=T.float16)"
             ) from None
     return params
 
@@ -153,10 +197,12 @@ def parse_sweep(value: str) -> dict[str, list[object]]:
         if key == "num_stages":
             raise OptionError("num_stages is swept by :num-stages:")
         try:
-            values = ast.literal_eval(f"[{literal}]")
-        except (ValueError, SyntaxError):
+            tree = ast.parse(f"[{literal}]", mode="eval").body
+            assert isinstance(tree, ast.List)
+            values = [_value(node, DType) for node in tree.elts]
+        except (ValueError, SyntaxError, TypeError, AssertionError):
             raise OptionError(f"the values of {key}, {literal!r}, are not Python literals "
-                              "separated by commas") from None
+                              "or TileLang dtypes separated by commas") from None
         if not values:
             raise OptionError(f"{key} has no value")
         if len({repr(v) for v in values}) != len(values):

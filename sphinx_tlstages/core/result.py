@@ -50,6 +50,9 @@ class Result(TypedDict, total=False):
     passes: list[dict[str, Any]]
     pass_diffs: dict[str, Any]
     from_snapshot: bool
+    # Files the kernel imported from its own folders: {"path" (absolute), "sha256"};
+    # a cached result is reused only while each is unchanged. Never in snapshots.
+    imports: list[dict[str, str]]
 
 
 def failure(kind: FailureKind, message: str, line: int | None,

@@ -22,7 +22,7 @@ PENDING = ".pending.json"
 MAX_SNAPSHOT_BYTES = 64 << 20
 # The per-pass record is shown on the page but not kept: it is large and the CUDA and
 # the facts already show when a pass changes what it does.
-_NOT_FACTS = ("seconds", "schema", "ok", "from_snapshot", "passes", "pass_diffs")
+_NOT_FACTS = ("seconds", "schema", "ok", "from_snapshot", "passes", "pass_diffs", "imports")
 
 
 def golden_path(folder: Path, name: str) -> Path:

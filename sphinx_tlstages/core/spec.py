@@ -20,6 +20,24 @@ from .targets import Target
 
 
 @dataclass(frozen=True)
+class KernelOrigin:
+    """Where a kernel's text lives, so that it imports what its module would import.
+
+    ``folders`` (absolute) go first on the worker's import path: a ``:file:`` kernel's own
+    folder, then ``tlstages_python_path``. ``where`` is the same, relative to ``conf.py``'s
+    folder: what a key may depend on without depending on the machine.
+    """
+
+    file: str | None = None  # absolute path of a :file: kernel
+    folders: tuple[str, ...] = ()
+    where: tuple[str, ...] = ()
+
+    @property
+    def payload(self) -> dict[str, object]:
+        return {"file": self.file, "folders": list(self.folders)}
+
+
+@dataclass(frozen=True)
 class VariantSpec:
     """The inputs of one lowering, as plain data."""
 
@@ -34,6 +52,7 @@ class VariantSpec:
     axes: tuple[tuple[str, str], ...] = field(default=(), compare=False)
     # IR before/after these pass runs is recorded (``:passes:``); part of the key.
     ir_passes: tuple[str, ...] = ()
+    origin: KernelOrigin = KernelOrigin()
 
     def payload(self) -> dict[str, object]:
         """The JSON a worker receives."""
@@ -45,6 +64,7 @@ class VariantSpec:
             "num_stages": self.num_stages,
             "target": self.target.as_dict,
             "ir_passes": list(self.ir_passes),
+            "origin": self.origin.payload,
         }
 
     # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
@@ -53,6 +73,11 @@ class VariantSpec:
         """Content address of the result: inputs, TileLang stamp and result schema."""
         payload = self.payload()
         payload["params"] = sorted(list(p) for p in self.params)  # keyword order is noise
+        # Absolute folders differ by machine; where they are relative to conf.py does not.
+        # What the kernel imported from them is checked on lookup (see ext/cache.py).
+        del payload["origin"]
+        if self.origin.where:
+            payload["where"] = list(self.origin.where)
         blob = json.dumps(
             {"schema": RESULT_SCHEMA, "tilelang": stamp, "lowering": lowering_stamp(),
              **payload},

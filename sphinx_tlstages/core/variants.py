@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from .errors import OptionError, SourceError
 from .kernel_source import Factory, check_params, choose_factory, find_factories, parse_kernel
-from .spec import VariantSpec, canonical_params
+from .spec import KernelOrigin, VariantSpec, canonical_params
 from .targets import Target
 
 # More would make tables nobody can read and builds nobody waits for.
@@ -41,8 +41,8 @@ def kernel_factory(source: str, source_name: str, requested: str | None,
 
 def matrix(source: str, source_name: str, factory: str, params: Mapping[str, object],
            sweep: Mapping[str, Sequence[object]], num_stages: Sequence[int],
-           targets: Sequence[Target], passes: tuple[str, ...] = ()
-           ) -> tuple[VariantSpec, ...]:
+           targets: Sequence[Target], passes: tuple[str, ...] = (),
+           origin: KernelOrigin | None = None) -> tuple[VariantSpec, ...]:
     """Every combination of target, swept values and num_stages, num_stages varying
     fastest, so neighbouring columns differ in num_stages alone."""
     combos = 1
@@ -63,7 +63,7 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
         axes.append(("num_stages", str(stages)))
         variants.append(VariantSpec(
             source, source_name, factory, canonical_params({**params, **chosen}), stages,
-            target, axes=tuple(axes), ir_passes=passes))
+            target, axes=tuple(axes), ir_passes=passes, origin=origin or KernelOrigin()))
     return tuple(variants)
 
 

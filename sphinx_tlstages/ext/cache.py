@@ -2,7 +2,8 @@
 
 Entries are written atomically, so several builds (and ``-j`` workers) may share one
 folder; an entry that cannot be read or is not a valid result is a miss and is
-rewritten. Timeouts and crashes are never stored: they depend on the machine, not on
+rewritten; so is one whose kernel imported a helper module that has changed since.
+Timeouts and crashes are never stored: they depend on the machine, not on
 the inputs.
 """
 
@@ -17,6 +18,18 @@ from ..core.files import write_atomic
 from ..core.result import Result, depends_on_machine, validate
 
 MAX_ENTRY_BYTES = 32 << 20
+
+
+def _imports_unchanged(result: Result) -> bool:
+    """Whether every helper the kernel imported from its folders is as it was: the key
+    cannot know them before lowering, so they are checked on every lookup."""
+    for entry in result.get("imports", []):
+        try:
+            if hashlib.sha256(Path(entry["path"]).read_bytes()).hexdigest() != entry["sha256"]:
+                return False
+        except OSError:
+            return False
+    return True
 
 
 class Cache:
@@ -40,8 +53,9 @@ class Cache:
             result = validate(json.loads(raw.decode("utf-8")))
         except (OSError, ValueError, UnicodeDecodeError):
             return None
-        if result is not None:
-            self.digests[key] = hashlib.sha256(raw).hexdigest()
+        if result is None or not _imports_unchanged(result):
+            return None
+        self.digests[key] = hashlib.sha256(raw).hexdigest()
         return result
 
     def fragment(self, key: str) -> str | None:

@@ -48,6 +48,13 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "(relative to the configuration directory, or absolute).",
     ),
     ConfigValue(
+        "tlstages_python_path", [], "env", (list, tuple),
+        "Folders (relative to the configuration directory, or absolute) put first on the "
+        "import path while a kernel runs, after a ``:file:`` kernel's own folder: where "
+        "inline kernels find helper modules (``from tile_helpers import ...``). What a "
+        "kernel imports from these folders is part of what its cached result depends on.",
+    ),
+    ConfigValue(
         "tlstages_show", list(SHOW_PARTS), "env", (list, tuple, str),
         "Parts shown when a directive gives no ``:show:``.",
     ),
@@ -134,9 +141,11 @@ class Settings:
     """The configuration as the rest of the extension reads it: validated once, with the
     environment overrides applied and every folder absolute."""
 
+    confdir: Path
     num_stages: str | list[int] | tuple[int, ...]
     target: str
     file_roots: tuple[Path, ...]
+    python_path: tuple[Path, ...]
     show: str | list[str] | tuple[str, ...]
     diff: str
     max_lines: int
@@ -191,9 +200,11 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
     cache = os.environ.get("TLSTAGES_CACHE_DIR") or config.tlstages_cache_dir
     mode = os.environ.get("TLSTAGES_SNAPSHOTS") or config.tlstages_snapshots
     return Settings(
+        confdir=confdir.resolve(),
         num_stages=config.tlstages_num_stages,
         target=config.tlstages_target,
         file_roots=roots,
+        python_path=tuple(Path(confdir, p).resolve() for p in config.tlstages_python_path),
         show=config.tlstages_show,
         diff=config.tlstages_diff,
         max_lines=int(config.tlstages_max_lines),

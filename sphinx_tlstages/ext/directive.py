@@ -7,6 +7,7 @@ placeholder that :mod:`.render` fills once the whole project has been lowered.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar, TypeVar
@@ -18,7 +19,7 @@ from sphinx.util.docutils import SphinxDirective
 from ..core import options
 from ..core.errors import OptionError, SourceError
 from ..core.kernel_source import normalise_source
-from ..core.spec import DirectiveSpec, canonical_params, kernel_location
+from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
 from ..core.targets import parse_targets
 from ..core.variants import OptionClash, kernel_factory, matrix
 from .collector import directives as directives_of
@@ -192,11 +193,12 @@ class TlPipelineDirective(SphinxDirective):
             else {}
         passes = self._option("passes", options.parse_passes, "") \
             if "passes" in self.options else ()
+        origin = self._origin()
         try:
             factory = kernel_factory(source, source_name, self.options.get("factory"), params,
                                      sweep)
             variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
-                              targets, passes)
+                              targets, passes, origin)
         except OptionClash as exc:
             raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
         return DirectiveSpec(
@@ -222,6 +224,17 @@ class TlPipelineDirective(SphinxDirective):
             passes=passes,
             params=canonical_params(params),
         )
+
+    def _origin(self) -> KernelOrigin:
+        """The kernel's folders for imports: a :file: kernel's own, then
+        ``tlstages_python_path``; keyed by where they are relative to conf.py."""
+        folders = [self._kernel_path.parent] if self._kernel_path else []
+        config = settings(self.config)
+        folders += config.python_path
+        where = tuple(os.path.relpath(folder, config.confdir).replace(os.sep, "/")
+                      for folder in folders)
+        return KernelOrigin(str(self._kernel_path) if self._kernel_path else None,
+                            tuple(map(str, folders)), where)
 
     def _asserts(self) -> tuple[tuple[int, str], ...]:
         if "assert" not in self.options:

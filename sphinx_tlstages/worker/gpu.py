@@ -6,19 +6,17 @@ Needs nvcc and a GPU. It lives on the worker side because it imports TileLang; t
 
 from __future__ import annotations
 
-import ast
 from typing import Any
 
 import tilelang
 
-from .kernel_module import load, prim_func
+from .kernel_module import factory_arguments, kernel_module, prim_func
 
 
 def _build(payload: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    namespace = load(str(payload["source"]), str(payload["source_name"]))
-    kwargs = {key: ast.literal_eval(value) for key, value in payload["params"]}
-    kwargs["num_stages"] = int(payload["num_stages"])
-    return prim_func(namespace[str(payload["factory"])], kwargs)
+    with kernel_module(str(payload["source"]), str(payload["source_name"]),
+                       payload.get("origin")) as module:
+        return prim_func(module.namespace[str(payload["factory"])], factory_arguments(payload))
 
 
 def tensor_params(payload: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,12 +1,32 @@
 """Turning kernel text into the factory that builds the kernel, inside a worker.
 
-TileLang's builder reads the kernel back through ``inspect``/``linecache``, so the text
-is registered there under the name it compiles as.
+The text runs as its own module would when imported: compiled with no compiler flags of
+ours (``dont_inherit``: this module's ``from __future__ import annotations`` would turn
+the kernel's annotations into strings, and TileLang resolves names such as ``q_shape``
+in ``Q: T.Tensor(q_shape, dtype)`` from them), with ``__name__`` and ``__file__`` set,
+registered in ``sys.modules`` while it runs, and its folder (and ``tlstages_python_path``)
+first on the import path, so ``from quantize import ...`` finds the helper beside it.
+
+One worker lowers many variants, so a kernel's helpers must not leak into the next
+kernel: modules imported from the kernel's folders are recorded (path and SHA-256, which
+the cache checks on lookup) and dropped from ``sys.modules`` when the variant is done, and
+a module of the same name that was loaded before is hidden meanwhile and put back after.
+TileLang's builder reads the kernel back through ``inspect``/``linecache``, so the text is
+registered there under the name it compiles as.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import importlib
 import linecache
+import os
+import sys
+import types
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import tilelang
@@ -14,18 +34,77 @@ import tilelang.language as T
 from tilelang import tvm
 
 from ..core.errors import SourceError
+from ..core.options import literal_value
 
 
-def load(source: str, source_name: str) -> dict[str, Any]:
-    """Execute kernel text as a module; return its namespace."""
-    # TileLang's builder reads the kernel back through inspect/linecache; mtime None
-    # keeps linecache.checkcache from dropping an entry that has no file behind it.
+@dataclass
+class KernelModule:
+    """A kernel's namespace while it is loaded, and the local files it imported."""
+
+    namespace: dict[str, Any]
+    imported: list[dict[str, str]] = field(default_factory=list)  # {"path", "sha256"}
+
+
+def _local_names(folders: Sequence[str]) -> set[str]:
+    """Top-level module names the kernel's folders provide (``utils.py``, ``pkg/``)."""
+    names: set[str] = set()
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                stem, suffix = os.path.splitext(entry.name)
+                if entry.is_file() and suffix == ".py":
+                    names.add(stem)
+                elif entry.is_dir() and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+                    names.add(entry.name)
+    return names
+
+
+def _inside(path: str, folders: Sequence[str]) -> bool:
+    resolved = Path(path).resolve()
+    return any(resolved.is_relative_to(Path(folder).resolve()) for folder in folders)
+
+
+def _digest(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@contextlib.contextmanager
+def kernel_module(source: str, source_name: str, origin: dict[str, Any] | None
+                  ) -> Iterator[KernelModule]:
+    """Execute kernel text as a module; yield its namespace until the variant is done."""
+    origin = origin or {}
+    file = origin.get("file")
+    folders = [str(f) for f in origin.get("folders") or []]
+    # mtime None keeps linecache.checkcache from dropping an entry with no file behind it.
     linecache.cache[source_name] = (len(source), None, source.splitlines(True), source_name)
-    namespace: dict[str, Any] = {"__name__": "tlstages_kernel", "tilelang": tilelang, "T": T}
-    exec(compile(source, source_name, "exec"), namespace)
-    return namespace
-
-
+    name = Path(source_name).stem
+    shadowed = _local_names(folders) | {name}
+    hidden = {key: sys.modules.pop(key) for key in list(sys.modules)
+              if key.split(".")[0] in shadowed}
+    before = set(sys.modules)
+    saved_path = list(sys.path)
+    sys.path[:0] = folders
+    importlib.invalidate_caches()  # a helper written or edited since the last variant
+    module = types.ModuleType(name)
+    module.__file__ = file or str(Path(folders[0] if folders else ".", source_name))
+    if file is None:  # inline kernels get TileLang's usual names for free
+        module.__dict__.update(tilelang=tilelang, T=T)
+    sys.modules[name] = module
+    loaded = KernelModule(module.__dict__)
+    try:
+        exec(compile(source, source_name, "exec", dont_inherit=True), module.__dict__)
+        yield loaded
+    finally:
+        for key in sorted(set(sys.modules) - before):
+            found = getattr(sys.modules[key], "__file__", None)
+            if found and _inside(found, folders):
+                with contextlib.suppress(OSError):
+                    loaded.imported.append({"path": str(Path(found).resolve()),
+                                            "sha256": _digest(found)})
+                del sys.modules[key]
+        sys.modules.pop(name, None)
+        sys.modules.update(hidden)
+        sys.path[:] = saved_path
 
 
 def prim_func(obj: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -40,3 +119,12 @@ def prim_func(obj: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     if not isinstance(result, tvm.tirx.PrimFunc):
         raise SourceError(f"the factory returned {type(result).__name__}, not a T.prim_func")
     return result, {}
+
+
+def factory_arguments(payload: dict[str, Any]) -> dict[str, Any]:
+    """The factory's keywords: the literals of ``params`` (TileLang dtypes such as
+    ``T.bfloat16`` too) and ``num_stages``."""
+    kwargs = {key: literal_value(value, dtype=lambda n: getattr(T, n))
+              for key, value in payload["params"]}
+    kwargs["num_stages"] = int(payload["num_stages"])
+    return kwargs

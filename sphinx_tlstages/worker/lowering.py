@@ -6,7 +6,6 @@ It runs in worker processes, never in Sphinx's, and returns plain data (a
 
 from __future__ import annotations
 
-import ast
 import time
 import traceback
 from typing import Any
@@ -20,7 +19,7 @@ from ..core.errors import SourceError
 from ..core.passes import PassLog
 from ..core.result import Result, failure
 from . import ir_facts
-from .kernel_module import load, prim_func
+from .kernel_module import factory_arguments, kernel_module, prim_func
 
 
 def _script(mod: Any) -> str:
@@ -67,37 +66,48 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {tail}" if tail else type(exc).__name__
 
 
-
 def lower_variant(payload: dict[str, Any]) -> Result:
     """Lower one variant (see :meth:`VariantSpec.payload`) and return its result."""
     source, name = str(payload["source"]), str(payload["source_name"])
     started = time.perf_counter()
+    imported: list[dict[str, str]] = []
     try:
-        namespace = load(source, name)
-        kwargs = {key: ast.literal_eval(value) for key, value in payload["params"]}
-        kwargs["num_stages"] = int(payload["num_stages"])
-        func, pass_configs = prim_func(namespace[str(payload["factory"])], kwargs)
-        from tilelang.transform import PassConfigKey
-
-        config: dict[str, Any] = {}
-        line_key = getattr(PassConfigKey, "TL_EMIT_LINE_DIRECTIVES", None)
-        if line_key is not None:
-            config[line_key] = True
-        config.update(pass_configs)  # the kernel's own configs, as its author compiles it
-        after: dict[str, Any] = {}
-        log = PassLog(payload.get("ir_passes") or ())
-        target = tvm.target.Target(payload["target"])
-        with tilelang.transform.PassContext(opt_level=3, config=config,
-                                            instruments=[_recorder(after, log)]), target:
-            artifact = tilelang.lower(func, target=target, enable_device_compile=False)
-        source_cuda = str(artifact.kernel_source or "")
-        if not source_cuda.strip():
-            raise RuntimeError("TileLang produced no CUDA source")
+        with kernel_module(source, name, payload.get("origin")) as module:
+            imported = module.imported
+            func, pass_configs = prim_func(module.namespace[str(payload["factory"])],
+                                           factory_arguments(payload))
+            after: dict[str, Any] = {}
+            log = PassLog(payload.get("ir_passes") or ())
+            source_cuda = _lower(func, pass_configs, payload["target"], after, log)
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
-        return failure("exception", _message(exc), line,
-                             seconds=time.perf_counter() - started)
-    ir = {**ir_facts.read(after), "passes": log.records, "pass_diffs": log.diffs}
-    cuda = cuda_text.normalise(source_cuda, name)
-    return facts.success(ir, cuda, source, str(payload["factory"]), int(payload["num_stages"]),
-                         seconds=time.perf_counter() - started)
+        result = failure("exception", _message(exc), line, seconds=time.perf_counter() - started)
+    else:
+        ir = {**ir_facts.read(after), "passes": log.records, "pass_diffs": log.diffs}
+        cuda = cuda_text.normalise(source_cuda, name)
+        result = facts.success(ir, cuda, source, str(payload["factory"]),
+                               int(payload["num_stages"]),
+                               seconds=time.perf_counter() - started)
+    if imported:  # what the cache must re-check before it reuses this result
+        result["imports"] = sorted(imported, key=lambda entry: entry["path"])
+    return result
+
+
+def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],
+           after: dict[str, Any], log: PassLog) -> str:
+    """TileLang's compile-only lowering of ``func``, every pass seen by the recorder."""
+    from tilelang.transform import PassConfigKey
+
+    config: dict[str, Any] = {}
+    line_key = getattr(PassConfigKey, "TL_EMIT_LINE_DIRECTIVES", None)
+    if line_key is not None:
+        config[line_key] = True
+    config.update(pass_configs)  # the kernel's own configs, as its author compiles it
+    target = tvm.target.Target(target_dict)
+    with tilelang.transform.PassContext(opt_level=3, config=config,
+                                        instruments=[_recorder(after, log)]), target:
+        artifact = tilelang.lower(func, target=target, enable_device_compile=False)
+    source_cuda = str(artifact.kernel_source or "")
+    if not source_cuda.strip():
+        raise RuntimeError("TileLang produced no CUDA source")
+    return source_cuda
