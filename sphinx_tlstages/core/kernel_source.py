@@ -42,6 +42,16 @@ class Factory:
     required: tuple[str, ...]
     has_kwargs: bool
     line: int
+    # Eager-style @tilelang.jit: parameters annotated as tensors in the body (``A:
+    # T.Tensor((M, K), dtype)``), which get_tir does not take, and the sizes it takes
+    # instead, named by ``M, N, K = T.const("M, N, K")``.
+    tensors: tuple[str, ...] = ()
+    consts: tuple[str, ...] = ()
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        """What the factory takes as keywords (TileLang's ``get_tir`` for eager ones)."""
+        return (*(p for p in self.params if p not in self.tensors), *self.consts)
 
     @property
     def takes_num_stages(self) -> bool:
@@ -60,6 +70,33 @@ def _decorator_name(node: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
+_TENSOR_ANNOTATIONS = ("Tensor", "Buffer", "StridedTensor", "FlattenedTensor")
+
+
+def _eager_names(node: ast.FunctionDef, params: tuple[str, ...]) -> tuple[tuple[str, ...],
+                                                                          tuple[str, ...]]:
+    """(tensor parameters, T.const names) of an eager-style factory's body."""
+    tensors: list[str] = []
+    consts: list[str] = []
+    for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
+        if arg.annotation is not None and _decorator_name(arg.annotation).rsplit(".", 1)[-1] \
+                in _TENSOR_ANNOTATIONS:
+            tensors.append(arg.arg)
+    for found in ast.walk(node):
+        if isinstance(found, ast.AnnAssign) and isinstance(found.target, ast.Name) \
+                and found.target.id in params and found.target.id not in tensors \
+                and _decorator_name(found.annotation).rsplit(".", 1)[-1] in _TENSOR_ANNOTATIONS:
+            tensors.append(found.target.id)
+        if isinstance(found, ast.Call) and _decorator_name(found.func).endswith("const") \
+                and _decorator_name(found.func).split(".")[0] in ("T", "tl", "language",
+                                                                 "tilelang") \
+                and found.args and isinstance(found.args[0], ast.Constant) \
+                and isinstance(found.args[0].value, str):
+            consts += [name for name in found.args[0].value.replace(",", " ").split()
+                       if name not in consts]
+    return tuple(tensors), tuple(consts)
+
+
 def find_factories(tree: ast.Module) -> list[Factory]:
     """Top-level functions, each classified by its decorators."""
     found: list[Factory] = []
@@ -74,9 +111,11 @@ def find_factories(tree: ast.Module) -> list[Factory]:
         defaults = zip(args.kwonlyargs, args.kw_defaults, strict=True)
         required += [a.arg for a, d in defaults if d is None]
         params = (*positional, *(a.arg for a in args.kwonlyargs))
+        tensors, consts = _eager_names(node, params) if kind != "plain" else ((), ())
+        required = [*(p for p in required if p not in tensors), *consts]
         found.append(
             Factory(node.name, kind, tuple(params), tuple(required), args.kwarg is not None,
-                    node.lineno)
+                    node.lineno, tensors, consts)
         )
     return found
 
@@ -117,12 +156,18 @@ def check_params(factory: Factory, params: dict[str, object]) -> None:
     """Check keyword arguments against the factory's signature, before anything runs."""
     if "num_stages" in params:
         raise SourceError("num_stages comes from :num-stages:, not from :params:")
+    takes = factory.keywords
+    passed_tensors = sorted(set(params) & set(factory.tensors))
+    if passed_tensors:
+        raise SourceError(
+            f"factory {factory.name!r} takes {', '.join(passed_tensors)} as tensors; give "
+            f"their sizes instead ({', '.join(factory.consts) or 'its T.const names'})")
     if not factory.has_kwargs:
-        unknown = sorted(set(params) - set(factory.params))
+        unknown = sorted(set(params) - set(takes))
         if unknown:
             raise SourceError(
                 f"factory {factory.name!r} takes no parameter {', '.join(unknown)} "
-                f"(its parameters: {', '.join(factory.params)})"
+                f"(its parameters: {', '.join(takes)})"
             )
     missing = [p for p in factory.required if p not in params and p != "num_stages"]
     if missing:

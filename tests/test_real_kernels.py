@@ -1,0 +1,173 @@
+"""Kernels in every style TileLang's authors write, used as their authors wrote them.
+
+The kernels in ``tests/styles`` are our own, one per style: names used only in the
+prim_func's annotations, a helper module beside the kernel, an eager ``T.const`` GEMM,
+``T.macro`` helpers, ``@autotune`` over ``@tilelang.jit`` with ``out_idx`` and dtype
+objects, a ``__main__`` block that would need a GPU. Each must lower through ``:file:``
+exactly as its module lowers when imported normally.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from .conftest import CONF, Built, build_once, write_project
+
+STYLES = Path(__file__).parent / "styles"
+
+# (file, factory params, num_stages): every variant must lower.
+KERNELS = {
+    "annot": ("annot_only.py", "M=256 N=256 K=256 blk_m=64 blk_n=64 blk_k=32", "2 3"),
+    "helper": ("helper_user.py", "M=256 N=256 K=256", "2"),
+    "eager": ("eager_gemm.py", "M=256 N=256 K=256 in_dtype=T.bfloat16", "2 3"),
+    "macro": ("macro_kernel.py", "M=256 N=256 K=256 bm=64 bn=64 bk=32", "2"),
+    "autotune": ("autotuned_bmm.py", "batch=2 M=256 N=256 K=256", "2"),
+    "gemv": ("gemv_main.py", "N=256 K=512", "2"),
+}
+
+
+def _page() -> str:
+    parts = ["Styles\n======\n"]
+    for name, (file, params, stages) in KERNELS.items():
+        parts.append(f".. tl-pipeline:: {name}\n   :file: kernels/{file}\n   :name: {name}\n"
+                     f"   :num-stages: {stages}\n   :params: {params}\n   :show: shared sync\n")
+    return "\n".join(parts)
+
+
+def _project(srcdir: Path) -> None:
+    shutil.copytree(STYLES, srcdir / "kernels", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+
+
+@pytest.fixture(scope="module")
+def styles(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    srcdir = tmp_path_factory.mktemp("styles")
+    _project(srcdir)
+    return build_once(srcdir, {"index.rst": _page()})
+
+
+def test_every_style_lowers_through_file(styles: Built) -> None:
+    assert styles.warnings == ""
+    for index, name in enumerate(KERNELS):
+        rows = styles.table("tl-summary", index=index)
+        assert len(rows) == 1 + len(KERNELS[name][2].split()), name
+        shared = styles.table("tl-shared", index=index)
+        assert shared[-1][0] == "total" and all("B" in cell for cell in shared[-1][1:]), name
+
+
+def test_eager_kernel_takes_const_sizes_and_a_dtype(styles: Built) -> None:
+    shared = styles.table("tl-shared", index=list(KERNELS).index("eager"))
+    # a_s is (block_M, block_K) = (128, 32) bfloat16, versioned by num_stages.
+    assert shared[1][1].startswith("(2, 128, 32) bfloat16"), shared
+    assert shared[1][2].startswith("(3, 128, 32) bfloat16"), shared
+
+
+def test_helper_beside_the_kernel_sets_the_tile(styles: Built) -> None:
+    shared = styles.table("tl-shared", index=list(KERNELS).index("helper"))
+    # tile_helpers.k_tile_for(256) is 64 for 16-bit data.
+    assert shared[1][1].startswith("(2, 64, 64) float16"), shared
+
+
+def test_a_wrong_eager_parameter_lists_what_the_factory_takes(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _project(src)
+    built = build_once(src, {"index.rst": "T\n=\n\n.. tl-pipeline::\n"
+                                          "   :file: kernels/eager_gemm.py\n"
+                                          "   :params: M=256 N=256 K=256 block_Q=64\n"
+                                          "   :num-stages: 2\n"})
+    assert "index.rst:4" in built.warnings or "index.rst:" in built.warnings
+    assert "takes no parameter block_Q" in built.warnings
+    assert "M, N, K" in built.warnings and "block_K" in built.warnings
+
+
+def _status_lines(built: Built, marker: str) -> list[str]:
+    return [line for line in built.status.splitlines() if marker in line]
+
+
+def test_editing_a_helper_relowers_exactly_its_importers(tmp_path: Path, own_cache: Path) -> None:
+    src = tmp_path / "src"
+    _project(src)
+    page = {"index.rst": _page().split("\n.. tl-pipeline:: eager")[0]}  # annot, helper
+    first = build_once(src, page)
+    assert first.warnings == ""
+    helpers = src / "kernels" / "tile_helpers.py"
+    helpers.write_text(helpers.read_text().replace("tile = 1024 // elem_bits",
+                                                   "tile = 512 // elem_bits"))
+    second = build_once(src, page)
+    assert second.warnings == ""
+    lowered = _status_lines(second, ": lowered in")
+    assert lowered and all(" helper " in line for line in lowered), lowered
+    assert _status_lines(second, "annot ns2") and "cached" in _status_lines(
+        second, "annot ns2")[0]
+    # The page shows the helper's new tile: 512 // 16 = 32.
+    shared = second.table("tl-shared", index=1)
+    assert shared[1][1].startswith("(2, 64, 32) float16"), shared
+
+
+def test_helpers_do_not_leak_between_kernels(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two folders, each with its own ``tiles.py``: one worker lowers both kernels."""
+    kernel = textwrap.dedent('''\
+        import tilelang
+        import tilelang.language as T
+        from tiles import BLOCK_K
+
+        @tilelang.jit
+        def gemm(M, N, K, num_stages):
+            @T.prim_func
+            def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"),
+                     C: T.Tensor((M, N), "float32")):
+                with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 64), threads=128) as (bx, by):
+                    a = T.alloc_shared((64, BLOCK_K), "float16")
+                    b = T.alloc_shared((64, BLOCK_K), "float16")
+                    c = T.alloc_fragment((64, 64), "float32")
+                    T.clear(c)
+                    for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=num_stages):
+                        T.copy(A[by * 64, k * BLOCK_K], a)
+                        T.copy(B[bx * 64, k * BLOCK_K], b)
+                        T.gemm(a, b, c, transpose_B=True)
+                    T.copy(c, C[by * 64, bx * 64])
+            return main
+        ''')
+    src = tmp_path / "src"
+    for folder, block_k in (("one", 32), ("two", 64)):
+        write_project(src, {f"{folder}/gemm.py": kernel,
+                            f"{folder}/tiles.py": f"BLOCK_K = {block_k}\n"}, CONF)
+    page = "".join(f".. tl-pipeline:: {folder}\n   :file: {folder}/gemm.py\n   :name: {folder}\n"
+                   "   :num-stages: 2\n   :params: M=256 N=256 K=256\n   :show: shared\n\n"
+                   for folder in ("one", "two"))
+    monkeypatch.setenv("TLSTAGES_JOBS", "1")  # one worker lowers both
+    built = build_once(src, {"index.rst": "Leak\n====\n\n" + page})
+    assert built.warnings == ""
+    assert built.table("tl-shared", index=0)[1][1].startswith("(2, 64, 32) float16")
+    assert built.table("tl-shared", index=1)[1][1].startswith("(2, 64, 64) float16")
+
+
+def test_inline_kernels_import_from_the_python_path(build) -> None:
+    conf = CONF + 'tlstages_python_path = ["helpers"]\n'
+    source = (STYLES / "helper_user.py").read_text()
+    files = {"helpers/tile_helpers.py": (STYLES / "tile_helpers.py").read_text(),
+             "index.rst": "Inline\n======\n\n.. tl-pipeline::\n   :num-stages: 2\n"
+                          "   :params: M=256 N=256 K=256\n   :show: shared\n\n"
+                          + textwrap.indent(source, "   ")}
+    built = build(files, conf=conf)
+    assert built.warnings == ""
+    assert built.table("tl-shared")[1][1].startswith("(2, 64, 64) float16")
+
+
+def test_tlstages_lower_gives_the_same_facts(styles: Built) -> None:
+    kernel = Path(styles.app.srcdir) / "kernels" / "eager_gemm.py"
+    out = subprocess.run(
+        [sys.executable, "-m", "sphinx_tlstages", "lower", str(kernel), "--params", "M=256",
+         "N=256", "K=256", "in_dtype=T.bfloat16", "--num-stages", "2", "3", "--json"],
+        capture_output=True, text=True, check=True).stdout
+    results = json.loads(out)
+    assert [b["shape"] for b in results["2"]["shared"]][:1] == [[2, 128, 32]]
+    assert results["3"]["shared"][0]["dtype"] == "bfloat16"
