@@ -13,8 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.core.bench_data import BenchFileError, benched, fingerprint, load, validate
+from sphinx_tlstages.core.bench_data import (
+    BenchFileError,
+    benched,
+    code_fingerprint,
+    fingerprint,
+    legacy_fingerprint,
+    load,
+    validate,
+)
+from sphinx_tlstages.core.stamps import tilelang_version
 from sphinx_tlstages.ext.collector import all_directives
+from sphinx_tlstages.ext.state import build_state
 
 from .kernels import GEMM, GEMM_PARAMS, rst
 
@@ -33,7 +43,8 @@ def bench_file(app, medians: dict[int, float], gpu: str = "Test GPU") -> dict:  
             "reference": {"expression": "A @ B.T", "median_ms": 0.1, "p20_ms": 0.09,
                           "p80_ms": 0.11, "tflops": 21.47},
             "variants": {str(v.num_stages): {
-                "fingerprint": fingerprint(v, "0.1.15"), "median_ms": medians[v.num_stages],
+                "fingerprint": fingerprint(v), "code": "not lowered for sm_90a here",
+                "median_ms": medians[v.num_stages],
                 "p20_ms": medians[v.num_stages] * 0.9, "p80_ms": medians[v.num_stages] * 1.1,
                 "tflops": round(2 * 1024**3 / (medians[v.num_stages] * 1e-3) / 1e12, 2),
                 "correct": True, "error": 0.0, "tolerance": 0.01}
@@ -173,7 +184,8 @@ def test_a_matrix_is_timed_per_cell_on_the_first_target(build, tmp_path) -> None
         "gpu": {"name": "Test GPU", "sm": "sm_90a", "driver": "1", "cuda": "13.0",
                 "torch": "2.11", "tilelang": "0.1.15"},
         "directives": {"timed": {"variants": {v.id: {
-            "fingerprint": fingerprint(v, "0.1.15"), "median_ms": ms, "p20_ms": ms,
+            "fingerprint": fingerprint(v), "code": code_fingerprint(build_state(
+                first.app).result(v)), "median_ms": ms, "p20_ms": ms,
             "p80_ms": ms, "tflops": 1.0} for v, ms in zip(timed, (0.2, 0.1), strict=True)}}},
     }
     write(src, data)
@@ -184,3 +196,51 @@ def test_a_matrix_is_timed_per_cell_on_the_first_target(build, tmp_path) -> None
     assert [r[0] for r in rows[1:]] == ["sm_90a, block_K=32, num_stages=2",
                                         "sm_90a, block_K=64, num_stages=2"]
     assert [r[3] for r in rows[1:]] == ["50 %", "100 %"]
+
+
+SM90 = "Bench\n=====\n\n" + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="timed",
+                                target="sm_90a", flops="2 * M * N * K")
+
+
+def _timed_on(app, tilelang: str, code: object, legacy: bool = False) -> dict:  # type: ignore[no-untyped-def]
+    """A bench file measured on an sm_90a GPU under ``tilelang``; ``code`` maps a variant
+    to its code fingerprint."""
+    (spec,) = all_directives(app.env)
+    return {"schema": 1, "date": "2026-12-02", "command": "c", "method": "m",
+            "gpu": {"name": "Test GPU", "sm": "sm_90a", "driver": "1", "cuda": "13.0",
+                    "torch": "2.11", "tilelang": tilelang},
+            "directives": {"timed": {"variants": {v.id: (
+                {"fingerprint": legacy_fingerprint(v, tilelang)} if legacy else
+                {"fingerprint": fingerprint(v), "code": code(v)})
+                | {"median_ms": 0.1, "p20_ms": 0.1, "p80_ms": 0.1} for v in spec.variants}}}}
+
+
+def test_an_upgrade_that_changes_no_code_keeps_the_numbers(build, tmp_path) -> None:
+    """Measured under another TileLang: the page lowered the same code for the GPU's arch
+    (same normalised CUDA, same template headers), so the numbers still describe it."""
+    src = tmp_path / "src"
+    first = build({"index.rst": SM90}, srcdir=src)
+    state = build_state(first.app)
+    assert state is not None
+    write(src, _timed_on(first.app, "0.0.1", lambda v: code_fingerprint(state.result(v))))
+    kept = build({"index.rst": SM90}, srcdir=src)
+    assert kept.warnings == ""
+    assert "stale" not in kept.part("tl-bench").astext()
+
+
+def test_numbers_go_stale_when_the_code_that_ran_changed(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    first = build({"index.rst": SM90}, srcdir=src)
+    write(src, _timed_on(first.app, str(tilelang_version()), lambda v: "other code"))
+    result = build({"index.rst": SM90}, srcdir=src)
+    assert "are for another kernel or TileLang" in result.warnings
+    assert result.table("tl-bench")[1][1].startswith("stale: ")
+
+
+def test_files_without_code_fingerprints_follow_the_tilelang_version(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    first = build({"index.rst": SM90}, srcdir=src)
+    write(src, _timed_on(first.app, str(tilelang_version()), None, legacy=True))
+    assert build({"index.rst": SM90}, srcdir=src).warnings == ""
+    write(src, _timed_on(first.app, "0.0.1", None, legacy=True))
+    assert "are for another kernel" in build({"index.rst": SM90}, srcdir=src).warnings

@@ -21,7 +21,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.bench_data import BENCH_SCHEMA, benched, fingerprint, gpu_slug, validate
+from ..core.bench_data import (
+    BENCH_SCHEMA,
+    benched,
+    code_fingerprint,
+    fingerprint,
+    gpu_slug,
+    validate,
+)
 from ..core.files import write_atomic
 from ..core.options import literal_value
 from ..core.spec import DirectiveSpec, VariantSpec
@@ -125,6 +132,7 @@ def bench_directive(spec: DirectiveSpec, gpu: dict[str, str], warmup: int, reps:
                     log: Callable[[str], None]) -> dict[str, Any]:
     """Numbers for one directive's variants on this GPU (and its reference, if any)."""
     from ..worker import gpu as compiler
+    from ..worker import lowering
 
     target = {"kind": "cuda", "arch": gpu["sm"]}
     entry: dict[str, Any] = {"variants": {}}
@@ -133,7 +141,11 @@ def bench_directive(spec: DirectiveSpec, gpu: dict[str, str], warmup: int, reps:
     for variant in benched(spec):
         kernel, tensors = compiler.compile_variant(variant.payload(), target)
         inputs = make_inputs(tensors, seed=0, device="cuda")
-        numbers: dict[str, Any] = {"fingerprint": fingerprint(variant, gpu["tilelang"])}
+        # The code that runs, as the docs lower it for this arch: a TileLang upgrade that
+        # changes none of it keeps these numbers attached.
+        lowered = lowering.lower_variant({**variant.payload(), "target": target})
+        numbers: dict[str, Any] = {"fingerprint": fingerprint(variant),
+                                   "code": code_fingerprint(lowered)}
         if spec.reference:
             kernel(*inputs)
             by_name = {t["name"]: x for t, x in zip(tensors, inputs, strict=True)}

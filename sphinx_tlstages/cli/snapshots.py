@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..core import snapshots
+from ..core.stamps import tilelang_version
 from ..ext.project import read_directives, snapshot_folder
 
 
@@ -41,6 +43,16 @@ def status(srcdir: Path) -> int:
     for label, items in (("pending", pending), ("missing", missing), ("unused", unused)):
         for name in items:
             print(f"{label:8} {name}")
+    installed = tilelang_version()
+    for name, path, is_pending in files:
+        if is_pending or name not in names:
+            continue
+        with contextlib.suppress(ValueError):
+            recorded = (snapshots.load(path) or {}).get("tilelang")
+            if recorded != installed:
+                # Provenance only: the build says whether anything a reader sees changed.
+                print(f"{'recorded':8} {name} with TileLang {recorded} (installed: "
+                      f"{installed or 'none'})")
     if not (pending or missing or unused):
         print(f"{len(names)} snapshots, all current in {folder}")
     return 1 if pending or missing else 0

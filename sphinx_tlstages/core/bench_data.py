@@ -1,9 +1,10 @@
 """Benchmark files: what ``tlstages bench`` writes on a GPU machine and the docs read.
 
 One JSON file per GPU in ``tlstages_bench_dir``. Each variant's numbers carry the
-fingerprint of what was timed (kernel source, factory, params, num_stages, TileLang
-version; not the docs target, since the bench compiles for the GPU's own arch), so the
-docs can tell numbers that no longer describe the kernel on the page.
+fingerprint of what was timed (kernel source, factory, params, num_stages) and of the
+code that ran (the normalised code for the GPU's own arch and the TileLang templates it
+includes), so the docs can tell numbers that no longer describe the kernel on the page,
+and keep them through a TileLang upgrade that changed nothing that runs.
 """
 
 from __future__ import annotations
@@ -11,22 +12,61 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .cuda import visible_cuda
+from .result import Result
 from .spec import DirectiveSpec, VariantSpec
 
 BENCH_SCHEMA = 1
 MAX_BENCH_BYTES = 8 << 20
 
 
-def fingerprint(variant: VariantSpec, tilelang_version: str | None) -> str:
-    blob = json.dumps({"source": variant.source, "factory": variant.factory,
-                       "params": sorted(list(p) for p in variant.params),
-                       "num_stages": variant.num_stages, "tilelang": tilelang_version},
-                      sort_keys=True, separators=(",", ":"))
+def _digest(value: object) -> str:
+    blob = json.dumps(value, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def fingerprint(variant: VariantSpec) -> str:
+    """What was timed, as inputs: kernel source, factory, params, num_stages."""
+    return _digest({"source": variant.source, "factory": variant.factory,
+                    "params": sorted(list(p) for p in variant.params),
+                    "num_stages": variant.num_stages})
+
+
+def legacy_fingerprint(variant: VariantSpec, tilelang_version: str | None) -> str:
+    """The fingerprint of files written before code fingerprints: the inputs and the
+    TileLang version (any upgrade made their numbers stale)."""
+    return _digest({"source": variant.source, "factory": variant.factory,
+                    "params": sorted(list(p) for p in variant.params),
+                    "num_stages": variant.num_stages, "tilelang": tilelang_version})
+
+
+def code_fingerprint(result: Result) -> str | None:
+    """What runs on the GPU: the normalised code as a reader sees it (TileLang's own
+    ``#line`` numbers masked) and the TileLang template headers it includes, whose
+    ``tl::mma_sync`` and friends can change while the code's text does not."""
+    if not result.get("ok"):
+        return None
+    return _digest({"cuda": visible_cuda(result["cuda"].splitlines()),
+                    "templates": result.get("templates")})
+
+
+def is_stale(variant: VariantSpec, numbers: dict[str, Any], measured_with: str | None,
+             result: Result | None, tilelang_version: str | None) -> bool:
+    """Whether ``numbers`` no longer describe the kernel shown. ``result`` is this build's
+    lowering of the variant for the arch the numbers were measured on, when the page has
+    one; without it, a TileLang version other than ``measured_with`` makes them stale."""
+    if "code" not in numbers:
+        return bool(numbers["fingerprint"] != legacy_fingerprint(variant, tilelang_version))
+    if numbers["fingerprint"] != fingerprint(variant):
+        return True
+    if result is not None and result.get("ok"):
+        return bool(numbers["code"] != code_fingerprint(result))
+    return measured_with != tilelang_version
 
 
 def benched(spec: DirectiveSpec) -> list[VariantSpec]:
@@ -121,12 +161,24 @@ def load_all(folder: Path, chosen: list[str] | None) -> BenchSet:
     return found
 
 
-def stale_variants(spec_variants: list[VariantSpec], entry: dict[str, Any],
-                   version: str | None) -> list[VariantSpec]:
-    """The variants whose numbers were measured on another kernel (or TileLang)."""
-    stale = []
-    for variant in spec_variants:
-        numbers = entry["variants"].get(variant.id)
-        if numbers is not None and numbers["fingerprint"] != fingerprint(variant, version):
-            stale.append(variant)
-    return stale
+# (bench file, its entry for one directive, ids of the variants whose numbers are stale)
+Attached = tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]
+
+
+def attach(spec: DirectiveSpec, files: BenchSet, result_of: Callable[[VariantSpec], Result],
+           tilelang_version: str | None) -> list[Attached]:
+    """Each GPU's numbers for ``spec``, with the ids of those that went stale."""
+    attached: list[Attached] = []
+    for data, entry in files.for_directive(spec.name):
+        stale = []
+        for variant in benched(spec):
+            numbers = entry["variants"].get(variant.id)
+            if numbers is None:
+                continue
+            # The page's own lowering tells, when it lowered for the arch that was timed.
+            same_arch = variant.target.arch == data["gpu"].get("sm")
+            if is_stale(variant, numbers, data["gpu"].get("tilelang"),
+                        result_of(variant) if same_arch else None, tilelang_version):
+                stale.append(variant.id)
+        attached.append((data, entry, tuple(stale)))
+    return attached

@@ -8,6 +8,7 @@ site-packages files). Line numbers stay relative to the kernel's own first line.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,18 @@ def normalise(cuda: str, source_name: str) -> str:
     text = cuda.replace("\r\n", "\n")
     text = _LINE.sub(lambda m: f'{m["head"]}"{_portable(m["path"], source_name)}"', text)
     return text if text.endswith("\n") else text + "\n"
+
+
+# Packages whose own source files TileLang's #line directives may point into (paths are
+# normalised relative to site-packages): where a template line sits inside TileLang is
+# provenance, it moves between releases while the code a reader sees does not.
+_PROVENANCE_LINES = re.compile(r'^(\s*#line\s+)\d+(\s+"(?:tilelang|tvm|tvm_ffi)/)')
+
+
+def visible_cuda(lines: Iterable[str]) -> list[str]:
+    """The CUDA as compared: ``#line`` numbers into TileLang's own files masked; the
+    kernel's own ``#line`` mapping, which the page shows, kept."""
+    return [_PROVENANCE_LINES.sub(r"\1_\2", line) for line in lines]
 
 
 def without_line_directives(cuda: str) -> str:

@@ -53,6 +53,8 @@ class Result(TypedDict, total=False):
     # Files the kernel imported from its own folders: {"path" (absolute), "sha256"};
     # a cached result is reused only while each is unchanged. Never in snapshots.
     imports: list[dict[str, str]]
+    # Digest of the TileLang template headers the code includes (see bench_data).
+    templates: str
 
 
 def failure(kind: FailureKind, message: str, line: int | None,

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .cuda import visible_cuda
 from .files import write_atomic
 from .result import RESULT_SCHEMA, Result, depends_on_machine, validate
 from .spec import DirectiveSpec
@@ -169,13 +170,18 @@ def _variant_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     if old.get("threads") != new.get("threads"):
         changes.append(f"threads {old.get('threads')} -> {new.get('threads')}")
     old_sync, new_sync = old.get("sync", {}), new.get("sync", {})
-    for key in sorted(old_sync.keys() | new_sync.keys()):
+    # A counter the snapshot does not have was not recorded then: not a change.
+    for key in sorted(old_sync.keys()):
         a, b = old_sync.get(key), new_sync.get(key)
         if a != b:
             changes.append(f"{key} {_count(a)} -> {_count(b)}")
     if old.get("warp_specialized") != new.get("warp_specialized"):
         changes.append("warp specialisation changed")
-    old_cuda, new_cuda = old.get("cuda", []), new.get("cuda", [])
+    for key in sorted(old.keys() - _COMPARED - {"cuda"}):
+        # Facts added after the first schema: compared where the snapshot has them.
+        if key in new and old[key] != new[key]:
+            changes.append(f"{key} changed")
+    old_cuda, new_cuda = visible_cuda(old.get("cuda", [])), visible_cuda(new.get("cuda", []))
     if old_cuda != new_cuda:
         diff = list(difflib.unified_diff(old_cuda, new_cuda, lineterm="", n=0))[2:]
         added = sum(1 for line in diff if line.startswith("+"))
@@ -184,13 +190,20 @@ def _variant_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changes
 
 
+_COMPARED = frozenset({"error", "pipeline", "shared", "dynamic_shared_bytes", "threads", "sync",
+                       "warp_specialized", "num_stages", "static_shared_bytes", "cuda_lines"})
+
+
 def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[tuple[str, str]]]:
-    """(TileLang version change or None, [(num_stages or "", changes in words), ...])."""
+    """(TileLang versions when they differ, [(variant id or "", a visible change in
+    words), ...]). Only what a reader can see counts: the facts and the CUDA as shown.
+    The TileLang version, ``#line`` numbers into TileLang's files, a result-schema bump and
+    facts an older snapshot did not record are provenance, never a change."""
     version = None
     if old.get("tilelang") != new.get("tilelang"):
         version = f"TileLang {old.get('tilelang')} -> {new.get('tilelang')}"
     changes: list[tuple[str, str]] = []
-    for key in ("schema", "target", "factory", "sweep"):
+    for key in ("target", "factory", "sweep"):
         if old.get(key) != new.get(key):
             changes.append(("", f"{key} {old.get(key)} -> {new.get(key)}"))
     old_params, new_params = old.get("params", {}), new.get("params", {})

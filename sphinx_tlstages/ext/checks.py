@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..core.assertions import check, namespace
-from ..core.bench_data import load_all, stale_variants
+from ..core.bench_data import attach, load_all
 from ..core.pass_compare import unmatched
 from ..core.result import Result, over_limit, shared_bytes
 from ..core.spec import DirectiveSpec, VariantSpec
@@ -148,8 +148,9 @@ def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) ->
     for problem in state.bench.errors:
         warn(f"bench file ignored: {problem}", "bench")
     for spec in specs:
-        for data, entry in state.bench.for_directive(spec.name):
-            stale = stale_variants(list(spec.variants), entry, state.version)
+        state.attached[spec.name] = attach(spec, state.bench, state.result, state.version)
+        for data, _, stale_ids in state.attached[spec.name]:
+            stale = [v for v in spec.variants if v.id in stale_ids]
             if stale:
                 warn(f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
                      f"{variant_names(stale)} are for another kernel or "
@@ -170,7 +171,7 @@ def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
         # content is what the page shows.
         keys.extend(state.cache.digests.get(v.key(state.stamp), "") for v in spec.variants)
         # Attached numbers are not Sphinx dependencies: a new bench file must rewrite too.
-        keys.append(hashlib.sha256(json.dumps(state.bench.for_directive(spec.name),
+        keys.append(hashlib.sha256(json.dumps(state.attached.get(spec.name, []),
                                               sort_keys=True).encode()).hexdigest())
     env.tlstages_keys = current  # type: ignore[attr-defined]
     return sorted(doc for doc, keys in current.items() if previous.get(doc) != keys)

@@ -42,7 +42,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         context = Context(
             version=state.version, max_lines=config.max_lines,
             downloads=cuda_downloads(app, docname, spec, rows) if html else None,
-            bench=state.bench.for_directive(spec.name),
+            bench=state.attached.get(spec.name, []),
             bench_stale=config.bench_stale,
         )
         if html:

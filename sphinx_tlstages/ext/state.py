@@ -11,7 +11,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..core.bench_data import BenchSet
+from ..core.bench_data import Attached, BenchSet
 from ..core.result import Result, failure
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class BuildState:
     outcome: Outcome = field(default_factory=Outcome)
     bench: BenchSet = field(default_factory=BenchSet)
     lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
+    attached: dict[str, list[Attached]] = field(default_factory=dict)  # by directive name
 
     def result(self, variant: VariantSpec) -> Result:
         found = self.results.get(variant.key(self.stamp))

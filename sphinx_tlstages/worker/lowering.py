@@ -20,6 +20,7 @@ from ..core.passes import PassLog
 from ..core.result import Result, failure
 from . import ir_facts
 from .kernel_module import factory_arguments, kernel_module, prim_func
+from .templates import template_digest
 
 
 def _script(mod: Any) -> str:
@@ -88,6 +89,7 @@ def lower_variant(payload: dict[str, Any]) -> Result:
         result = facts.success(ir, cuda, source, str(payload["factory"]),
                                int(payload["num_stages"]),
                                seconds=time.perf_counter() - started)
+        result["templates"] = template_digest(source_cuda)
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result

@@ -8,10 +8,10 @@ texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which only HTML 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from docutils import nodes
 
+from ...core.bench_data import Attached
 from ...core.result import Result
 from ...core.spec import DirectiveSpec, VariantSpec
 from .bench import bench_table
@@ -67,7 +67,7 @@ class Context:
     version: str | None
     max_lines: int
     downloads: dict[str, str] | None = None  # variant label -> URI of its CUDA file
-    bench: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    bench: list[Attached] = field(default_factory=list)  # each GPU's numbers, stale ids
     bench_stale: str = "mark"
 
 
@@ -109,8 +109,8 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
         block["linenos"] = True
         block["highlight_args"] = {"linenostart": spec.kernel_line or 1}
         root.append(_part("tl-source", "Kernel", block))
-    numbers = [node for data, entry in context.bench
-               for node in bench_table(spec, data, entry, context.version, context.bench_stale)]
+    numbers = [node for data, entry, stale in context.bench
+               for node in bench_table(spec, data, entry, stale, context.bench_stale)]
     root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
     if "annotations" in spec.show and any_ok:

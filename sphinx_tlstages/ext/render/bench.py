@@ -11,7 +11,7 @@ from typing import Any
 
 from docutils import nodes
 
-from ...core.bench_data import benched, fingerprint
+from ...core.bench_data import benched
 from ...core.spec import DirectiveSpec
 from .tables import Cell, Span, code, table
 
@@ -43,19 +43,15 @@ def _provenance(data: dict[str, Any]) -> nodes.paragraph:
 
 
 def bench_table(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any],
-                version: str | None, stale_mode: str) -> list[nodes.Node]:
-    """The numbers one GPU measured for this directive."""
+                stale: tuple[str, ...], stale_mode: str) -> list[nodes.Node]:
+    """The numbers one GPU measured for this directive (``stale``: the ids of variants
+    whose numbers no longer describe the kernel shown, decided by the checks)."""
     fresh: dict[str, dict[str, Any]] = {}
-    stale: set[str] = set()
     variants = benched(spec)
     for variant in variants:
         numbers = entry["variants"].get(variant.id)
-        if numbers is None:
+        if numbers is None or (variant.id in stale and stale_mode == "hide"):
             continue
-        if numbers["fingerprint"] != fingerprint(variant, version):
-            stale.add(variant.id)
-            if stale_mode == "hide":
-                continue
         fresh[variant.id] = numbers
     reference = entry.get("reference")
     timed = [n["median_ms"] for s, n in fresh.items() if s not in stale]
