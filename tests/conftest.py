@@ -17,6 +17,18 @@ from .html_tree import Element, parse, table_rows
 
 pytest_plugins = ("sphinx.testing.fixtures",)
 
+# Run at the far ends of the supported TileLang, Sphinx and Python ranges (nox): the seed
+# GEMM through the directive, kernels in every style, snapshots, the layout.
+SMOKE_MODULES = ("test_seed_gemm", "test_real_kernels", "test_snapshots", "test_layout",
+                 "test_options")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__.rsplit(".", 1)[-1] in SMOKE_MODULES:
+            item.add_marker(pytest.mark.smoke)
+
 # html_theme is set because the test app swaps an unset one after loading, which makes
 # every incremental build look like a configuration change.
 CONF = """\

@@ -126,6 +126,23 @@ def tilelang_stamp() -> str | None:
     return f"{dist.version}+{digest.hexdigest()[:16]}"
 
 
+# The TileLang releases the test suite runs under (pyproject.toml declares the range).
+TILELANG_TESTED = ("0.1.14", "0.1.15")
+
+
+def _release(version: str) -> tuple[int, ...]:
+    numbers = []
+    for part in version.split("+")[0].split("."):
+        digits = "".join(c for c in part if c.isdigit())
+        numbers.append(int(digits or 0))
+    return tuple(numbers)
+
+
+def untested_tilelang(version: str | None) -> bool:
+    """Whether ``version`` is newer than the newest TileLang this extension was tested with."""
+    return version is not None and _release(version) > _release(TILELANG_TESTED[-1])
+
+
 def tilelang_version() -> str | None:
     """The installed TileLang's version, or None."""
     stamp = tilelang_stamp()

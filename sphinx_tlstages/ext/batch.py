@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 from ..core import explain
 from ..core.result import Result, failure, failure_kind
 from ..core.spec import DirectiveSpec, VariantSpec
-from ..core.stamps import tilelang_stamp, tilelang_version
+from ..core.stamps import (
+    TILELANG_TESTED,
+    tilelang_stamp,
+    tilelang_version,
+    untested_tilelang,
+)
 from ..runner.pool import Job, default_jobs, run_jobs
 from .cache import Cache
 from .collector import all_directives
@@ -76,6 +81,11 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
                   "was verified", "tilelang")
             state.outcome.failures += 1
     failed = sum(not r.get("ok") for r in state.results.values())
+    if failed and untested_tilelang(state.version):
+        # Said once: the author should know the failure may be the upgrade's, not theirs.
+        warn(f"TileLang {state.version} is newer than the newest this extension was tested "
+             f"with ({TILELANG_TESTED[-1]}); a variant that fails to lower may fail because "
+             "of it", "tilelang")
     info(f"tl-pipeline: {len(wanted)} variants, {len(state.lowered)} lowered, "
          f"{len(wanted) - len(state.lowered)} cached, {failed} failed, "
          f"{time.perf_counter() - started:.1f} s")
