@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from sphinx_tlstages.core.errors import SUBTYPES
+from sphinx_tlstages.core.stamps import tilelang_version
 from sphinx_tlstages.ext.config import CONFIG_VALUES, ENVIRONMENT_VARIABLES
 from sphinx_tlstages.ext.directive import OPTIONS
 
@@ -30,7 +31,7 @@ def test_lower_prints_every_variant_and_dumps_the_cuda(tmp_path: Path) -> None:
                     "3", "4", "--target", "sm_80", "--dump-dir", str(tmp_path / "cu"))
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "gemm.py — kernel matmul, target sm_80, TileLang 0.1.15" in out
+    assert f"gemm.py — kernel matmul, target sm_80, TileLang {tilelang_version()}" in out
     for stages in (1, 2, 3, 4):
         assert f"\n{stages}           pipelined, depth {stages}" in out
     assert "(3, 128, 64) float16, 49,152 B" in out
