@@ -23,7 +23,8 @@ PENDING = ".pending.json"
 MAX_SNAPSHOT_BYTES = 64 << 20
 # The per-pass record is shown on the page but not kept: it is large and the CUDA and
 # the facts already show when a pass changes what it does.
-_NOT_FACTS = ("seconds", "schema", "ok", "from_snapshot", "passes", "pass_diffs", "imports")
+_NOT_FACTS = ("seconds", "schema", "ok", "from_snapshot", "passes", "pass_diffs", "imports",
+              "templates")
 
 
 def golden_path(folder: Path, name: str) -> Path:
