@@ -81,6 +81,9 @@ def _environment() -> dict[str, str]:
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     env["PYTHONHASHSEED"] = "0"  # the compiler's own set/dict order must not vary by run
+    # A kernel's helper modules are imported from the book's folders: leave no
+    # __pycache__ behind in the sources.
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 
 

@@ -89,12 +89,18 @@ def kernel_module(source: str, source_name: str, origin: dict[str, Any] | None
     module.__file__ = file or str(Path(folders[0] if folders else ".", source_name))
     # TileLang's usual names come free (a kernel that imports them just rebinds them).
     module.__dict__.update(tilelang=tilelang, T=T)
-    sys.modules[name] = module
+    # Registered (dataclasses and pickling look modules up by name), unless that would hide
+    # a standard module from TileLang while the kernel lowers.
+    registered = name not in sys.stdlib_module_names
+    if registered:
+        sys.modules[name] = module
     loaded = KernelModule(module.__dict__)
     try:
         exec(compile(source, source_name, "exec", dont_inherit=True), module.__dict__)
         yield loaded
     finally:
+        if registered:
+            sys.modules.pop(name, None)  # the kernel itself: its text is in the key
         for key in sorted(set(sys.modules) - before):
             found = getattr(sys.modules[key], "__file__", None)
             if found and _inside(found, folders):
@@ -102,7 +108,6 @@ def kernel_module(source: str, source_name: str, origin: dict[str, Any] | None
                     loaded.imported.append({"path": str(Path(found).resolve()),
                                             "sha256": _digest(found)})
                 del sys.modules[key]
-        sys.modules.pop(name, None)
         sys.modules.update(hidden)
         sys.path[:] = saved_path
 
