@@ -171,3 +171,18 @@ def test_tlstages_lower_gives_the_same_facts(styles: Built) -> None:
     results = json.loads(out)
     assert [b["shape"] for b in results["2"]["shared"]][:1] == [[2, 128, 32]]
     assert results["3"]["shared"][0]["dtype"] == "bfloat16"
+
+
+def test_a_kernel_with_future_annotations_is_told_why(tmp_path: Path) -> None:
+    """Such a kernel fails when imported normally too; the message says what to remove."""
+    src = tmp_path / "src"
+    _project(src)
+    text = (STYLES / "annot_only.py").read_text()
+    (src / "kernels" / "future.py").write_text(text.replace(
+        "import tilelang\n", "from __future__ import annotations\n\nimport tilelang\n", 1))
+    built = build_once(src, {"index.rst": "F\n=\n\n.. tl-pipeline::\n   :file: kernels/future.py\n"
+                                          f"   :params: {KERNELS['annot'][1]}\n"
+                                          "   :num-stages: 2\n"})
+    assert "NameError" in built.warnings
+    assert "from __future__ import annotations" in built.warnings
+    assert "future.py:" in built.warnings  # at the kernel line that raised

@@ -6,6 +6,7 @@ It runs in worker processes, never in Sphinx's, and returns plain data (a
 
 from __future__ import annotations
 
+import re
 import time
 import traceback
 from typing import Any
@@ -59,6 +60,9 @@ def _kernel_line(exc: BaseException, source_name: str) -> int | None:
     return frames[-1].lineno if frames else None
 
 
+_FUTURE_ANNOTATIONS = re.compile(r"^from\s+__future__\s+import\s+.*\bannotations\b", re.M)
+
+
 def _message(exc: BaseException) -> str:
     text = str(exc).strip()
     lines = [line for line in text.splitlines() if line.strip()]
@@ -82,7 +86,12 @@ def lower_variant(payload: dict[str, Any]) -> Result:
             source_cuda = _lower(func, pass_configs, payload["target"], after, log)
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
-        result = failure("exception", _message(exc), line, seconds=time.perf_counter() - started)
+        message = _message(exc)
+        if isinstance(exc, NameError) and _FUTURE_ANNOTATIONS.search(source):
+            message += (" (the kernel says `from __future__ import annotations`, which turns "
+                        "T.Tensor annotations into strings TileLang cannot always resolve; "
+                        "it fails the same way when imported: remove that line)")
+        result = failure("exception", message, line, seconds=time.perf_counter() - started)
     else:
         ir = {**ir_facts.read(after), "passes": log.records, "pass_diffs": log.diffs}
         cuda = cuda_text.normalise(source_cuda, name)
