@@ -39,7 +39,7 @@ def test_params_are_python_literals() -> None:
 @pytest.mark.parametrize(("text", "message"), [
     ("M=", "has no value"),
     ("M=1 M=2", "given twice"),
-    ("M=foo", "not a Python literal"),
+    ("M=foo", "neither a Python literal nor a TileLang dtype"),
     ("1024", "KEY=VALUE"),
     ("junk M=1", "KEY=VALUE"),
 ])

@@ -58,8 +58,8 @@ def test_every_style_lowers_through_file(styles: Built) -> None:
     for index, name in enumerate(KERNELS):
         rows = styles.table("tl-summary", index=index)
         assert len(rows) == 1 + len(KERNELS[name][2].split()), name
-        shared = styles.table("tl-shared", index=index)
-        assert shared[-1][0] == "total" and all("B" in cell for cell in shared[-1][1:]), name
+        # Every variant's shared memory against sm_80's limit: it lowered, facts and all.
+        assert all(" B (" in row[3] and row[3].endswith("%)") for row in rows[1:]), (name, rows)
 
 
 def test_eager_kernel_takes_const_sizes_and_a_dtype(styles: Built) -> None:
@@ -95,12 +95,14 @@ def test_editing_a_helper_relowers_exactly_its_importers(tmp_path: Path, own_cac
     src = tmp_path / "src"
     _project(src)
     page = {"index.rst": _page().split("\n.. tl-pipeline:: eager")[0]}  # annot, helper
-    first = build_once(src, page)
+    # The edit changes what the page shows: that is a drift, tested elsewhere.
+    conf = CONF + 'tlstages_snapshots = "off"\n'
+    first = build_once(src, page, conf=conf)
     assert first.warnings == ""
     helpers = src / "kernels" / "tile_helpers.py"
     helpers.write_text(helpers.read_text().replace("tile = 1024 // elem_bits",
                                                    "tile = 512 // elem_bits"))
-    second = build_once(src, page)
+    second = build_once(src, page, conf=conf)
     assert second.warnings == ""
     lowered = _status_lines(second, ": lowered in")
     assert lowered and all(" helper " in line for line in lowered), lowered

@@ -23,7 +23,7 @@ from ..core.spec import DirectiveSpec, VariantSpec
 from .batch import PRIORITY, project_directives
 from .collector import all_directives
 from .config import settings
-from .messages import error, warn
+from .messages import error, info, warn
 from .snapshot_check import check_snapshots
 from .state import BuildState, build_state
 
@@ -41,7 +41,11 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         return []
     _report_duplicates(env)
     specs = project_directives(env)
-    _report_variants(specs, state)
+    failed = _report_variants(specs, state)
+    if state.variants:
+        info(f"tl-pipeline: {state.variants} variants, {len(state.lowered)} lowered, "
+             f"{state.variants - len(state.lowered)} cached, {failed} failed, "
+             f"{state.seconds:.1f} s")
     check_snapshots(app, specs, state)
     state.outcome.failures += _check_asserts(specs, state)
     _check_pass_names(specs, state)

@@ -42,6 +42,8 @@ class BuildState:
     bench: BenchSet = field(default_factory=BenchSet)
     lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
     attached: dict[str, list[Attached]] = field(default_factory=dict)  # by directive name
+    variants: int = 0  # distinct variants the project needs
+    seconds: float = 0.0  # what lowering them (or reading them back) took
 
     def result(self, variant: VariantSpec) -> Result:
         found = self.results.get(variant.key(self.stamp))
