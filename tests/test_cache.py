@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -147,3 +148,12 @@ def test_two_builds_sharing_a_cache_at_once(tmp_path, own_cache) -> None:
     assert not list(own_cache.rglob("*.tmp"))
     assert _pipelines((tmp_path / "first/_build/index.html").read_text()) == \
         _pipelines((tmp_path / "second/_build/index.html").read_text())
+
+
+def test_written_files_get_the_usual_mode(tmp_path: Path) -> None:
+    """Downloads served by a web server must be readable by others, as a plain write is."""
+    target = tmp_path / "a.cu"
+    files.write_atomic(target, "x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask

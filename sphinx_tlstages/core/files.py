@@ -12,8 +12,19 @@ import tempfile
 from pathlib import Path
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
+# Read once: os.umask can only be read by setting it, which is not thread-safe.
+_MODE = 0o666 & ~_umask()
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Replace ``path`` with ``data`` in one rename."""
+    """Replace ``path`` with ``data`` in one rename, with the mode a plain write gives
+    (mkstemp's 0600 would keep a web server from serving the downloads)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -22,6 +33,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
             handle.write(raw)
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, _MODE)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
