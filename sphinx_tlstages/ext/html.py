@@ -20,7 +20,7 @@ from ..core.cuda import source_map
 from ..core.files import write_if_changed
 from ..core.stamps import code_digest
 from ..version import __version__
-from .nodes import skip, tl_collapsible
+from .nodes import tl_collapsible
 from .render import render_head, render_parts
 
 if TYPE_CHECKING:
@@ -84,10 +84,9 @@ def _add_static(app: Sphinx, config: Config) -> None:
 
 def setup_html(app: Sphinx) -> None:
     """Register the HTML visitors and the stylesheet."""
-    # Other builders never see one (CollapsiblesAsText replaces it); skip is a guard.
-    guard = (skip, None)
-    app.add_node(tl_collapsible, html=(visit_collapsible, depart_collapsible), latex=guard,
-                 text=guard, man=guard, texinfo=guard)
+    # HTML only: every other builder gets the summaries in a list (see .plain), which
+    # it would not if it had a visitor of its own here.
+    app.add_node(tl_collapsible, html=(visit_collapsible, depart_collapsible))
     app.connect("config-inited", _add_static)
 
 
