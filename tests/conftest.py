@@ -20,6 +20,7 @@ pytest_plugins = ("sphinx.testing.fixtures",)
 # Run at the far ends of the supported TileLang, Sphinx and Python ranges (nox): the seed
 # GEMM through the directive, kernels in every style, snapshots, the layout.
 SMOKE_MODULES = ("test_seed_gemm", "test_real_kernels", "test_snapshots", "test_layout",
+                 "test_builders",
                  "test_options")
 
 

@@ -43,6 +43,13 @@ def is_html(app: Sphinx) -> bool:
     return app.builder.format == "html"
 
 
+def has_downloads(app: Sphinx) -> bool:
+    """HTML builders but EPUB, which packs every file of its output folder into the book
+    and warns about each file type it cannot declare (``.cu``); its pages hold the
+    listings themselves."""
+    return is_html(app) and app.builder.name != "epub"
+
+
 def visit_collapsible(self: HTML5Translator, node: tl_collapsible) -> None:
     classes = " ".join(["tl-collapsible", *node["classes"]])
     self.body.append(f'<details class="{classes}">')

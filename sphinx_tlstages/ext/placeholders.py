@@ -24,7 +24,7 @@ from docutils import nodes
 
 from .collector import directives
 from .config import settings
-from .html import cuda_downloads, is_html, render_html
+from .html import cuda_downloads, has_downloads, is_html, render_html
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
 from .plain import for_print
@@ -70,7 +70,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         rows = [(variant, state.result(variant)) for variant in spec.variants]
         context = Context(
             version=state.version, max_lines=config.max_lines,
-            downloads=cuda_downloads(app, docname, spec, rows) if html else None,
+            downloads=cuda_downloads(app, docname, spec, rows) if has_downloads(app) else None,
             bench=state.attached.get(spec.name, []),
             bench_stale=config.bench_stale,
         )
