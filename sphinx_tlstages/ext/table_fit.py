@@ -4,7 +4,7 @@ HTML tables scroll sideways inside the part; a page cannot. So for builders with
 
 - a table with one column per variant (its ``key_columns`` attribute counts the columns
   before them) is split into as few tables as fit the line, each repeating the key
-  columns and saying which variants it holds: a 48-variant ``:sweep:`` would otherwise be
+  columns and titled with the variants it holds: a 48-variant ``:sweep:`` would otherwise be
   50 columns across a page;
 - every column gets a width between its longest word and its longest cell, from the
   text (HTML's relative widths would starve ``__syncthreads`` of room on paper). LaTeX
@@ -38,8 +38,9 @@ class Measure:
 
 # LaTeX: tables are \footnotesize (sphinxtlstages.sty) on Sphinx's default text width,
 # about 130 Times characters; headers are set in sans-serif and code in typewriter, both
-# wider. Kept on the safe side: an overfull cell shows on the page, a spare one does not.
-LATEX = Measure(line=118, code=1.2, header=1.2, padding=3.4)
+# wider (measured: a typewriter character is 1.06 of these, "num_stages=1" in sans
+# 13.3). Kept on the safe side: an overfull cell shows on the page, a spare one does not.
+LATEX = Measure(line=118, code=1.1, header=1.1, padding=3.2)
 # Plain text: every character is one column; "| " and " " between cells.
 TEXT = Measure(line=100, code=1.0, header=1.0, padding=3)
 
@@ -55,6 +56,11 @@ def _positions(row: nodes.Element) -> list[tuple[int, int, nodes.entry]]:
     return found
 
 
+def _width(text: str) -> float:
+    """In average lower-case characters: capitals are about a third wider."""
+    return len(text) + 0.35 * sum(c.isupper() for c in text)
+
+
 def _extent(table: nodes.table, measure: Measure) -> tuple[list[float], list[float]]:
     """Per column: its longest word and its longest cell, in body characters."""
     group = next(table.findall(nodes.tgroup))
@@ -67,8 +73,8 @@ def _extent(table: nodes.table, measure: Measure) -> tuple[list[float], list[flo
             code = sum(len(n.astext()) for n in entry.findall(nodes.literal))
             factor = measure.header if header else measure.code if code * 2 > len(text) else 1
             span = last - first + 1
-            words = max((len(w) for w in text.split()), default=1) * factor / span
-            whole = len(text) * factor / span
+            words = max((_width(w) for w in text.split()), default=1) * factor / span
+            whole = _width(text) * factor / span
             for column in range(first, last + 1):
                 shortest[column] = max(shortest[column], words)
                 longest[column] = max(longest[column], whole)
@@ -129,7 +135,7 @@ def variants_per_table(table: nodes.table, keys: int, measure: Measure) -> int:
 
 def split_variant_columns(root: nodes.Element, measure: Measure) -> None:
     """Split every table with more variant columns than fit the line into tables of
-    balanced chunks, each after a line saying which variants it holds."""
+    balanced chunks, each titled with the variants it holds."""
     for table in list(root.findall(nodes.table)):
         keys = table.get("key_columns")
         group = next(table.findall(nodes.tgroup), None)
@@ -143,12 +149,10 @@ def split_variant_columns(root: nodes.Element, measure: Measure) -> None:
         replacement: list[nodes.Node] = []
         for start in range(0, variants, size):
             stop = min(start + size, variants)
-            # In a container of its own, which LaTeX keeps on the page of its table.
-            note = nodes.container("", nodes.paragraph(
-                text=f"Variants {start + 1}–{stop} of {variants}:", classes=["tl-note"]),
-                classes=["tl-columns"])
-            columns = [*range(keys), *range(keys + start, keys + stop)]
-            replacement += [note, _columns_of(table, columns)]
+            piece = _columns_of(table, [*range(keys), *range(keys + start, keys + stop)])
+            # A title, not a line above: LaTeX keeps a caption on its table's page.
+            piece.insert(0, nodes.title(text=f"Variants {start + 1}–{stop} of {variants}"))
+            replacement.append(piece)
         table.replace_self(replacement)
 
 
