@@ -21,6 +21,15 @@ if TYPE_CHECKING:
     from sphinx.application import Sphinx
     from sphinx.builders import Builder
 
+def _translator(app: Sphinx) -> type | None:
+    """The writer's translator class; None for builders that write no documents
+    (dummy, linkcheck), whose lookup raises in Sphinx 8.1."""
+    try:
+        return app.registry.get_translator_class(app.builder)
+    except AttributeError:
+        return None
+
+
 def drawable(app: Sphinx, cls: type[nodes.Node]) -> bool:
     """Whether this build's writer has a visitor for ``cls`` (registered or its own)."""
     builder = app.builder
@@ -30,8 +39,7 @@ def drawable(app: Sphinx, cls: type[nodes.Node]) -> bool:
         handlers = registry.get(builder.format, {})
     if cls.__name__ in handlers:
         return True
-    translator = app.registry.get_translator_class(builder)
-    return translator is not None and hasattr(translator, f"visit_{cls.__name__}")
+    return hasattr(_translator(app), f"visit_{cls.__name__}")
 
 
 def _subclasses(cls: type[tl_node]) -> list[type[tl_node]]:
@@ -67,7 +75,7 @@ def replace_undrawable(app: Sphinx, root: nodes.Element) -> None:
 def note_left_out(app: Sphinx, builder: Builder) -> None:
     """On ``write-started``: say once per build what this builder shows in place of
     parts it cannot draw (each page says so in one line, too)."""
-    if builder.format == "html" or not all_directives(app.env):
+    if builder.format == "html" or _translator(app) is None or not all_directives(app.env):
         return
     for cls in _subclasses(tl_node):
         if not drawable(app, cls):

@@ -22,7 +22,8 @@ from .config import DEFAULT_SNAPSHOT_DIR
 
 def conf_values(srcdir: Path) -> dict[str, Any]:
     """``conf.py``'s namespace, evaluated as Sphinx evaluates it."""
-    return dict(eval_config_file(srcdir / "conf.py", Tags()))
+    # A str: Sphinx 8.1 calls .encode() on the name (9.x takes, and is typed for, a Path).
+    return dict(eval_config_file(str(srcdir / "conf.py"), Tags()))  # type: ignore[arg-type]
 
 
 def snapshot_folder(srcdir: Path) -> Path:
