@@ -41,8 +41,9 @@ class Measure:
 # wider (measured: a typewriter character is 1.06 of these, "num_stages=1" in sans
 # 13.3). Kept on the safe side: an overfull cell shows on the page, a spare one does not.
 LATEX = Measure(line=118, code=1.1, header=1.1, padding=3.2)
-# Plain text: every character is one column; "| " and " " between cells.
-TEXT = Measure(line=100, code=1.0, header=1.0, padding=3)
+# Plain text: every character is one column; "| " and " " between cells. No page, but
+# wider than a terminal gets hard to read.
+TEXT = Measure(line=120, code=1.0, header=1.0, padding=3)
 
 
 def _positions(row: nodes.Element) -> list[tuple[int, int, nodes.entry]]:
@@ -62,7 +63,8 @@ def _width(text: str) -> float:
 
 
 def _extent(table: nodes.table, measure: Measure) -> tuple[list[float], list[float]]:
-    """Per column: its longest word and its longest cell, in body characters."""
+    """Per column: its longest word, and its longest body cell (at least that word), in
+    body characters."""
     group = next(table.findall(nodes.tgroup))
     columns = int(group["cols"])
     shortest, longest = [1.0] * columns, [1.0] * columns
@@ -77,8 +79,10 @@ def _extent(table: nodes.table, measure: Measure) -> tuple[list[float], list[flo
             whole = _width(text) * factor / span
             for column in range(first, last + 1):
                 shortest[column] = max(shortest[column], words)
-                longest[column] = max(longest[column], whole)
-    return shortest, longest
+                # A header wraps rather than widen its column past its cells.
+                if not header:
+                    longest[column] = max(longest[column], whole)
+    return shortest, [max(a, b) for a, b in zip(shortest, longest, strict=True)]
 
 
 def _share(shortest: list[float], longest: list[float], room: float) -> list[float]:
