@@ -149,14 +149,16 @@ def split_variant_columns(root: nodes.Element, measure: Measure) -> None:
         most = variants_per_table(table, keys, measure)
         if variants <= most:
             continue
-        size = math.ceil(variants / math.ceil(variants / most))
+        count = math.ceil(variants / most)
         replacement: list[nodes.Node] = []
-        for start in range(0, variants, size):
-            stop = min(start + size, variants)
+        start = 0
+        for piece_number in range(count):  # sizes differ by one at most: 48 by 5 is 8 x 5 + 2 x 4
+            stop = start + variants // count + (piece_number < variants % count)
             piece = _columns_of(table, [*range(keys), *range(keys + start, keys + stop)])
             # A title, not a line above: LaTeX keeps a caption on its table's page.
             piece.insert(0, nodes.title(text=f"Variants {start + 1}–{stop} of {variants}"))
             replacement.append(piece)
+            start = stop
         table.replace_self(replacement)
 
 
