@@ -145,3 +145,14 @@ def test_a_placeholder_without_results_says_so(tmp_path: Path, buildername: str)
                      built.warnings)
     page = "index.html" if buildername == "html" else "index.txt"
     assert "tl-pipeline ghost: no results" in (built.outdir / page).read_text("utf-8")
+
+
+def test_downloads_resolve_from_every_page(built: Built) -> None:
+    """Relative to the page being written: chapter/ in dirhtml, index.html in singlehtml."""
+    name = built.app.builder.name
+    if name not in ("html", "dirhtml", "singlehtml"):
+        pytest.skip("builders with CUDA downloads only (EPUB has none)")
+    links = [(page, ref) for page in built.outdir.rglob("*.html")
+             for ref in re.findall(r'href="([^"#?]+\.cu)"', page.read_text(encoding="utf-8"))]
+    assert len(links) == 4  # two variants of two directives
+    assert all((page.parent / ref).is_file() for page, ref in links)
