@@ -24,10 +24,13 @@ version = release = "1"
 html_theme = "basic"
 """
 
+# LaTeX's special characters in an author's title: they must survive every writer.
+TITLE = "First GEMM ~ 100% of <peak> #1_a & {b}"
+
 FILES = {
     "index.rst": "Book\n====\n\nThe introduction.\n\n.. toctree::\n\n   one\n   part/two\n",
     "one.rst": "One\n===\n\nBefore the first.\n\n"
-               + rst(GEMM, "First GEMM", num_stages="2 3", params=GEMM_PARAMS, name="first")
+               + rst(GEMM, TITLE, num_stages="2 3", params=GEMM_PARAMS, name="first")
                + "\nAfter the first.\n",
     "part/two.md": "# Two\n\nBefore the second.\n\n"
                    + myst(GEMM, "Second GEMM", num_stages="2 3", params=GEMM_PARAMS,
@@ -108,6 +111,10 @@ def test_latex_loads_its_package_and_fits_tables(built: Built) -> None:
         pytest.skip("LaTeX only")
     tex = _text(built)
     assert r"\usepackage{sphinxtlstages}" in tex
+    # Escaped, not dropped: the author's title and CUDA spellings in the tables.
+    assert tex_escape(TITLE) in tex
+    assert r"tl::cp\_async\_wait\textless{}N\textgreater{}()" in tex
+    assert r"tl.PipelinePlanning\#1" in tex and r"(59 \%)" in tex
     assert (built.outdir / "sphinxtlstages.sty").is_file()
     # Every table of the parts has widths that add up to at most the line.
     specs = re.findall(r"\\begin\{(?:tabular|tabulary|longtable)\}(?:\[t\])?(?:\{\\linewidth\})?"
