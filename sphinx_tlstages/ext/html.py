@@ -20,7 +20,7 @@ from ..core.cuda import source_map
 from ..core.files import write_if_changed
 from ..core.stamps import code_digest
 from ..version import __version__
-from .nodes import tl_collapsible
+from .nodes import replace_undrawable, tl_collapsible
 from .render import render_head, render_parts
 
 if TYPE_CHECKING:
@@ -224,8 +224,8 @@ def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
     key = fragment_key(app, spec, rows, context, digests)
     html = cache.fragment(key)
     if html is None:
-        parts = render_parts(spec, rows, context)
-        holder = nodes.container("", *parts)
+        holder = nodes.container("", *render_parts(spec, rows, context))
+        replace_undrawable(app, holder)
         link_listings(app, spec, rows, holder, context.max_lines)
         highlight_cached(app, cache, holder)
         html = _write_html(app, doctree, list(holder.children))

@@ -6,17 +6,22 @@ assemble one output from many documents (singlehtml, latex, texinfo, man) resolv
 under the root document's name.
 
 Every other node of ours is a :class:`tl_node`: a builder draws it with its own visitor
-(``app.add_node``), and a builder without one gets :meth:`tl_node.plain_run` instead (see
-:mod:`.plain`), so that no builder drops a part silently. ``tl_collapsible`` is a titled
-block that HTML shows as ``<details>``; other builders get its title in a list.
+(``app.add_node``), and a builder without one gets :meth:`tl_node.plain_run` instead
+(:func:`replace_undrawable`; :mod:`.plain` says so in the build log), so that no builder
+drops a part silently. A new kind of part subclasses it and registers its visitors.
+``tl_collapsible`` is a titled block that HTML shows as ``<details>``; other builders get
+its title in a list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from docutils import nodes
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
 
 
 class tl_pipeline_placeholder(nodes.General, nodes.Element):
@@ -62,3 +67,54 @@ class tl_collapsible(tl_node):
 
 def skip(translator: object, node: nodes.Element) -> None:
     raise nodes.SkipNode
+
+
+def translator(app: Sphinx) -> type | None:
+    """The writer's translator class; None for builders that write no documents
+    (dummy, linkcheck), whose lookup raises in Sphinx 8.1."""
+    try:
+        return app.registry.get_translator_class(app.builder)
+    except AttributeError:
+        return None
+
+
+def drawable(app: Sphinx, cls: type[nodes.Node]) -> bool:
+    """Whether this build's writer has a visitor for ``cls`` (registered or its own)."""
+    builder = app.builder
+    registry = app.registry.translation_handlers
+    handlers = registry.get(builder.name)
+    if handlers is None:
+        handlers = registry.get(builder.format, {})
+    if cls.__name__ in handlers:
+        return True
+    return hasattr(translator(app), f"visit_{cls.__name__}")
+
+
+def tl_nodes(cls: type[tl_node] | None = None) -> list[type[tl_node]]:
+    """Every subclass of :class:`tl_node` (of ``cls``), however deep."""
+    found = []
+    for sub in (cls or tl_node).__subclasses__():
+        found += [sub, *tl_nodes(sub)]
+    return found
+
+
+def replace_undrawable(app: Sphinx, root: nodes.Element) -> None:
+    """Swap each run of consecutive sibling nodes of ours the writer cannot draw for
+    their plain stand-ins (one note per run)."""
+    undrawable = tuple(c for c in tl_nodes() if not drawable(app, c))
+    if not undrawable:
+        return
+    parents = {id(n.parent): n.parent for n in root.findall(tl_node)
+               if isinstance(n, undrawable) and n.parent is not None}
+    for parent in parents.values():
+        children: list[nodes.Node] = []
+        run: list[tl_node] = []
+        for child in [*parent.children, None]:
+            if run and (child is None or type(child) is not type(run[0])):
+                children += type(run[0]).plain_run(run)
+                run = []
+            if isinstance(child, undrawable):
+                run.append(child)
+            elif child is not None:
+                children.append(child)
+        parent[:] = children
