@@ -163,3 +163,28 @@ def test_downloads_resolve_from_every_page(built: Built) -> None:
              for ref in re.findall(r'href="([^"#?]+\.cu)"', page.read_text(encoding="utf-8"))]
     assert len(links) == 4  # two variants of two directives
     assert all((page.parent / ref).is_file() for page, ref in links)
+
+
+def test_a_new_kind_of_part_plugs_in(tmp_path: Path) -> None:
+    """A node of ours that a builder has no visitor for becomes its stand-in there (one
+    note per run of them), and stays itself where a visitor is registered."""
+    import gc
+
+    from docutils import nodes
+
+    from sphinx_tlstages.ext.nodes import replace_undrawable, tl_node
+
+    class tl_demo(tl_node):
+        stand_in = "demonstrations as sentences"
+
+    try:
+        built = build_once(tmp_path / "src", {"index.rst": "Demo\n====\n"}, "text", CONF)
+        built.app.add_node(tl_demo, html=(lambda self, node: None, None))
+        root = nodes.container("", tl_demo("", nodes.paragraph(text="one")),
+                               tl_demo("", nodes.paragraph(text="two")))
+        replace_undrawable(built.app, root)
+        assert [type(n).__name__ for n in root.children] == ["paragraph", "paragraph"]
+        assert root.astext() == "one\n\ntwo"
+    finally:
+        del tl_demo  # out of tl_node's subclasses again, for the builds after this one
+        gc.collect()
