@@ -20,3 +20,11 @@ html_title = "TileLang pipelines"
 
 tlstages_target = "sm_80"
 tlstages_num_stages = "1 2 3 4"
+
+# EPUB wants a version; the book has none of its own but the extension's.
+from sphinx_tlstages.version import __version__ as version  # noqa: E402
+
+release = version
+# The PDF (nox -s pdf, Read the Docs' "formats: [pdf, epub]").
+latex_documents = [("index", "tilelang-pipelines.tex", project, author, "manual")]
+epub_basename = "tilelang-pipelines"

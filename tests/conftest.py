@@ -18,9 +18,9 @@ from .html_tree import Element, parse, table_rows
 pytest_plugins = ("sphinx.testing.fixtures",)
 
 # Run at the far ends of the supported TileLang, Sphinx and Python ranges (nox): the seed
-# GEMM through the directive, kernels in every style, snapshots, the layout.
+# GEMM through the directive, kernels in every style, snapshots, the layout, every builder.
 SMOKE_MODULES = ("test_seed_gemm", "test_real_kernels", "test_snapshots", "test_layout",
-                 "test_options")
+                 "test_options", "test_builders")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -37,8 +37,9 @@ def test_text_builder_gets_tables_and_summaries_without_html(build) -> None:
     text = " ".join((result.outdir / "index.txt").read_text(encoding="utf-8").split())
     assert "<details" not in text and "<summary" not in text
     assert "(3, 128, 64)" in text and "49,152 B" in text
-    assert re.search(
-        r"num_stages 2 → 3: \+\d+ -\d+ lines \*\(the full text is in the HTML output\)\*", text)
+    assert re.search(r"\* num_stages 2 → 3: \+\d+ -\d+ lines \* num_stages=2: full CUDA, \d+ "
+                     r"lines .* \*The diffs and the full CUDA listings are in the HTML output\.\*",
+                     text)
     assert "98,304 B" in text and "pipelined, depth 3" in text
     assert "tl::cp_async_gs<16>" not in text  # full CUDA is HTML-only
 
@@ -49,5 +50,5 @@ def test_latex_builder_gets_plain_nodes(build) -> None:
     tex = (result.outdir / "book.tex").read_text(encoding="utf-8")
     assert "details" not in tex
     assert "49,152 B" in tex
-    assert "the full text is in the HTML output" in tex
+    assert "The diffs and the full CUDA listings are in the HTML output." in tex
     assert result.warnings == ""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from docutils import nodes
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
@@ -19,7 +20,16 @@ from sphinx_tlstages.ext.config import CONFIG_VALUES, ENVIRONMENT_VARIABLES
 from sphinx_tlstages.ext.directive import OPTIONS
 
 
-def _table(headers: list[str], rows: list[list[str]], parse: object) -> nodes.table:
+def _table(headers: list[str], rows: list[list[str]], parse: object,
+           paper: tuple[int, ...]) -> list[nodes.Node]:
+    """The table, after the column widths it gets on paper (in hundredths of the line;
+    HTML ignores them): LaTeX's default would squeeze the names into a quarter of what
+    they need and run them into the next column."""
+    spec = "".join(rf">{{\raggedright\arraybackslash}}\X{{{w}}}{{100}}" for w in paper)
+    return [addnodes.tabular_col_spec(spec=spec), _plain_table(headers, rows, parse)]
+
+
+def _plain_table(headers: list[str], rows: list[list[str]], parse: object) -> nodes.table:
     group = nodes.tgroup(cols=len(headers))
     for width in [1] * (len(headers) - 1) + [3]:
         group += nodes.colspec(colwidth=width)
@@ -35,7 +45,8 @@ def _table(headers: list[str], rows: list[list[str]], parse: object) -> nodes.ta
             entries.append(entry)
         body += nodes.row("", *entries)
     group += body
-    return nodes.table("", group)
+    # Long enough to need more than one page.
+    return nodes.table("", group, classes=["longtable"] if len(rows) > 12 else [])
 
 
 class Reference(SphinxDirective):
@@ -49,16 +60,16 @@ class Reference(SphinxDirective):
         what = self.arguments[0]
         if what == "options":
             rows = [[f"``:{name}:``", doc] for name, doc in OPTIONS.items()]
-            return [_table(["option", "meaning"], rows, self._rst)]
+            return _table(["option", "meaning"], rows, self._rst, (22, 78))
         if what == "config":
             rows = [[f"``{v.name}``", f"``{v.default!r}``", v.doc] for v in CONFIG_VALUES]
-            return [_table(["value", "default", "meaning"], rows, self._rst)]
+            return _table(["value", "default", "meaning"], rows, self._rst, (29, 29, 42))
         if what == "environment":
             rows = [[f"``{name}``", doc] for name, doc in ENVIRONMENT_VARIABLES.items()]
-            return [_table(["variable", "meaning"], rows, self._rst)]
+            return _table(["variable", "meaning"], rows, self._rst, (28, 72))
         if what == "warnings":
             rows = [[f"``{WARNING_TYPE}.{name}``", doc] for name, doc in SUBTYPES.items()]
-            return [_table(["type.subtype", "when"], rows, self._rst)]
+            return _table(["type.subtype", "when"], rows, self._rst, (24, 76))
         if what == "cli":
             parser = build_parser()
             texts = [parser.format_help()]

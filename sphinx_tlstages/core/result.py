@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings at run time
-    from typing import Required
+    from typing_extensions import Required
 
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are migrated on reading, never reported as drift.

@@ -1,8 +1,9 @@
 """The Sphinx extension: ``setup`` wires one feature per call, in the order data flows.
 
 Configuration, the directive that records what to lower, the batch that lowers it after
-reading and the checks after it, the rendering that fills the pages, and the HTML-only
-touches.
+reading and the checks after it, the rendering that fills the pages (with what builders
+without HTML get instead of collapsible blocks), the HTML-only touches and the LaTeX
+package.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from .collector import TlPipelineCollector
 from .config import setup_config
 from .directive import TlPipelineDirective
 from .html import setup_html
+from .latex import setup_latex
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
+from .plain import setup_plain
 
 
 def setup_directive(app: Sphinx) -> None:
@@ -42,6 +45,7 @@ def setup_batch(app: Sphinx) -> None:
 
 def setup_render(app: Sphinx) -> None:
     app.connect("doctree-resolved", fill_pipelines)
+    setup_plain(app)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
@@ -51,5 +55,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     setup_batch(app)
     setup_render(app)
     setup_html(app)
+    setup_latex(app)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
-            "env_version": 1}
+            # 2: placeholders carry their document's name.
+            "env_version": 2}

@@ -105,7 +105,9 @@ class TlPipelineDirective(SphinxDirective):
         std = self.env.domains.standard_domain
         if spec.name not in std.labels:  # a duplicate is reported once, with both places
             std.note_hyperlink_target(spec.name, self.env.docname, spec.node_id, spec.title)
-        placeholder = tl_pipeline_placeholder(name=spec.name, ids=[spec.node_id])
+        # Its own document's name: assembled builders resolve it under the root's.
+        placeholder = tl_pipeline_placeholder(name=spec.name, docname=self.env.docname,
+                                              ids=[spec.node_id])
         self.set_source_info(placeholder)
         return [placeholder]
 

@@ -20,7 +20,7 @@ from ..core.cuda import source_map
 from ..core.files import write_if_changed
 from ..core.stamps import code_digest
 from ..version import __version__
-from .nodes import skip, tl_collapsible
+from .nodes import replace_undrawable, tl_collapsible
 from .render import render_head, render_parts
 
 if TYPE_CHECKING:
@@ -41,6 +41,13 @@ DOWNLOAD_DIR = "_tlstages"
 
 def is_html(app: Sphinx) -> bool:
     return app.builder.format == "html"
+
+
+def has_downloads(app: Sphinx) -> bool:
+    """HTML builders but EPUB, which packs every file of its output folder into the book
+    and warns about each file type it cannot declare (``.cu``); its pages hold the
+    listings themselves."""
+    return is_html(app) and app.builder.name != "epub"
 
 
 def visit_collapsible(self: HTML5Translator, node: tl_collapsible) -> None:
@@ -84,10 +91,9 @@ def _add_static(app: Sphinx, config: Config) -> None:
 
 def setup_html(app: Sphinx) -> None:
     """Register the HTML visitors and the stylesheet."""
-    # Other builders never see one (CollapsiblesAsText replaces it); skip is a guard.
-    guard = (skip, None)
-    app.add_node(tl_collapsible, html=(visit_collapsible, depart_collapsible), latex=guard,
-                 text=guard, man=guard, texinfo=guard)
+    # HTML only: every other builder gets the summaries in a list (see .plain), which
+    # it would not if it had a visitor of its own here.
+    app.add_node(tl_collapsible, html=(visit_collapsible, depart_collapsible))
     app.connect("config-inited", _add_static)
 
 
@@ -218,8 +224,8 @@ def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
     key = fragment_key(app, spec, rows, context, digests)
     html = cache.fragment(key)
     if html is None:
-        parts = render_parts(spec, rows, context)
-        holder = nodes.container("", *parts)
+        holder = nodes.container("", *render_parts(spec, rows, context))
+        replace_undrawable(app, holder)
         link_listings(app, spec, rows, holder, context.max_lines)
         highlight_cached(app, cache, holder)
         html = _write_html(app, doctree, list(holder.children))

@@ -1,13 +1,19 @@
 """Filling each placeholder with its rendered results, as each document is written.
 
 Runs on ``doctree-resolved``, after the batch of :mod:`.batch` has lowered everything
-(``env-updated`` precedes all writing). Builders other than HTML then get plain text where
-HTML has collapsible blocks.
+(``env-updated`` precedes all writing). Builders other than HTML then get plain nodes
+where HTML has collapsible blocks (:mod:`.plain`).
 
 Why an event handler and not an HTML-only ``SphinxPostTransform``: every builder needs
 the parts, and HTML builders reuse whole cached fragments of written HTML here (what holds
 a warm ``-E`` rebuild near the cost of the same book without the extension); a
 post-transform would have to rebuild the nodes before it could skip writing them.
+
+Builders that assemble one output from many documents (singlehtml, latex, texinfo, man)
+fire ``doctree-resolved`` once, with the root document's name, for a tree that holds every
+included document: each placeholder is looked up under its own document's name, which the
+directive stored on it. The event's name is still the page being written, which is what
+links are relative to.
 """
 
 from __future__ import annotations
@@ -18,30 +24,53 @@ from docutils import nodes
 
 from .collector import directives
 from .config import settings
-from .html import cuda_downloads, is_html, render_html
-from .nodes import tl_collapsible, tl_pipeline_placeholder
+from .html import cuda_downloads, has_downloads, is_html, render_html
+from .messages import warn
+from .nodes import tl_pipeline_placeholder
+from .plain import for_print
 from .render import Context, render
 from .state import build_state
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
+    from ..core.spec import DirectiveSpec
+
+
+def _spec(app: Sphinx, placeholder: tl_pipeline_placeholder,
+          docname: str) -> DirectiveSpec | None:
+    origin = placeholder.get("docname") or docname
+    return next((spec for spec in directives(app.env).get(origin, [])
+                 if spec.name == placeholder["name"]), None)
+
+
+def _missing(placeholder: tl_pipeline_placeholder, why: str) -> None:
+    """The directive's place says what happened, and so does the build log."""
+    message = f"tl-pipeline {placeholder['name']}: {why}"
+    warn(message, "lowering", location=placeholder)
+    note = nodes.error("", nodes.paragraph(text=message), classes=["tl-error"])
+    note.source, note.line = placeholder.source, placeholder.line
+    placeholder.replace_self(note)
+
 
 def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
-    """Replace every ``tl_pipeline_placeholder`` of ``docname`` with its rendering."""
-    specs = {spec.name: spec for spec in directives(app.env).get(docname, [])}
+    """Replace every ``tl_pipeline_placeholder`` in ``doctree`` with its rendering."""
     state = build_state(app)
     config = settings(app)
     html = is_html(app)
     for placeholder in list(doctree.findall(tl_pipeline_placeholder)):
-        spec = specs.get(placeholder["name"])
-        if spec is None or state is None:
-            placeholder.parent.remove(placeholder)
+        spec = _spec(app, placeholder, docname)
+        if state is None:
+            _missing(placeholder, "no results: the project was not lowered in this build")
+            continue
+        if spec is None:
+            _missing(placeholder, "no results: its document "
+                     f"{placeholder.get('docname') or docname!r} recorded no such directive")
             continue
         rows = [(variant, state.result(variant)) for variant in spec.variants]
         context = Context(
             version=state.version, max_lines=config.max_lines,
-            downloads=cuda_downloads(app, docname, spec, rows) if html else None,
+            downloads=cuda_downloads(app, docname, spec, rows) if has_downloads(app) else None,
             bench=state.attached.get(spec.name, []),
             bench_stale=config.bench_stale,
         )
@@ -50,16 +79,6 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             rendered = render_html(app, doctree, spec, rows, context, state.cache, digests)
         else:
             rendered = render(spec, rows, context)
+            for_print(app, rendered)
         rendered.source, rendered.line = placeholder.source, placeholder.line
         placeholder.replace_self(rendered)
-    if not html:
-        collapse_for_print(doctree)
-
-
-def collapse_for_print(doctree: nodes.document) -> None:
-    """Builders without ``<details>`` get each collapsible's summary and a pointer."""
-    for node in list(doctree.findall(tl_collapsible)):
-        para = nodes.paragraph(classes=["tl-collapsed"])
-        para += nodes.Text(node["summary"] + " ")
-        para += nodes.emphasis(text="(the full text is in the HTML output)")
-        node.replace_self(para)

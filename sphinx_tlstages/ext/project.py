@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import sphinx
 from sphinx.config import eval_config_file
 from sphinx.util.tags import Tags
 
@@ -22,7 +23,10 @@ from .config import DEFAULT_SNAPSHOT_DIR
 
 def conf_values(srcdir: Path) -> dict[str, Any]:
     """``conf.py``'s namespace, evaluated as Sphinx evaluates it."""
-    return dict(eval_config_file(srcdir / "conf.py", Tags()))
+    conf: Any = srcdir / "conf.py"
+    if sphinx.version_info < (9,):
+        conf = str(conf)  # Sphinx 8.1 calls .encode() on the name; 9.2 its .parent
+    return dict(eval_config_file(conf, Tags()))
 
 
 def snapshot_folder(srcdir: Path) -> Path:

@@ -30,7 +30,8 @@ def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
         body.append(["static shared (barriers)",
                      *(f"{number(r['static_shared_bytes'])} B" for _, r in ok)])
     headers: list[Cell] = ["buffer", *(v.heading for v, _ in ok)]
-    return table(headers, body, ["tl-table"], widths=[20, *[20] * len(ok)])
+    return table(headers, body, ["tl-table"], widths=[20, *[20] * len(ok)],
+                 key_columns=1)
 
 
 SYNC_ROWS = (
@@ -62,7 +63,8 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
         cells = [" ".join(f"<{n}>" for n in v) if isinstance(v, list) else str(v) for v in values]
         body.append([code(spelling), *cells])
     headers: list[Cell] = ["in the CUDA", *(v.heading for v, _ in ok)]
-    result: list[nodes.Node] = [table(headers, body, ["tl-table"], widths=[30, *[14] * len(ok)])]
+    result: list[nodes.Node] = [table(headers, body, ["tl-table"], widths=[30, *[14] * len(ok)],
+                                       key_columns=1)]
     if omitted:
         result.append(nodes.paragraph(
             text="Absent from every variant: " + ", ".join(omitted) + ".", classes=["tl-note"]))

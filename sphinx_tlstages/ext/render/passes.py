@@ -95,6 +95,6 @@ def passes_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
         headers: list[Cell] = ["pass run", "position", *(v.heading for v, _ in ok)]
         if table_rows:
             body.append(table(headers, table_rows, ["tl-table", "tl-pass-table"],
-                              widths=[30, 8, *[12] * len(ok)]))
+                              widths=[30, 8, *[12] * len(ok)], key_columns=2))
     body.extend(_diffs(spec, ok, aligned, max_lines))
     return body

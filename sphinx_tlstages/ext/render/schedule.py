@@ -63,4 +63,5 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
                      *(_ring(w) if w else "—" for w in warp)])
     if not body:
         return nodes.paragraph(text="No variant has a pipelined loop.")
-    return table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)])
+    return table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)],
+                 key_columns=2)

@@ -41,9 +41,12 @@ def code(text: str) -> nodes.literal:
 
 
 def table(headers: Sequence[Cell], rows: Sequence[Sequence[Cell | Span]], classes: list[str],
-          widths: Sequence[int] | None = None) -> nodes.container:
+          widths: Sequence[int] | None = None, key_columns: int | None = None
+          ) -> nodes.container:
     """A table with one header row, in a container that scrolls sideways when the page is
-    narrower than the table; ``widths`` are relative column widths."""
+    narrower than the table; ``widths`` are relative column widths. ``key_columns``:
+    the columns before one column per variant, which builders without HTML repeat when
+    they split a wide table (see :mod:`..plain`)."""
     columns = len(headers)
     group = nodes.tgroup(cols=columns)
     for width in widths or [1] * columns:
@@ -55,8 +58,10 @@ def table(headers: Sequence[Cell], rows: Sequence[Sequence[Cell | Span]], classe
     for row in rows:
         body += nodes.row("", *(_entry(cell) for cell in row))
     group += body
-    return nodes.container("", nodes.table("", group, classes=classes),
-                           classes=["tl-table-scroll"])
+    found = nodes.table("", group, classes=classes)
+    if key_columns is not None:
+        found["key_columns"] = key_columns
+    return nodes.container("", found, classes=["tl-table-scroll"])
 
 
 def number(value: int) -> str:
