@@ -29,25 +29,53 @@ def _script(mod: Any) -> str:
         return f"# the IR could not be printed: {type(exc).__name__}"
 
 
-def _recorder(after: dict[str, Any], log: PassLog) -> Any:
-    """A pass instrument keeping the module after the first run of each watched pass,
-    and telling ``log`` what every run changed (printing the IR only when its structural
-    hash moved: printing every module would double the lowering time)."""
+def _names(mod: Any) -> set[str]:
+    return {str(gvar.name_hint) for gvar in mod.functions}
+
+
+def _recorder(after: dict[str, Any], before: dict[str, Any], log: PassLog) -> Any:
+    """A pass instrument keeping the module built (``before[ir_facts.SOURCE]``), the input
+    of each watched input pass and the output of the first run of each watched pass, and
+    telling ``log`` what every run changed (printing the IR only when its structural
+    hash moved: printing every module would double the lowering time).
+
+    Some passes run others inside them on helper functions of their own: tile-op
+    lowering simplifies each gemm emitter's ``_gemm_*`` function. Those runs see a module
+    that is not the kernel's; they are left out, or the next run's change would be
+    measured against the helper.
+    """
     last: list[int] = []
+    depth = [0]
+    kernel: list[set[str]] = []  # names of the kernel's functions, as last seen
+
+    def helper(mod: Any) -> bool:
+        return depth[0] > 1 and not (_names(mod) & kernel[0])
 
     @tvm.instrument.pass_instrument
     class Recorder:
         def run_before_pass(self, mod: Any, info: Any) -> None:
+            depth[0] += 1
             if not last:
                 last.append(tvm.ir.structural_hash(mod))
+                kernel.append(_names(mod))
+                before[ir_facts.SOURCE] = mod
                 log.start(_script(mod))
+            if depth[0] == 1 and info.name in ir_facts.WATCHED_INPUT \
+                    and info.name not in before:
+                before[str(info.name)] = mod
 
         def run_after_pass(self, mod: Any, info: Any) -> None:
-            digest = tvm.ir.structural_hash(mod)
-            log.after(str(info.name), digest != last[0], lambda: _script(mod))
-            last[0] = digest
-            if info.name in ir_facts.WATCHED and info.name not in after:
-                after[str(info.name)] = mod
+            try:
+                if helper(mod):
+                    return
+                kernel[0] = _names(mod)
+                digest = tvm.ir.structural_hash(mod)
+                log.after(str(info.name), digest != last[0], lambda: _script(mod))
+                last[0] = digest
+                if info.name in ir_facts.WATCHED and info.name not in after:
+                    after[str(info.name)] = mod
+            finally:
+                depth[0] -= 1
 
     return Recorder()
 
@@ -77,13 +105,15 @@ def lower_variant(payload: dict[str, Any]) -> Result:
             func, pass_configs = prim_func(module.namespace[str(payload["factory"])],
                                            factory_arguments(payload))
             after: dict[str, Any] = {}
+            before: dict[str, Any] = {}
             log = PassLog(payload.get("ir_passes") or ())
-            source_cuda = _lower(func, pass_configs, payload["target"], after, log)
+            source_cuda = _lower(func, pass_configs, payload["target"],
+                                 _recorder(after, before, log))
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
         result = failure("exception", _message(exc), line, seconds=time.perf_counter() - started)
     else:
-        ir = {**ir_facts.read(after), "passes": log.records, "pass_diffs": log.diffs}
+        ir = {**ir_facts.read(after, before), "passes": log.records, "pass_diffs": log.diffs}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, str(payload["factory"]),
                                int(payload["num_stages"]),
@@ -94,8 +124,9 @@ def lower_variant(payload: dict[str, Any]) -> Result:
 
 
 def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],
-           after: dict[str, Any], log: PassLog) -> str:
-    """TileLang's compile-only lowering of ``func``, every pass seen by the recorder."""
+           recorder: Any) -> str:
+    """TileLang's compile-only lowering of ``func`` (CUDA or HIP source), every pass seen
+    by the recorder."""
     from tilelang.transform import PassConfigKey
 
     config: dict[str, Any] = {}
@@ -105,9 +136,9 @@ def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],
     config.update(pass_configs)  # the kernel's own configs, as its author compiles it
     target = tvm.target.Target(target_dict)
     with tilelang.transform.PassContext(opt_level=3, config=config,
-                                        instruments=[_recorder(after, log)]), target:
+                                        instruments=[recorder]), target:
         artifact = tilelang.lower(func, target=target, enable_device_compile=False)
     source_cuda = str(artifact.kernel_source or "")
     if not source_cuda.strip():
-        raise RuntimeError("TileLang produced no CUDA source")
+        raise RuntimeError("TileLang produced no device source")
     return source_cuda
