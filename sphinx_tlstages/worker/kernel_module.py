@@ -87,8 +87,9 @@ def kernel_module(source: str, source_name: str, origin: dict[str, Any] | None
     importlib.invalidate_caches()  # a helper written or edited since the last variant
     module = types.ModuleType(name)
     module.__file__ = file or str(Path(folders[0] if folders else ".", source_name))
-    if file is None:  # inline kernels get TileLang's usual names for free
-        module.__dict__.update(tilelang=tilelang, T=T)
+    # TileLang's usual names for free, as the book's own kernel files expect; a file that
+    # imports them itself binds the same objects.
+    module.__dict__.update(tilelang=tilelang, T=T)
     sys.modules[name] = module
     loaded = KernelModule(module.__dict__)
     try:
