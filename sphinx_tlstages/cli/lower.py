@@ -106,7 +106,8 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         written = []
         for variant, result in rows:
             if result.get("ok"):
-                target_path = dump_dir / f"{path.stem}-{variant.label}.cu"
+                target_path = dump_dir / f"{path.stem}-{variant.label}" \
+                    f"{variant.target.source_suffix}"
                 write_atomic(target_path, result["cuda"])
                 written.append(target_path)
         for target_path in written:

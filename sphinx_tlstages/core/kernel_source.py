@@ -230,9 +230,9 @@ def gemm_statements(source: str, factory_name: str) -> list[Statement]:
     arguments' buffer names (A, B, C)."""
     tree = ast.parse(source)
     scope: ast.AST = tree
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == factory_name:
-            scope = node
+    for top in tree.body:
+        if isinstance(top, ast.FunctionDef) and top.name == factory_name:
+            scope = top
     found = []
     for node in ast.walk(scope):
         if isinstance(node, ast.Call) and _decorator_name(node.func).rsplit(".", 1)[-1] \

@@ -170,6 +170,8 @@ def _variant_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
         changes.append(f"threads {old.get('threads')} -> {new.get('threads')}")
     old_sync, new_sync = old.get("sync", {}), new.get("sync", {})
     for key in sorted(old_sync.keys() | new_sync.keys()):
+        if key not in old_sync:
+            continue  # a counter added since this snapshot was taken: not recorded there
         a, b = old_sync.get(key), new_sync.get(key)
         if a != b:
             changes.append(f"{key} {_count(a)} -> {_count(b)}")

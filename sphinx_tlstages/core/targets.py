@@ -111,6 +111,11 @@ class Target:
         return "HIP" if self.kind == "hip" else "CUDA"
 
     @property
+    def source_suffix(self) -> str:
+        """The file suffix of the generated code: ``.cu``, or ``.cpp`` for HIP."""
+        return ".cpp" if self.kind == "hip" else ".cu"
+
+    @property
     def memory(self) -> str:
         """What the limit is about, in the vendor's words."""
         return "LDS per workgroup" if self.kind == "hip" else "shared memory per block"
@@ -210,13 +215,13 @@ def parse_target(text: str) -> Target:
         return _from_dict({"kind": "hip", "mcpu": text}, text)
     words = shlex.split(text)
     if words and words[0] in ("cuda", "hip", "rocm"):
-        value: dict[str, object] = {"kind": words[0]}
+        spelled: dict[str, object] = {"kind": words[0]}
         for word in words[1:]:
             match = re.fullmatch(r"-{1,2}([a-z_]+)=(\S+)", word)
             if not match:
                 raise OptionError(f"target {text!r}: cannot read {word!r} (expected -key=value)")
-            value[match.group(1)] = match.group(2)
-        return _from_dict(value, text)
+            spelled[match.group(1)] = match.group(2)
+        return _from_dict(spelled, text)
     raise OptionError(
         f"unknown target {text!r}: use an arch (sm_80, sm_90a, gfx942), "
         "'cuda -arch=sm_90a', 'hip -mcpu=gfx942' or JSON"
