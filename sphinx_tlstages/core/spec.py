@@ -130,10 +130,11 @@ class VariantSpec:
     @property
     def label(self) -> str:
         """A file-name-safe short name: ``ns2``, ``sm_80-block_K64-ns2``."""
+        stages = self.stages.replace("–", "-")
         if self.only_num_stages:
-            return re.sub(r"[^A-Za-z0-9._-]+", "_", f"ns{self.stages}")
+            return re.sub(r"[^A-Za-z0-9._-]+", "_", f"ns{stages}")
         words = [value if name == "target" else
-                 f"ns{self.stages}" if name == "num_stages" else f"{name}{value}"
+                 f"ns{stages}" if name == "num_stages" else f"{name}{value}"
                  for name, value in self.axes]
         return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(words)).strip("_")
 

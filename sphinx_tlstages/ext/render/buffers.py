@@ -131,9 +131,10 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
     omitted = []
     for key, spelling, applies in SYNC_ROWS:
         values = [r["sync"].get(key) for _, r in ok]
-        if not any(values):
-            recorded = any(value is not None for value in values)
-            if recorded and any(applies(v.target) for v, _ in ok):
+        applicable = any(applies(v.target) for v, _ in ok)
+        recorded = any(value is not None for value in values)
+        if not any(values) and (recorded or not applicable):
+            if applicable:
                 omitted.append(spelling)
             continue
         body.append([code(spelling), *(_count(v) for v in values)])
