@@ -80,7 +80,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         return 2
     spec = DirectiveSpec(name=path.stem, docname=str(path), lineno=1, kernel_line=None,
                          kernel_path=str(path), title=path.name, targets=chosen_targets,
-                         variants=variants, show=("annotations", "shared", "sync"),
+                         variants=variants, show=("gemm", "annotations", "shared", "sync"),
                          diff="none", sweep=tuple((k, tuple(map(repr, v)))
                                                   for k, v in swept.items()),
                          params=canonical_params(values))

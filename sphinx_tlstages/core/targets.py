@@ -142,9 +142,9 @@ def instruction_rule(target: Target, instruction: str) -> str | None:
         return None
     if target.has_tensor_memory:
         return (f"{target.label}: tcgen05 needs a tensor-memory accumulator "
-                "(T.alloc_tmem); wgmma is Hopper's only")
+                "(T.alloc_tmem), and wgmma is Hopper's alone")
     if cc >= 120:
-        return f"{target.label}: no wgmma and no tcgen05 on this architecture"
+        return f"{target.label}: this architecture has neither wgmma nor tcgen05"
     return None
 
 

@@ -51,7 +51,7 @@ OPTIONS: dict[str, str] = {
     "name": "Stable identifier, unique in the project: the snapshot's file name and a "
             "``:ref:`` target (default ``<docname>-<n>``, which moves when a directive is "
             "inserted above: name every directive).",
-    "show": "Any of ``source annotations shared sync passes diff cuda`` (default "
+    "show": "Any of ``source gemm annotations shared sync passes diff cuda`` (default "
             "``tlstages_show``).",
     "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
     "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
@@ -60,7 +60,8 @@ OPTIONS: dict[str, str] = {
                     "variant that lowers is an error. For chapters that teach limits.",
     "assert": "Claims checked on every build, one Python expression per line over each "
               "lowered variant's facts (``shared[\"A_shared\"].shape[0] == num_stages``, "
-              "``max(sync[\"cp_async_wait\"]) == num_stages - 1``); a false one fails the "
+              "``max(sync[\"cp_async_wait\"]) == num_stages - 1``, ``gemm[0] == "
+              "\"wgmma\"``, ``tmem[\"C_tmem\"].columns == 128``); a false one fails the "
               "build at its line.",
     "reference": "For ``tlstages bench``: a Python expression over the kernel's tensors by "
                  "parameter name (``A @ B.T``); the result is checked against it, and it is "

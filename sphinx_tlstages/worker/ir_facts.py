@@ -22,22 +22,16 @@ WATCHED = (
     "tl.LowerSharedTmem",
     "tl.MergeSharedMemoryAllocations",
 )
-# Passes whose input is read too: the gemm calls that enter tile-op lowering.
-WATCHED_INPUT = ("tl.LowerTileOp",)
-# The key of the module as the factory built it, before any pass.
-SOURCE = "<source>"
 
 
-def read(after: dict[str, Any], before: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Every IR fact, from the module each watched pass left (absent: not run) and, in
-    ``before``, the module built and the inputs of :data:`WATCHED_INPUT`."""
-    before = before or {}
+def read(after: dict[str, Any], built: Any | None = None) -> dict[str, Any]:
+    """Every IR fact, from the module each watched pass left (absent: not run) and the
+    module as the factory ``built`` it, before any pass."""
     planned = after.get("tl.PipelinePlanning")
     injected = after.get("tl.InjectSoftwarePipeline")
     merged = after.get("tl.MergeSharedMemoryAllocations")
     specialised = after.get("tl.ProducerConsumerWarpSpecialized")
     lowered = after.get("tl.LowerTileOp")
-    built, entering = before.get(SOURCE), before.get("tl.LowerTileOp")
     return {
         "pipeline": pipeline_loops(main_function(planned)) if planned else [],
         "planned_ir": ir_digest(main_function(planned)) if planned else None,
@@ -47,9 +41,8 @@ def read(after: dict[str, Any], before: dict[str, Any] | None = None) -> dict[st
         "merged": merged_allocations(device_function(merged)) if merged else {},
         "warp_specialized": warp_specialization(main_function(specialised))
         if specialised else None,
-        "gemm": gemm_instructions(main_function(built), main_function(entering),
-                                  main_function(lowered))
-        if built and entering and lowered else [],
+        "gemm": gemm_instructions(main_function(built), main_function(lowered))
+        if built and lowered else [],
     }
 
 
@@ -256,7 +249,8 @@ def _operand(arg: Any) -> str:
 
 def gemm_calls(func: Any) -> list[tuple[str, ...]]:
     """The (A, B, C) buffer names of each tile-level gemm call, in pre-order (which, in
-    the module as built, is source order)."""
+    the module as built, is source order). TVM's visitors visit a node once: a call
+    that pipelining shares between the loop and its drain is one call here."""
     found: list[tuple[str, ...]] = []
 
     def visit(node: Any) -> bool:
@@ -294,15 +288,31 @@ def _instruction(block: Any) -> dict[str, str]:
     return {"instruction": "none", "form": name}
 
 
-def lowered_gemms(func: Any) -> list[dict[str, str]]:
+def _names(node: Any) -> set[str]:
+    """Every buffer and variable name a statement mentions."""
+    names: set[str] = set()
+
+    def visit(found: Any) -> None:
+        buffer = getattr(found, "buffer", None)
+        if buffer is not None and hasattr(buffer, "name"):
+            names.add(str(buffer.name))
+        if isinstance(found, tvm.tirx.Var):
+            names.add(str(getattr(found, "name", None) or getattr(found, "name_hint", "")))
+
+    _visit(node, visit)
+    return names
+
+
+def lowered_gemms(func: Any) -> list[dict[str, Any]]:
     """The blocks ``tl.LowerTileOp`` made of gemm calls (named ``_gemm...`` after the
-    function TileLang's emitter built), each with the instruction its intrinsics name."""
-    found: list[dict[str, str]] = []
+    function TileLang's emitter built), each with the instruction its intrinsics name and
+    the buffer names it mentions."""
+    found: list[dict[str, Any]] = []
 
     def visit(node: Any) -> bool:
         if type(node).__name__ in ("SBlock", "Block") and str(node.name_hint).startswith(
                 "_gemm") and "lexical_alloc_scope" in node.annotations:
-            found.append(_instruction(node))
+            found.append({**_instruction(node), "names": _names(node.body)})
             return False
         return True
 
@@ -310,29 +320,33 @@ def lowered_gemms(func: Any) -> list[dict[str, str]]:
     return found
 
 
-def gemm_instructions(built: Any, entering: Any, lowered: Any) -> list[dict[str, Any]]:
+def gemm_instructions(built: Any, lowered: Any) -> list[dict[str, Any]]:
     """Per gemm call of the module as built (source order): its operands, the instruction
     it became and in what form.
 
-    ``tl.LowerTileOp`` replaces each gemm call in place, so the k-th call entering it is
-    the k-th gemm block leaving it; a call is traced back to the source by its operands'
-    names, which pipelining keeps (it copies a gemm into the prologue or the drain).
+    Each lowered gemm block is traced back to the call whose A and B operands it reads
+    (pipelining copies a call into the prologue or the drain; buffer names survive it).
+    Where that does not decide (two calls on the same A and B), blocks and calls are
+    paired in order when their counts agree; a call no block can be traced to says None.
     """
     source = gemm_calls(built)
-    calls, blocks = gemm_calls(entering), lowered_gemms(lowered)
+    blocks = lowered_gemms(lowered)
     found: list[dict[str, Any]] = [{"operands": list(ops), "instruction": None, "form": None}
                                    for ops in source]
-    if len(calls) != len(blocks):
-        return found  # the reading does not hold here: say nothing rather than guess
-    for ops, block in zip(calls, blocks, strict=True):
-        for entry in found:
-            if tuple(entry["operands"]) != ops:
-                continue
-            for key in ("instruction", "form"):
-                if entry[key] is None:
-                    entry[key] = block[key]
-                elif block[key] not in str(entry[key]).split("+"):
-                    entry[key] = f"{entry[key]}+{block[key]}"  # copies that disagree
+
+    def note(entry: dict[str, Any], block: dict[str, Any]) -> None:
+        for key in ("instruction", "form"):
+            if entry[key] is None:
+                entry[key] = block[key]
+            elif block[key] not in str(entry[key]).split("+"):
+                entry[key] = f"{entry[key]}+{block[key]}"  # copies that disagree
+
+    for i, block in enumerate(blocks):
+        readers = [entry for entry in found if set(entry["operands"][:2]) <= block["names"]]
+        if len(readers) != 1 and len(blocks) == len(found):
+            readers = [found[i]]
+        if len(readers) == 1:
+            note(readers[0], block)
     return found
 
 

@@ -33,11 +33,11 @@ def _names(mod: Any) -> set[str]:
     return {str(gvar.name_hint) for gvar in mod.functions}
 
 
-def _recorder(after: dict[str, Any], before: dict[str, Any], log: PassLog) -> Any:
-    """A pass instrument keeping the module built (``before[ir_facts.SOURCE]``), the input
-    of each watched input pass and the output of the first run of each watched pass, and
-    telling ``log`` what every run changed (printing the IR only when its structural
-    hash moved: printing every module would double the lowering time).
+def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
+    """A pass instrument keeping the module as built (in ``built``) and the output of the
+    first run of each watched pass, and telling ``log`` what every run changed (printing
+    the IR only when its structural hash moved: printing every module would double the
+    lowering time).
 
     Some passes run others inside them on helper functions of their own: tile-op
     lowering simplifies each gemm emitter's ``_gemm_*`` function. Those runs see a module
@@ -58,11 +58,8 @@ def _recorder(after: dict[str, Any], before: dict[str, Any], log: PassLog) -> An
             if not last:
                 last.append(tvm.ir.structural_hash(mod))
                 kernel.append(_names(mod))
-                before[ir_facts.SOURCE] = mod
+                built.append(mod)
                 log.start(_script(mod))
-            if depth[0] == 1 and info.name in ir_facts.WATCHED_INPUT \
-                    and info.name not in before:
-                before[str(info.name)] = mod
 
         def run_after_pass(self, mod: Any, info: Any) -> None:
             try:
@@ -105,15 +102,16 @@ def lower_variant(payload: dict[str, Any]) -> Result:
             func, pass_configs = prim_func(module.namespace[str(payload["factory"])],
                                            factory_arguments(payload))
             after: dict[str, Any] = {}
-            before: dict[str, Any] = {}
+            built: list[Any] = []
             log = PassLog(payload.get("ir_passes") or ())
             source_cuda = _lower(func, pass_configs, payload["target"],
-                                 _recorder(after, before, log))
+                                 _recorder(after, built, log))
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
         result = failure("exception", _message(exc), line, seconds=time.perf_counter() - started)
     else:
-        ir = {**ir_facts.read(after, before), "passes": log.records, "pass_diffs": log.diffs}
+        ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
+              "pass_diffs": log.diffs}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, str(payload["factory"]),
                                int(payload["num_stages"]),

@@ -130,7 +130,7 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     any_ok = any(r.get("ok") for _, r in rows)
     gemm = gemm_part(spec, rows) if "gemm" in spec.show else None
     if gemm is not None:
-        root.append(_part("tl-gemm", "Matrix multiply instructions", gemm))
+        root.append(_part("tl-gemm", "Matrix multiply instructions", *gemm))
     if "annotations" in spec.show and any_ok:
         root.append(_part("tl-annotations", "Pipeline schedule", annotation_part(spec, rows)))
     if "shared" in spec.show and any_ok:

@@ -141,6 +141,10 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
     language = code_name([v.target for v, _ in ok])
     headers: list[Cell] = [f"in the {language}", *(v.heading for v, _ in ok)]
     result: list[nodes.Node] = [table(headers, body, ["tl-table"], widths=[30, *[14] * len(ok)])]
+    tcgen05 = [spelling for _, spelling, applies in SYNC_ROWS if applies is _tensor_memory]
+    if all(spelling in omitted for spelling in tcgen05):  # said as one, not eight
+        omitted = [s for s in omitted if s not in tcgen05]
+        omitted.append("the tcgen05 and tensor-memory operations (tl::tcgen05*, tl::tmem_*)")
     if omitted:
         result.append(nodes.paragraph(
             text="Absent from every variant: " + ", ".join(omitted) + ".", classes=["tl-note"]))
