@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sphinx_tlstages.cli.lower import lower_file
+from sphinx_tlstages.core.bench_data import fingerprint
 from sphinx_tlstages.core.errors import OptionError
 from sphinx_tlstages.core.options import Expected, parse_expect_error
 from sphinx_tlstages.core.targets import NVIDIA_SHARED_MEMORY, parse_target, parse_targets
+from sphinx_tlstages.ext.collector import all_directives
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, ROOT, rst
@@ -27,10 +31,13 @@ TCGEN05 = rst(TMEM_GEMM, "GEMM with a tensor-memory accumulator", num_stages="1 
               target="sm_100a", params=GEMM_PARAMS, name="tcgen05",
               assert_='gemm[0] == "tcgen05"\n      tmem["C_tmem"].columns == 128')
 AMD = rst(GEMM, "Seed GEMM on MI300", num_stages="1 2 3 4", target="gfx942",
-          params=GEMM_PARAMS, name="amd", show="gemm shared sync cuda")
+          params=GEMM_PARAMS, name="amd", show="source gemm shared sync cuda")
 AMD_PAIR = rst(GEMM, "MI300 and MI350", num_stages="1 2 3", target="gfx942 gfx950",
                params=GEMM_PARAMS, name="amd-pair", show="annotations shared")
-PAGE = "GPUs\n====\n\n" + "\n".join((NVIDIA, TCGEN05, AMD, AMD_PAIR))
+AMD_SWEEP = rst(GEMM, "MI300, two tile depths", num_stages="1 2", target="gfx942",
+                sweep="block_K=32,64", params=GEMM_PARAMS.replace(" block_K=64", ""),
+                name="amd-sweep", show="shared")
+PAGE = "GPUs\n====\n\n" + "\n".join((NVIDIA, TCGEN05, AMD, AMD_PAIR, AMD_SWEEP))
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +149,25 @@ def test_unchanged_variants_merge_per_target_only(built: Built) -> None:
     note = built.part("tl-pipeline", index=3).iter(cls="tl-unchanged")[0].astext()
     assert note.startswith("num_stages had no effect on gfx942: num_stages 1, 2 and 3 ")
     assert "gfx950" not in note
+
+
+def test_unchanged_variants_merge_per_swept_value(built: Built) -> None:
+    shared = built.table("tl-shared", index=4)
+    assert shared[0][1:] == ["block_K=32, num_stages=1 2", "block_K=64, num_stages=1 2"]
+    note = built.part("tl-pipeline", index=4).iter(cls="tl-unchanged")[0].astext()
+    assert note.startswith("num_stages had no effect on gfx942 with block_K=32: num_stages 1 "
+                           "and 2 lower to the same IR")
+    assert "num_stages had no effect on gfx942 with block_K=64" in note
+
+
+def test_hip_lines_link_to_the_kernel(built: Built) -> None:
+    amd = built.part("tl-pipeline", index=2)
+    lines = amd.iter(cls="tl-linked")[0].iter(cls="tl-cu")
+    mfma = [el for el in lines if "__builtin_amdgcn_mfma_f32_16x16x16f16" in el.astext()]
+    assert mfma and all(el.attrs.get("data-tl-line") == "20" for el in mfma)
+    source = amd.iter(cls="tl-linked-source")[0]
+    gemm = next(el for el in source.iter(cls="tl-src-line") if el.attrs["data-tl-line"] == "20")
+    assert "num_stages=1–4: " in gemm.attrs["title"] and " HIP lines" in gemm.attrs["title"]
 
 
 def test_snapshots_record_canonical_targets_and_new_facts(built: Built) -> None:
@@ -288,6 +314,25 @@ def test_a_page_from_an_old_snapshot_says_not_recorded(build, tmp_path, monkeypa
     assert "ERROR" not in result.warnings
 
 
+def test_bench_numbers_attach_to_an_amd_directive(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    page = "T\n=\n\n" + AMD
+    first = build({"index.rst": page}, srcdir=src)
+    (spec,) = all_directives(first.app.env)
+    numbers = {v.id: {"fingerprint": fingerprint(v, "0.1.15"), "median_ms": 0.1 * v.num_stages,
+                      "p20_ms": 0.09, "p80_ms": 0.5} for v in spec.variants}
+    folder = src / "_tlstages" / "bench"
+    folder.mkdir(parents=True)
+    (folder / "mi300x.json").write_text(json.dumps({
+        "schema": 1, "gpu": {"name": "AMD Instinct MI300X", "sm": "gfx942"},
+        "directives": {"amd": {"variants": numbers}}}))
+    result = build({"index.rst": page}, srcdir=src)
+    assert result.warnings == ""
+    rows = result.table("tl-bench")
+    assert [row[0] for row in rows[1:]] == ["1", "2", "3", "4"]
+    assert rows[1][1].startswith("0.1000 ms")
+
+
 def test_tlstages_lower_on_an_amd_target(tmp_path) -> None:
     kernel = tmp_path / "gemm.py"
     kernel.write_text(GEMM, encoding="utf-8")
@@ -303,37 +348,45 @@ def test_tlstages_lower_on_an_amd_target(tmp_path) -> None:
     assert one.read_text() == two.read_text()
 
 
+# Run in a process of its own: this test's process must never import TileLang (another
+# test checks that Sphinx's process does not).
+_PASS_LOG_PROBE = """
+import json, sys
+import tilelang
+from tilelang import tvm
+from sphinx_tlstages.core.passes import PassLog
+from sphinx_tlstages.worker import lowering
+from sphinx_tlstages.worker.kernel_module import factory_arguments, kernel_module, prim_func
+
+source, params = sys.argv[1], sys.argv[2]
+helpers, kernel_runs = [], [0]
+
+@tvm.instrument.pass_instrument
+class Spy:
+    def run_after_pass(self, mod, info):
+        if all(str(g.name_hint).startswith("_gemm") for g in mod.functions):
+            helpers.append(str(info.name))
+        else:
+            kernel_runs[0] += 1
+
+payload = {"params": [p.split("=") for p in params.split()], "num_stages": 2}
+with kernel_module(source, "kernel.py", None) as module:
+    func, configs = prim_func(module.namespace["matmul"], factory_arguments(payload))
+log = PassLog()
+target = tvm.target.Target({"kind": "cuda", "arch": "sm_80"})
+with tilelang.transform.PassContext(opt_level=3, config=configs,
+                                    instruments=[lowering._recorder({}, [], log), Spy()]), target:
+    tilelang.lower(func, target=target, enable_device_compile=False)
+print(json.dumps({"helpers": helpers, "kernel_runs": kernel_runs[0],
+                  "records": len(log.records)}))
+"""
+
+
 def test_pass_log_leaves_out_runs_on_tile_op_helpers() -> None:
     """TileLang's gemm emitter simplifies its own ``_gemm_*`` function inside tile-op
     lowering; those runs are not the kernel's and must not enter its pass record."""
-    import tilelang
-    from tilelang import tvm
-
-    from sphinx_tlstages.core.passes import PassLog
-    from sphinx_tlstages.worker import lowering
-    from sphinx_tlstages.worker.kernel_module import factory_arguments, kernel_module, prim_func
-
-    helpers: list[str] = []
-    kernel_runs = [0]
-
-    @tvm.instrument.pass_instrument
-    class Spy:
-        def run_after_pass(self, mod: object, info: object) -> None:
-            names = [str(g.name_hint) for g in mod.functions]  # type: ignore[attr-defined]
-            if all(name.startswith("_gemm") for name in names):
-                helpers.append(str(info.name))  # type: ignore[attr-defined]
-            else:
-                kernel_runs[0] += 1
-
-    payload = {"source": GEMM, "source_name": "kernel.py", "factory": "matmul",
-               "params": [p.split("=") for p in GEMM_PARAMS.split()], "num_stages": 2}
-    with kernel_module(GEMM, "kernel.py", None) as module:
-        func, configs = prim_func(module.namespace["matmul"], factory_arguments(payload))
-    log = PassLog()
-    recorder = lowering._recorder({}, [], log)
-    target = tvm.target.Target({"kind": "cuda", "arch": "sm_80"})
-    with tilelang.transform.PassContext(opt_level=3, config=configs,
-                                        instruments=[recorder, Spy()]), target:
-        tilelang.lower(func, target=target, enable_device_compile=False)
-    assert helpers, "TileLang no longer runs passes on gemm helpers: retire this test"
-    assert len(log.records) == kernel_runs[0]
+    done = subprocess.run([sys.executable, "-c", _PASS_LOG_PROBE, GEMM, GEMM_PARAMS],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["helpers"], "TileLang no longer runs passes on gemm helpers: retire this test"
+    assert found["records"] == found["kernel_runs"]

@@ -137,7 +137,7 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
         variant, result = ok[node["variant"]]
         mapped = source_map(result["cuda"], variant.source_name)[:max_lines]
         links = line_links.attribute(mapped, kernel)
-        per_variant.append((variant.heading, line_links.counts(links)))
+        per_variant.append((variant.heading, line_links.counts(links), variant.target.language))
         block = next(iter(node.findall(nodes.literal_block)))
         block.replace_self(nodes.raw("", line_links.cuda_html(mapped, links, first,
                                                                 variant.heading),
