@@ -49,11 +49,6 @@ AMD_LDS: dict[str, int] = {
     "gfx950": 163840,
 }
 
-# Architecture families, for the few rules that are the hardware's, not the compiler's.
-_NVIDIA_FAMILIES = ((75, 79, "Turing"), (80, 88, "Ampere"), (89, 89, "Ada"),
-                    (90, 99, "Hopper"), (100, 119, "Blackwell"), (120, 129, "Blackwell GeForce"))
-_AMD_FAMILIES = {"gfx942": "CDNA3", "gfx950": "CDNA4"}
-
 # What TileLang's CUDA backend parses: sm_, two or three digits, an optional a or f.
 _ARCH = re.compile(r"^sm_(\d{2,3})[af]?$")
 _MCPU = re.compile(r"^gfx[0-9a-f]{3,4}$")
@@ -96,14 +91,6 @@ class Target:
         """``90`` for sm_90a; None for other kinds."""
         found = _ARCH.match(self.arch) if self.kind == "cuda" else None
         return int(found.group(1)) if found else None
-
-    @property
-    def family(self) -> str:
-        """``Ampere``, ``Hopper``, ``Blackwell``, ``CDNA3`` ..."""
-        cc = self.compute_capability
-        if cc is not None:
-            return next((name for low, high, name in _NVIDIA_FAMILIES if low <= cc <= high), "")
-        return _AMD_FAMILIES.get(self.arch, "")
 
     @property
     def language(self) -> str:
