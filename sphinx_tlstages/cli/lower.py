@@ -80,7 +80,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         return 2
     spec = DirectiveSpec(name=path.stem, docname=str(path), lineno=1, kernel_line=None,
                          kernel_path=str(path), title=path.name, targets=chosen_targets,
-                         variants=variants, show=("annotations", "shared", "sync"),
+                         variants=variants, show=("gemm", "annotations", "shared", "sync"),
                          diff="none", sweep=tuple((k, tuple(map(repr, v)))
                                                   for k, v in swept.items()),
                          params=canonical_params(values))
@@ -106,7 +106,8 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         written = []
         for variant, result in rows:
             if result.get("ok"):
-                target_path = dump_dir / f"{path.stem}-{variant.label}.cu"
+                target_path = dump_dir / f"{path.stem}-{variant.label}" \
+                    f"{variant.target.source_suffix}"
                 write_atomic(target_path, result["cuda"])
                 written.append(target_path)
         for target_path in written:

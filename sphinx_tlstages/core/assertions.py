@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 _BUILTINS = {f.__name__: f for f in (abs, all, any, len, list, max, min, range, sorted, sum,
                                      tuple)}
+# Facts added after some snapshots were taken: a page built from such a snapshot has
+# none, and a claim about them is skipped there rather than failed.
+LATER_FACTS = ("gemm", "tmem")
 
 
 def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
@@ -27,10 +30,20 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
     first pipelined loop), ``passes`` (lines of IR each pass run changed, by ``name#run``
     counted in this variant's own pipeline), ``threads``, ``cuda_lines``,
     ``dynamic_shared_bytes``, ``warp_specialized`` (None, or ``.threads``,
-    ``.producer_threads``, ``.barriers``)."""
+    ``.producer_threads``, ``.barriers``), ``gemm`` (the instruction each tile-level gemm
+    call became, in source order: ``gemm[0] == "wgmma"``; one of ``mma_sync``, ``wgmma``,
+    ``tcgen05``, ``mfma``, ``fma``), ``tmem`` (tensor-memory buffers by name:
+    ``tmem["C_tmem"].columns``, ``.shape``, ``.dtype``)."""
     loops = result.get("pipeline") or []
     ws = result.get("warp_specialized")
-    return {
+    later: dict[str, Any] = {}
+    if "gemm" in result:
+        later["gemm"] = [g["instruction"] for g in result["gemm"]]
+    if "tmem" in result:
+        later["tmem"] = {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
+                                                    columns=b["columns"])
+                         for b in result["tmem"]}
+    return {**later,
         "num_stages": variant.num_stages,
         "params": {k: literal_value(v) for k, v in variant.params},
         "target": variant.target.label,
@@ -53,6 +66,10 @@ def check(expression: str, names: dict[str, Any]) -> str | None:
     try:
         value = eval(compile(expression, "<assert>", "eval"), {"__builtins__": _BUILTINS},
                      names)
+    except NameError as exc:
+        if exc.name in LATER_FACTS:
+            return None  # not recorded in the snapshot this page was built from
+        return f"raised NameError: {exc}"
     except Exception as exc:
         return f"raised {type(exc).__name__}: {exc}"
     return None if value else "is false"

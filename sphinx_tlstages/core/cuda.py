@@ -1,4 +1,4 @@
-"""Generated CUDA as text: normalised once at the source, then counted and shown.
+"""Generated CUDA (or HIP) as text: normalised once at the source, then counted and shown.
 
 Normalising removes what depends on the machine: ``#line`` directives name absolute
 paths (the kernel's file made absolute against the worker's folder, TileLang's own
@@ -31,6 +31,18 @@ COUNTED: dict[str, str] = {
     "tma_store": r"\btl::tma_store\(",
     "mma": r"\btl::mma_sync<",
     "wgmma": r"\btl::wgmma_(?:ss|rs)<",
+    # Blackwell's tensor cores (tcgen05) and tensor memory.
+    "tcgen05_mma": r"\btl::tcgen05mma_\w+<",
+    "tcgen05_commit": r"\btl::tcgen05_mma_arrive\(",
+    "tmem_load": r"\btl::tcgen05_ld_\w+<",
+    "tmem_store": r"\btl::tcgen05_st_\w+<",
+    "tmem_alloc": r"\btl::tmem_allocate\(",
+    "tmem_dealloc": r"\btl::tmem_deallocate\(",
+    "tcgen05_fence_before": r"\btl::tcgen05_before_thread_sync\(",
+    "tcgen05_fence_after": r"\btl::tcgen05_after_thread_sync\(",
+    # AMD (HIP): the matrix cores. Synchronisation keeps the CUDA spellings there
+    # (__syncthreads, and the cp_async names, which TileLang's HIP headers define).
+    "mfma": r"\b__builtin_amdgcn_mfma_\w+\(",
 }
 _WAIT = re.compile(r"\btl::cp_async_wait<(\d+)>\(\)")
 

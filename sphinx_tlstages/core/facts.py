@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import cuda as cuda_text
-from .kernel_source import Statement, pipelined_loops
+from .kernel_source import Statement, gemm_statements, pipelined_loops
 from .result import RESULT_SCHEMA, Result
 
 # Calls that the compiler inserts to synchronise; they have no source statement.
@@ -66,6 +66,26 @@ def _roles(ws: dict[str, Any], source: list[Statement]) -> list[dict[str, Any]]:
     return rows
 
 
+def _gemms(ir_gemms: list[dict[str, Any]], source: list[Statement]) -> list[dict[str, Any]]:
+    """Each gemm call with its source text: in order when the counts agree, else by its
+    operands' names, else the call as the IR names it."""
+    found = []
+    unused = list(source)
+    for i, gemm in enumerate(ir_gemms):
+        operands = gemm["operands"]
+        if len(ir_gemms) == len(source):
+            match: Statement | None = source[i]
+        else:
+            match = next((s for s in unused if s.names == frozenset(operands)), None)
+        if match is not None and match in unused:
+            unused.remove(match)
+        text = match.text if match else f"T.gemm({', '.join(operands)})"
+        found.append({"text": text, "line": match.line if match else None,
+                      "operands": operands, "instruction": gemm["instruction"],
+                      "form": gemm["form"]})
+    return found
+
+
 def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages: int,
             seconds: float) -> Result:
     """Assemble a successful variant's result from IR facts and normalised CUDA."""
@@ -84,8 +104,9 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
             "consumer_threads": ws.get("threads", 0) - ws["producer_threads"],
             "roles": _roles(ws, loops[0] if loops else []),
             "barriers": [
-                {"name": b["name"], "shape": b["shape"], "dtype": b["dtype"], "init": init}
-                for b, init in zip(ws["barriers"], ws.get("barrier_init", []), strict=False)
+                {"name": b["name"], "shape": b["shape"], "dtype": b["dtype"],
+                 "init": ws.get("barrier_init", {}).get(b["name"], [])}
+                for b in ws["barriers"]
             ],
         }
     merged = ir.get("merged", {})
@@ -97,6 +118,9 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         "pipeline": pipeline,
         "warp_specialized": warp,
         "shared": [b for b in ir["shared"] if b["scope"] in ("shared", "shared.dyn")],
+        "tmem": ir.get("tmem", []),
+        "gemm": _gemms(ir.get("gemm", []), gemm_statements(source, factory)),
+        "planned_ir": ir.get("planned_ir"),
         "dynamic_shared_bytes": merged.get("dynamic", 0),
         "static_shared_bytes": merged.get("static", 0),
         "threads": merged.get("threads", 0),

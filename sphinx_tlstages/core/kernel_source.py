@@ -211,3 +211,33 @@ def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
             loops.append(body)
     loops.sort(key=lambda body: body[0].line if body else 0)
     return loops
+
+
+def _call_text(source: str, node: ast.AST) -> str:
+    return _one_line(ast.get_source_segment(source, node) or ast.unparse(node))
+
+
+def _base_name(node: ast.expr) -> str:
+    """``A_shared`` for ``A_shared``, ``A_shared[0:64, :]`` or ``A_shared[k % 2]``."""
+    while isinstance(node, (ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ast.unparse(node)
+
+
+def gemm_statements(source: str, factory_name: str) -> list[Statement]:
+    """The tile-level gemm calls in the factory (``T.gemm``, ``T.wgmma_gemm``,
+    ``T.tcgen05_gemm`` ...), in source order; ``names`` holds their first three
+    arguments' buffer names (A, B, C)."""
+    tree = ast.parse(source)
+    scope: ast.AST = tree
+    for top in tree.body:
+        if isinstance(top, ast.FunctionDef) and top.name == factory_name:
+            scope = top
+    found = []
+    for node in ast.walk(scope):
+        if isinstance(node, ast.Call) and _decorator_name(node.func).rsplit(".", 1)[-1] \
+                .endswith("gemm") and "." in _decorator_name(node.func):
+            operands = frozenset(_base_name(arg) for arg in node.args[:3])
+            found.append(Statement(_call_text(source, node), node.lineno, operands))
+    found.sort(key=lambda s: s.line)
+    return found

@@ -21,9 +21,11 @@ from dataclasses import dataclass
 
 from .cuda import Mapped
 
-# Which template files expand which tile operation.
-_TEMPLATES = {"gemm": ("gemm", "mma"), "copy": ("copy", "tma"), "reduce_max": ("reduce",),
-              "reduce_sum": ("reduce",), "reduce": ("reduce",), "fill": ("fill",),
+# Which template files expand which tile operation (TileLang's CUDA and ROCm emitters:
+# mma, wgmma, tcgen05 and mfma macro generators).
+_TEMPLATES = {"gemm": ("gemm", "mma", "tcgen05", "mfma"), "copy": ("copy", "tma"),
+              "reduce_max": ("reduce",), "reduce_sum": ("reduce",), "reduce": ("reduce",),
+              "fill": ("fill",),
               "clear": ("fill", "clear"), "atomic_add": ("atomic",)}
 
 
@@ -121,20 +123,22 @@ _SPAN = re.compile(r'<span id="(?P<prefix>[^"]+)-(?P<number>\d+)">')
 
 
 def source_html(highlighted: str, prefix: str, first_line: int,
-                per_variant: Sequence[tuple[str, dict[int, int]]]) -> str:
+                per_variant: Sequence[tuple[str, dict[int, int], str]]) -> str:
     """Pygments output with ``linespans`` made into linkable lines: each line that
-    produced CUDA is focusable and carries, as a tooltip, its CUDA line counts."""
+    produced code is focusable and carries, as a tooltip, its line counts per variant
+    (``per_variant``: heading, counts by kernel line, ``CUDA`` or ``HIP``)."""
 
     def replace(match: re.Match[str]) -> str:
         if match.group("prefix") != prefix:
             return match.group(0)
         shown = int(match.group("number"))
         line = shown - first_line + 1
-        made = [(heading, found[line]) for heading, found in per_variant if line in found]
+        made = [(heading, found[line], language) for heading, found, language in per_variant
+                if line in found]
         if not made:
             return f'<span class="tl-src-line" data-tl-line="{line}">'
-        tip = "; ".join(f"{heading}: {n} CUDA line{'' if n == 1 else 's'}"
-                        for heading, n in made)
+        tip = "; ".join(f"{heading}: {n} {language} line{'' if n == 1 else 's'}"
+                        for heading, n, language in made)
         return (f'<span class="tl-src-line tl-has-cuda" data-tl-line="{line}" tabindex="0" '
                 f'role="button" aria-pressed="false" title="line {shown}: {html.escape(tip)}">')
 

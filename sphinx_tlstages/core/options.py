@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .errors import OptionError
 
-SHOW_PARTS = ("source", "annotations", "shared", "sync", "passes", "diff", "cuda")
+SHOW_PARTS = ("source", "gemm", "annotations", "shared", "sync", "passes", "diff", "cuda")
 DIFF_MODES = ("consecutive", "baseline", "none")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -144,18 +144,51 @@ def parse_name(value: str) -> str:
     return name
 
 
-def parse_expect_error(value: str) -> tuple[tuple[int, ...], str | None]:
-    """``5 6`` or ``5 6: shared memory``: values that must fail, and a regex their
-    messages must match."""
-    values, _, pattern = value.partition(":")
-    stages = parse_num_stages(values)
-    pattern = pattern.strip()
+@dataclass(frozen=True)
+class Expected:
+    """One value of ``:expect-error:``: a num_stages value that must fail, on the target
+    named (its label, ``sm_89``) or on every target (None)."""
+
+    num_stages: int
+    target: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.target}:{self.num_stages}" if self.target else str(self.num_stages)
+
+
+_EXPECTED = re.compile(r"(?:(?P<target>[A-Za-z][A-Za-z0-9_.-]*):)?(?P<stages>-?\d+)"
+                       r"(?=[\s,:]|$)[\s,]*")
+
+
+def parse_expect_error(value: str) -> tuple[tuple[Expected, ...], str | None]:
+    """``5 6``, ``sm_89:4`` or ``5 6: shared memory``: the variants that must fail (a
+    num_stages value, on every target or on the one named), and a regex their messages
+    must match."""
+    rest = value.strip()
+    found: list[Expected] = []
+    while rest and not rest.startswith(":"):
+        match = _EXPECTED.match(rest)
+        if match is None:
+            word = rest.split()[0]
+            raise OptionError(f"cannot read {word!r}: expected num_stages values (5 6), "
+                              "optionally for one target (sm_89:4)")
+        stages = int(match["stages"])
+        if stages < 0:
+            raise OptionError(f"{stages} is negative")
+        entry = Expected(stages, match["target"])
+        if entry in found:
+            raise OptionError(f"{entry} is listed twice")
+        found.append(entry)
+        rest = rest[match.end():]
+    if not found:
+        raise OptionError("empty: give the num_stages values that must fail, e.g. 5 6")
+    pattern = rest[1:].strip()
     if pattern:
         try:
             re.compile(pattern)
         except re.error as exc:
             raise OptionError(f"{pattern!r} is not a regular expression: {exc}") from None
-    return stages, pattern or None
+    return tuple(found), pattern or None
 
 
 def parse_expression(value: str) -> str:

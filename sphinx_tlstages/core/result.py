@@ -44,12 +44,19 @@ class Result(TypedDict, total=False):
     pipeline: list[dict[str, Any]]
     warp_specialized: dict[str, Any] | None
     shared: list[dict[str, Any]]
+    # Added after schema 2 without a bump: results and snapshots without them show the
+    # facts as not recorded. Tensor-memory buffers ({name, shape, dtype, columns}); each
+    # tile-level gemm call in source order ({text, line, operands, instruction, form});
+    # a digest of the IR after pipeline planning (None where it did not run).
+    tmem: list[dict[str, Any]]
+    gemm: list[dict[str, Any]]
+    planned_ir: str | None
     dynamic_shared_bytes: int
     static_shared_bytes: int
     threads: int
     sync: dict[str, Any]
     cuda_lines: int
-    cuda: str
+    cuda: str  # the generated device code: CUDA, or HIP for an AMD target
     passes: list[dict[str, Any]]
     pass_diffs: dict[str, Any]
     from_snapshot: bool

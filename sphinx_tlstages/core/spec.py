@@ -14,6 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from .options import Expected
 from .result import RESULT_SCHEMA
 from .stamps import lowering_stamp
 from .targets import Target
@@ -53,6 +54,9 @@ class VariantSpec:
     # IR before/after these pass runs is recorded (``:passes:``); part of the key.
     ir_passes: tuple[str, ...] = ()
     origin: KernelOrigin = KernelOrigin()
+    # On the page only: the num_stages values this column stands for, when they lowered
+    # alike and are shown once (see core.variants.merge_unchanged). Never in a key.
+    merged: tuple[int, ...] = field(default=(), compare=False)
 
     def payload(self) -> dict[str, object]:
         """The JSON a worker receives."""
@@ -104,6 +108,14 @@ class VariantSpec:
         }
 
     @property
+    def stages(self) -> str:
+        """The num_stages value, or those of a merged column: ``1 2``, or a range (1-4)."""
+        values = self.merged or (self.num_stages,)
+        if len(values) > 2 and list(values) == list(range(values[0], values[0] + len(values))):
+            return f"{values[0]}–{values[-1]}"
+        return " ".join(map(str, values))
+
+    @property
     def only_num_stages(self) -> bool:
         return not self.axes or [name for name, _ in self.axes] == ["num_stages"]
 
@@ -118,10 +130,11 @@ class VariantSpec:
     @property
     def label(self) -> str:
         """A file-name-safe short name: ``ns2``, ``sm_80-block_K64-ns2``."""
+        stages = self.stages.replace("–", "-")
         if self.only_num_stages:
-            return f"ns{self.num_stages}"
+            return re.sub(r"[^A-Za-z0-9._-]+", "_", f"ns{stages}")
         words = [value if name == "target" else
-                 f"ns{value}" if name == "num_stages" else f"{name}{value}"
+                 f"ns{stages}" if name == "num_stages" else f"{name}{value}"
                  for name, value in self.axes]
         return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join(words)).strip("_")
 
@@ -129,9 +142,10 @@ class VariantSpec:
     def heading(self) -> str:
         """A column heading: ``num_stages=2``, ``sm_80, block_K=64, num_stages=2``."""
         if self.only_num_stages:
-            return f"num_stages={self.num_stages}"
-        return ", ".join(value if name == "target" else f"{name}={value}"
-                         for name, value in self.axes)
+            return f"num_stages={self.stages}"
+        return ", ".join(value if name == "target" else
+                         f"num_stages={self.stages}" if name == "num_stages" else
+                         f"{name}={value}" for name, value in self.axes)
 
 
 @dataclass(frozen=True)
@@ -150,7 +164,7 @@ class DirectiveSpec:
     diff: str
     timeout: float | None = None
     node_id: str = field(default="")
-    expect_error: tuple[int, ...] = ()  # num_stages values that must fail
+    expect_error: tuple[Expected, ...] = ()  # variants that must fail
     expect_pattern: str | None = None  # a regex their messages must match
     # (document line, expression) of each :assert: line; checked after lowering.
     asserts: tuple[tuple[int, str], ...] = ()
@@ -167,6 +181,11 @@ class DirectiveSpec:
     def target(self) -> Target:
         """The first target (the only one, unless :target: lists several)."""
         return self.targets[0]
+
+    def expects_failure(self, variant: VariantSpec) -> bool:
+        """Whether ``:expect-error:`` says this variant must fail."""
+        return any(e.num_stages == variant.num_stages
+                   and e.target in (None, variant.target.label) for e in self.expect_error)
 
     def kernel_location(self, line: int | None) -> tuple[str, int] | str:
         """Where a kernel line is: in the document, in the :file:, or at the directive."""

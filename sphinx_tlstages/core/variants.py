@@ -6,11 +6,13 @@ prints the same matrix of variants the page shows.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
 
 from .errors import OptionError, SourceError
 from .kernel_source import Factory, check_params, choose_factory, find_factories, parse_kernel
+from .result import Result
 from .spec import KernelOrigin, VariantSpec, canonical_params
 from .targets import Target
 
@@ -67,4 +69,55 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
     return tuple(variants)
 
 
-__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "kernel_factory", "matrix"]
+def _alike(results: Sequence[Result]) -> bool:
+    """Lowered, to the same IR after pipeline planning and to the same code."""
+    first = results[0]
+    return all(r.get("ok") for r in results) and first.get("planned_ir") is not None \
+        and all(r.get("planned_ir") == first.get("planned_ir")
+                and r.get("cuda") == first.get("cuda") for r in results)
+
+
+def merge_unchanged(rows: Sequence[tuple[VariantSpec, Result]]
+                    ) -> tuple[list[tuple[VariantSpec, Result]], list[VariantSpec]]:
+    """Variants that differ in num_stages alone and lowered alike, shown once.
+
+    On some targets num_stages changes nothing (TileLang does not pipeline for gfx942):
+    every value gives the same IR after pipeline planning and the same code, and columns
+    that repeat one another would hide that. Returns the rows to show, where each such
+    group is one row whose variant lists the values it stands for (``merged``), and those
+    merged variants.
+    """
+    groups: dict[tuple[object, ...], list[tuple[VariantSpec, Result]]] = {}
+    for variant, result in rows:
+        others = tuple(axis for axis in variant.axes if axis[0] != "num_stages")
+        groups.setdefault((variant.target, others), []).append((variant, result))
+    shown: list[tuple[VariantSpec, Result]] = []
+    merged: list[VariantSpec] = []
+    done: set[tuple[object, ...]] = set()
+    for variant, result in rows:
+        key = (variant.target, tuple(a for a in variant.axes if a[0] != "num_stages"))
+        group = groups[key]
+        if len(group) < 2 or not _alike([r for _, r in group]):
+            shown.append((variant, result))
+        elif key not in done:
+            done.add(key)
+            one = dataclasses.replace(variant, merged=tuple(v.num_stages for v, _ in group))
+            shown.append((one, result))
+            merged.append(one)
+    return shown, merged
+
+
+def unchanged_sentence(variant: VariantSpec) -> str:
+    """What a merged column stands for, in one sentence."""
+    others = ", ".join(f"{name}={value}" for name, value in variant.axes
+                       if name not in ("num_stages", "target"))
+    where = variant.target.label + (f" with {others}" if others else "")
+    *most, last = map(str, variant.merged)
+    values = f"{', '.join(most)} and {last}"
+    return (f"num_stages had no effect on {where}: num_stages {values} lower to the same IR "
+            f"after pipeline planning and to the same {variant.target.language} code, "
+            f"shown once as num_stages={variant.stages}.")
+
+
+__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "kernel_factory", "matrix",
+           "merge_unchanged", "unchanged_sentence"]

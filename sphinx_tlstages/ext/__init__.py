@@ -56,6 +56,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     setup_render(app)
     setup_html(app)
     setup_latex(app)
+    # env_version: bumped when what the environment stores changes shape, so that an older
+    # pickled environment is read again (2: placeholders carry their document's name;
+    # 3: :expect-error: values name their target).
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
-            # 2: placeholders carry their document's name.
-            "env_version": 2}
+            "env_version": 3}

@@ -20,6 +20,7 @@ from ..core.bench_data import attach, load_all
 from ..core.pass_compare import unmatched
 from ..core.result import Result, over_limit, shared_bytes
 from ..core.spec import DirectiveSpec, VariantSpec
+from ..core.variants import merge_unchanged, unchanged_sentence
 from .batch import PRIORITY, project_directives
 from .collector import all_directives
 from .config import settings
@@ -46,6 +47,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         info(f"tl-pipeline: {state.variants} variants, {len(state.lowered)} lowered, "
              f"{state.variants - len(state.lowered)} cached, {failed} failed, "
              f"{state.seconds:.1f} s")
+    _report_unchanged(specs, state)
     check_snapshots(app, specs, state)
     state.outcome.failures += _check_asserts(specs, state)
     _check_pass_names(specs, state)
@@ -73,14 +75,15 @@ def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> int:
             result = state.result(variant)
             failure = variant_failure(variant, result)
             failed += failure is not None
-            name, stages, what = spec.name, variant.num_stages, variant.heading
+            name, what = spec.name, variant.heading
+            expected = spec.expects_failure(variant)
             if failure is None or failure[0] == "unavailable":  # that is said once
-                if stages in spec.expect_error and failure is None:
+                if expected and failure is None:
                     warn(f"{name}: {what} lowered, but :expect-error: says it "
                          "must fail", "lowering", location=(spec.docname, spec.lineno))
                 continue
             kind, message = failure
-            if stages in spec.expect_error:
+            if expected:
                 pattern = spec.expect_pattern
                 if pattern and not re.search(pattern, message):
                     warn(f"{name}: {what} failed as expected, but its message "
@@ -93,6 +96,15 @@ def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> int:
                 warn(f"{name}: {what} failed to lower ({kind}): {message}",
                      "lowering", location=spec.kernel_location(result["error"].get("line")))
     return failed
+
+
+def _report_unchanged(specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Say in the build log (not as a warning: nothing is wrong) where num_stages changed
+    nothing; the page says it too, and shows those variants once."""
+    for spec in specs:
+        rows = [(v, state.result(v)) for v in spec.variants]
+        for variant in merge_unchanged(rows)[1]:
+            info(f"tl-pipeline: {spec.name}: {unchanged_sentence(variant)}")
 
 
 def variant_names(variants: list[VariantSpec]) -> str:
@@ -109,7 +121,7 @@ def variant_failure(variant: VariantSpec,
         return result["error"]["kind"], result["error"]["message"]
     limit = variant.target.shared_memory_limit
     if over_limit(result, limit):
-        return "limit", (f"needs {shared_bytes(result):,} B of shared memory per block; "
+        return "limit", (f"needs {shared_bytes(result):,} B of {variant.target.memory}; "
                          f"{variant.target.label} allows {limit:,} B")
     return None
 

@@ -39,8 +39,9 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
     ),
     ConfigValue(
         "tlstages_target", "sm_80", "env", (str,),
-        "Target used when a directive gives no ``:target:`` (an arch such as ``sm_80``, "
-        "``cuda -arch=sm_90a`` or a JSON target). Never ``auto``: docs build without a GPU.",
+        "Target used when a directive gives no ``:target:`` (an arch such as ``sm_80`` or "
+        "``gfx942``, ``cuda -arch=sm_90a`` or a JSON target). Never ``auto``: docs build "
+        "without a GPU.",
     ),
     ConfigValue(
         "tlstages_file_roots", [], "env", (list, tuple),

@@ -33,9 +33,11 @@ INLINE_SOURCE_NAME = "kernel.py"
 OPTIONS: dict[str, str] = {
     "num-stages": "num_stages values to lower, space or comma separated (default "
                   "``tlstages_num_stages``).",
-    "target": "``sm_80``, ``sm_90a``, ``cuda -arch=sm_90a`` or a JSON target (default "
-              "``tlstages_target``); never ``auto``. Several (``sm_80 sm_90a``, or any "
-              "spellings separated by ``;``) lower every variant for each.",
+    "target": "An NVIDIA arch (``sm_75`` to ``sm_121a``: ``sm_80``, ``sm_90a``, ``sm_100a``), "
+              "an AMD GPU (``gfx942``, ``gfx950``), ``cuda -arch=sm_90a``, ``hip "
+              "-mcpu=gfx942`` or a JSON target dict (default ``tlstages_target``); never "
+              "``auto``. Several (``sm_80 sm_90a gfx942``, or any spellings separated by "
+              "``;``) lower every variant for each.",
     "params": "``KEY=VALUE`` Python literals passed to the factory as keywords.",
     "sweep": "Factory parameters to sweep besides num_stages, ``KEY=V1,V2`` each "
              "(``block_K=32,64``): every combination, times each num_stages and target, is "
@@ -49,16 +51,17 @@ OPTIONS: dict[str, str] = {
     "name": "Stable identifier, unique in the project: the snapshot's file name and a "
             "``:ref:`` target (default ``<docname>-<n>``, which moves when a directive is "
             "inserted above: name every directive).",
-    "show": "Any of ``source annotations shared sync passes diff cuda`` (default "
+    "show": "Any of ``source gemm annotations shared sync passes diff cuda`` (default "
             "``tlstages_show``).",
     "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
     "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
-    "expect-error": "num_stages values that must fail, optionally ``VALUES: regex`` on the "
-                    "message; a listed value that lowers is an error. For chapters that "
-                    "teach limits.",
+    "expect-error": "num_stages values that must fail, each on every target or on one "
+                    "(``sm_89:4``), optionally ``VALUES: regex`` on the message; a listed "
+                    "variant that lowers is an error. For chapters that teach limits.",
     "assert": "Claims checked on every build, one Python expression per line over each "
               "lowered variant's facts (``shared[\"A_shared\"].shape[0] == num_stages``, "
-              "``max(sync[\"cp_async_wait\"]) == num_stages - 1``); a false one fails the "
+              "``max(sync[\"cp_async_wait\"]) == num_stages - 1``, ``gemm[0] == "
+              "\"wgmma\"``, ``tmem[\"C_tmem\"].columns == 128``); a false one fails the "
               "build at its line.",
     "reference": "For ``tlstages bench``: a Python expression over the kernel's tensors by "
                  "parameter name (``A @ B.T``); the result is checked against it, and it is "
@@ -186,10 +189,15 @@ class TlPipelineDirective(SphinxDirective):
                                "tlstages_timeout")
         expected, pattern = self._option("expect-error", options.parse_expect_error, "") \
             if "expect-error" in self.options else ((), None)
-        unknown = sorted(set(expected) - set(num_stages))
-        if unknown:
-            raise OptionError(f":expect-error: {' '.join(map(str, unknown))} "
-                              "is not in :num-stages:", self._option_line("expect-error"))
+        labels = [t.label for t in targets]
+        for entry in expected:
+            if entry.num_stages not in num_stages:
+                raise OptionError(f":expect-error: {entry.num_stages} is not in :num-stages:",
+                                  self._option_line("expect-error"))
+            if entry.target is not None and entry.target not in labels:
+                raise OptionError(f":expect-error: {entry} names no target of this "
+                                  f"directive ({', '.join(labels)})",
+                                  self._option_line("expect-error"))
         source, source_name = self._kernel()
         sweep = self._option("sweep", options.parse_sweep, "") if "sweep" in self.options \
             else {}

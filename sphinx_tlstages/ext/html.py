@@ -1,4 +1,4 @@
-"""What only HTML builders get: ``<details>`` for collapsibles, the CSS, CUDA downloads."""
+"""What only HTML builders get: ``<details>`` for collapsibles, the CSS, code downloads."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ..core import line_links
 from ..core.cuda import source_map
 from ..core.files import write_if_changed
 from ..core.stamps import code_digest
+from ..core.variants import merge_unchanged
 from ..version import __version__
 from .nodes import replace_undrawable, tl_collapsible
 from .render import render_head, render_parts
@@ -68,10 +69,10 @@ def cuda_downloads(app: Sphinx, docname: str, spec: DirectiveSpec,
     """
     uris: dict[str, str] = {}
     page = app.builder.get_target_uri(docname)
-    for variant, result in rows:
+    for variant, result in merge_unchanged(rows)[0]:
         if not result.get("ok"):
             continue
-        name = f"{spec.name}-{variant.label}.cu"
+        name = f"{spec.name}-{variant.label}{variant.target.source_suffix}"
         # The content hash in the folder name keeps a stale browser cache from lying.
         digest = hashlib.sha256(result["cuda"].encode()).hexdigest()[:12]
         relative = f"{DOWNLOAD_DIR}/{digest}/{name}"
@@ -129,7 +130,7 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
                   rows: list[tuple[VariantSpec, Result]], holder: nodes.Element,
                   max_lines: int) -> None:
     """Make the kernel listing and every full CUDA listing linked line by line."""
-    ok = {v.label: (v, r) for v, r in rows if r.get("ok")}
+    ok = {v.label: (v, r) for v, r in merge_unchanged(rows)[0] if r.get("ok")}
     listings = [node for node in holder.findall(tl_collapsible) if node.get("variant") in ok]
     source = next((c for c in holder.findall(nodes.container) if "tl-source" in c["classes"]),
                   None)
@@ -142,7 +143,7 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
         variant, result = ok[node["variant"]]
         mapped = source_map(result["cuda"], variant.source_name)[:max_lines]
         links = line_links.attribute(mapped, kernel)
-        per_variant.append((variant.heading, line_links.counts(links)))
+        per_variant.append((variant.heading, line_links.counts(links), variant.target.language))
         block = next(iter(node.findall(nodes.literal_block)))
         block.replace_self(nodes.raw("", line_links.cuda_html(mapped, links, first,
                                                                 variant.heading),

@@ -1,4 +1,5 @@
-"""Reading facts off TileLang's IR: pipelined loops, buffers, warp specialisation.
+"""Reading facts off TileLang's IR: pipelined loops, buffers, warp specialisation, the
+instruction each tile-level gemm became, tensor memory.
 
 Each function takes the module (or function) some pass left and returns plain data;
 :mod:`.lowering` decides after which pass each is read.
@@ -6,6 +7,7 @@ Each function takes the module (or function) some pass left and returns plain da
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from tilelang import tvm
@@ -16,23 +18,37 @@ WATCHED = (
     "tl.PipelinePlanning",
     "tl.ProducerConsumerWarpSpecialized",
     "tl.InjectSoftwarePipeline",
+    "tl.LowerTileOp",
+    "tl.LowerSharedTmem",
     "tl.MergeSharedMemoryAllocations",
 )
 
 
-def read(after: dict[str, Any]) -> dict[str, Any]:
-    """Every IR fact, from the module each watched pass left (absent: not run)."""
+def read(after: dict[str, Any], built: Any | None = None) -> dict[str, Any]:
+    """Every IR fact, from the module each watched pass left (absent: not run) and the
+    module as the factory ``built`` it, before any pass."""
     planned = after.get("tl.PipelinePlanning")
     injected = after.get("tl.InjectSoftwarePipeline")
     merged = after.get("tl.MergeSharedMemoryAllocations")
     specialised = after.get("tl.ProducerConsumerWarpSpecialized")
+    lowered = after.get("tl.LowerTileOp")
     return {
         "pipeline": pipeline_loops(main_function(planned)) if planned else [],
+        "planned_ir": ir_digest(main_function(planned)) if planned else None,
         "shared": block_buffers(main_function(injected), "shared") if injected else [],
+        "tmem": tensor_memory(main_function(injected), after.get("tl.LowerSharedTmem"))
+        if injected else [],
         "merged": merged_allocations(device_function(merged)) if merged else {},
         "warp_specialized": warp_specialization(main_function(specialised))
         if specialised else None,
+        "gemm": gemm_instructions(main_function(built), main_function(lowered))
+        if built and lowered else [],
     }
+
+
+def ir_digest(func: Any) -> str:
+    """A digest of a function's printed IR: equal digests, equal IR."""
+    return hashlib.sha256(str(func.script()).encode()).hexdigest()[:16]
 
 
 def _visit(node: Any, fn: Any) -> None:
@@ -121,7 +137,7 @@ def merged_allocations(func: Any) -> dict[str, int]:
             scope = str(node.buffer.scope())
             if scope == "shared.dyn":
                 totals["dynamic"] += _bytes(node.buffer)
-            elif scope.startswith("shared"):
+            elif scope.startswith("shared") and scope != TMEM_SCOPE:
                 totals["static"] += _bytes(node.buffer)
         if _is_thread_x(node):
             totals["threads"] = max(totals["threads"], int(node.value))
@@ -145,8 +161,12 @@ def warp_specialization(func: Any) -> dict[str, Any] | None:
         if _is_thread_x(node):
             split["threads"] = int(node.value)
         if kind in ("SBlock", "Block") and "barrier_init" in node.annotations:
-            split["barrier_init"] = [[int(c) for c in counts]
-                                     for counts in node.annotations["barrier_init"].values()]
+            # Keyed by each barrier buffer's data variable; its order is not the
+            # buffers' order.
+            split["barrier_init"] = {
+                str(getattr(var, "name", None) or getattr(var, "name_hint", "")):
+                [int(c) for c in counts]
+                for var, counts in node.annotations["barrier_init"].items()}
 
     _visit(func.body, visit)
     if "producer" not in split:
@@ -169,6 +189,164 @@ def _branch_statements(stmt: Any) -> list[dict[str, Any]]:
         return True
 
     pre_order_visit(stmt, visit)
+    return found
+
+
+TMEM_SCOPE = "shared.tmem"
+
+
+def tensor_memory(func: Any, lowered: Any | None) -> list[dict[str, Any]]:
+    """Tensor-memory buffers (Blackwell) with the 32-bit columns each takes.
+
+    They are in the IR until ``tl.LowerSharedTmem`` (``lowered``) turns each into an
+    address slot and a ``ptx_init_tensor_memory(<buffer>, columns)`` call: the columns are
+    read from that call, as the compiler allocated them.
+    """
+    found = [{"name": b["name"], "shape": b["shape"], "dtype": b["dtype"], "columns": None}
+             for b in block_buffers(func, TMEM_SCOPE)]
+    if lowered is None or not found:
+        return found
+    columns: dict[str, int] = {}
+
+    def visit(node: Any) -> None:
+        if isinstance(node, tvm.tirx.Call) and _op(node) == "tl.ptx_init_tensor_memory":
+            pointer = node.args[0]
+            data = pointer.args[1] if _op(pointer) == "tirx.tvm_access_ptr" else pointer
+            name = str(getattr(data, "name", None) or getattr(data, "name_hint", ""))
+            if isinstance(node.args[1], tvm.tirx.IntImm):
+                columns.setdefault(name, int(node.args[1]))
+
+    _visit(main_function(lowered).body, visit)
+    for buffer in found:
+        buffer["columns"] = columns.get(str(buffer["name"]))
+    return found
+
+
+# --- which instruction each gemm became ------------------------------------------------
+
+# Tile-level gemm operations as they enter the lowering (T.gemm and its explicit forms).
+_GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm", "tl.tileop.tcgen05_gemm",
+             "tl.tileop.gemm_sp", "tl.tileop.gemm_blockscaled",
+             "tl.tileop.tcgen05_gemm_blockscaled")
+# The intrinsic inside a lowered gemm block that names its instruction (its descriptors
+# and fences are named alike, hence the ptx_ prefixes), in the order they are looked
+# for: (part of the op name, instruction).
+_INSTRUCTIONS = (("ptx_tcgen05_mma", "tcgen05"), ("ptx_wgmma", "wgmma"),
+                 ("ptx_mma", "mma_sync"), ("tvm_mfma", "mfma"), ("wmma", "wmma"),
+                 ("simdgroup", "simdgroup"))
+
+
+def _op(node: Any) -> str:
+    return str(getattr(getattr(node, "op", None), "name", ""))
+
+
+def _operand(arg: Any) -> str:
+    """The buffer a gemm operand names: ``T.region(A_shared[...], ...)`` or a load."""
+    load = arg.args[0] if isinstance(arg, tvm.tirx.Call) and arg.args else arg
+    buffer = getattr(load, "buffer", load)
+    return str(getattr(buffer, "name", "?"))
+
+
+def gemm_calls(func: Any) -> list[tuple[str, ...]]:
+    """The (A, B, C) buffer names of each tile-level gemm call, in pre-order (which, in
+    the module as built, is source order). TVM's visitors visit a node once: a call
+    that pipelining shares between the loop and its drain is one call here."""
+    found: list[tuple[str, ...]] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, tvm.tirx.Call) and _op(node) in _GEMM_OPS:
+            found.append(tuple(_operand(a) for a in node.args[:3]))
+        return True
+
+    pre_order_visit(func.body, visit)
+    return found
+
+
+def _instruction(block: Any) -> dict[str, str]:
+    ops: list[Any] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, tvm.tirx.Call) and _op(node):
+            ops.append(node)
+        return True
+
+    pre_order_visit(block.body, visit)
+    for part, instruction in _INSTRUCTIONS:
+        call = next((c for c in ops if part in _op(c)), None)
+        if call is None:
+            continue
+        if instruction in ("mma_sync", "mfma") and isinstance(call.args[0], tvm.tirx.StringImm):
+            form = str(call.args[0].value)  # the shape: m16n8k16, f32_16x16x16f16
+        elif instruction in ("wgmma", "tcgen05"):
+            form = _op(call).rsplit("_", 1)[-1]  # where A and B live: ss, rs, ts
+        else:
+            form = _op(call).rsplit(".", 1)[-1]
+        return {"instruction": instruction, "form": form}
+    name = str(block.name_hint)
+    if name.endswith("_fma"):
+        return {"instruction": "fma", "form": name}
+    return {"instruction": "none", "form": name}
+
+
+def _names(node: Any) -> set[str]:
+    """Every buffer and variable name a statement mentions."""
+    names: set[str] = set()
+
+    def visit(found: Any) -> None:
+        buffer = getattr(found, "buffer", None)
+        if buffer is not None and hasattr(buffer, "name"):
+            names.add(str(buffer.name))
+        if isinstance(found, tvm.tirx.Var):
+            names.add(str(getattr(found, "name", None) or getattr(found, "name_hint", "")))
+
+    _visit(node, visit)
+    return names
+
+
+def lowered_gemms(func: Any) -> list[dict[str, Any]]:
+    """The blocks ``tl.LowerTileOp`` made of gemm calls (named ``_gemm...`` after the
+    function TileLang's emitter built), each with the instruction its intrinsics name and
+    the buffer names it mentions."""
+    found: list[dict[str, Any]] = []
+
+    def visit(node: Any) -> bool:
+        if type(node).__name__ in ("SBlock", "Block") and str(node.name_hint).startswith(
+                "_gemm") and "lexical_alloc_scope" in node.annotations:
+            found.append({**_instruction(node), "names": _names(node.body)})
+            return False
+        return True
+
+    pre_order_visit(func.body, visit)
+    return found
+
+
+def gemm_instructions(built: Any, lowered: Any) -> list[dict[str, Any]]:
+    """Per gemm call of the module as built (source order): its operands, the instruction
+    it became and in what form.
+
+    Each lowered gemm block is traced back to the call whose A and B operands it reads
+    (pipelining copies a call into the prologue or the drain; buffer names survive it).
+    Where that does not decide (two calls on the same A and B), blocks and calls are
+    paired in order when their counts agree; a call no block can be traced to says None.
+    """
+    source = gemm_calls(built)
+    blocks = lowered_gemms(lowered)
+    found: list[dict[str, Any]] = [{"operands": list(ops), "instruction": None, "form": None}
+                                   for ops in source]
+
+    def note(entry: dict[str, Any], block: dict[str, Any]) -> None:
+        for key in ("instruction", "form"):
+            if entry[key] is None:
+                entry[key] = block[key]
+            elif block[key] not in str(entry[key]).split("+"):
+                entry[key] = f"{entry[key]}+{block[key]}"  # copies that disagree
+
+    for i, block in enumerate(blocks):
+        readers = [entry for entry in found if set(entry["operands"][:2]) <= block["names"]]
+        if len(readers) != 1 and len(blocks) == len(found):
+            readers = [found[i]]
+        if len(readers) == 1:
+            note(readers[0], block)
     return found
 
 

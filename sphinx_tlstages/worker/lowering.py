@@ -31,25 +31,50 @@ def _script(mod: Any) -> str:
         return f"# the IR could not be printed: {type(exc).__name__}"
 
 
-def _recorder(after: dict[str, Any], log: PassLog) -> Any:
-    """A pass instrument keeping the module after the first run of each watched pass,
-    and telling ``log`` what every run changed (printing the IR only when its structural
-    hash moved: printing every module would double the lowering time)."""
+def _names(mod: Any) -> set[str]:
+    return {str(gvar.name_hint) for gvar in mod.functions}
+
+
+def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
+    """A pass instrument keeping the module as built (in ``built``) and the output of the
+    first run of each watched pass, and telling ``log`` what every run changed (printing
+    the IR only when its structural hash moved: printing every module would double the
+    lowering time).
+
+    Some passes run others inside them on helper functions of their own: tile-op
+    lowering simplifies each gemm emitter's ``_gemm_*`` function. Those runs see a module
+    that is not the kernel's; they are left out, or the next run's change would be
+    measured against the helper.
+    """
     last: list[int] = []
+    depth = [0]
+    kernel: list[set[str]] = []  # names of the kernel's functions, as last seen
+
+    def helper(mod: Any) -> bool:
+        return depth[0] > 1 and not (_names(mod) & kernel[0])
 
     @tvm.instrument.pass_instrument
     class Recorder:
         def run_before_pass(self, mod: Any, info: Any) -> None:
+            depth[0] += 1
             if not last:
                 last.append(tvm.ir.structural_hash(mod))
+                kernel.append(_names(mod))
+                built.append(mod)
                 log.start(_script(mod))
 
         def run_after_pass(self, mod: Any, info: Any) -> None:
-            digest = tvm.ir.structural_hash(mod)
-            log.after(str(info.name), digest != last[0], lambda: _script(mod))
-            last[0] = digest
-            if info.name in ir_facts.WATCHED and info.name not in after:
-                after[str(info.name)] = mod
+            try:
+                if helper(mod):
+                    return
+                kernel[0] = _names(mod)
+                digest = tvm.ir.structural_hash(mod)
+                log.after(str(info.name), digest != last[0], lambda: _script(mod))
+                last[0] = digest
+                if info.name in ir_facts.WATCHED and info.name not in after:
+                    after[str(info.name)] = mod
+            finally:
+                depth[0] -= 1
 
     return Recorder()
 
@@ -82,8 +107,10 @@ def lower_variant(payload: dict[str, Any]) -> Result:
             func, pass_configs = prim_func(module.namespace[str(payload["factory"])],
                                            factory_arguments(payload))
             after: dict[str, Any] = {}
+            built: list[Any] = []
             log = PassLog(payload.get("ir_passes") or ())
-            source_cuda = _lower(func, pass_configs, payload["target"], after, log)
+            source_cuda = _lower(func, pass_configs, payload["target"],
+                                 _recorder(after, built, log))
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
         message = _message(exc)
@@ -93,7 +120,8 @@ def lower_variant(payload: dict[str, Any]) -> Result:
                         "it fails the same way when imported: remove that line)")
         result = failure("exception", message, line, seconds=time.perf_counter() - started)
     else:
-        ir = {**ir_facts.read(after), "passes": log.records, "pass_diffs": log.diffs}
+        ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
+              "pass_diffs": log.diffs}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, str(payload["factory"]),
                                int(payload["num_stages"]),
@@ -105,8 +133,9 @@ def lower_variant(payload: dict[str, Any]) -> Result:
 
 
 def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],
-           after: dict[str, Any], log: PassLog) -> str:
-    """TileLang's compile-only lowering of ``func``, every pass seen by the recorder."""
+           recorder: Any) -> str:
+    """TileLang's compile-only lowering of ``func`` (CUDA or HIP source), every pass seen
+    by the recorder."""
     from tilelang.transform import PassConfigKey
 
     config: dict[str, Any] = {}
@@ -116,9 +145,9 @@ def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],
     config.update(pass_configs)  # the kernel's own configs, as its author compiles it
     target = tvm.target.Target(target_dict)
     with tilelang.transform.PassContext(opt_level=3, config=config,
-                                        instruments=[_recorder(after, log)]), target:
+                                        instruments=[recorder]), target:
         artifact = tilelang.lower(func, target=target, enable_device_compile=False)
     source_cuda = str(artifact.kernel_source or "")
     if not source_cuda.strip():
-        raise RuntimeError("TileLang produced no CUDA source")
+        raise RuntimeError("TileLang produced no device source")
     return source_cuda

@@ -1,8 +1,10 @@
 """Turning a directive's results into docutils nodes, the same for every builder.
 
 The root is a container of class ``tl-pipeline`` holding a caption and the parts
-``tl-summary``, ``tl-annotations``, ``tl-shared``, ``tl-sync`` and ``tl-diff``. Long
-texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which only HTML keeps.
+``tl-summary``, ``tl-gemm``, ``tl-annotations``, ``tl-shared``, ``tl-sync`` and
+``tl-diff``. Long texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which
+only HTML keeps. Variants that differ in num_stages alone and lowered alike are shown as
+one column, with a sentence under the caption saying so.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from docutils import nodes
 from ...core.bench_data import Attached
 from ...core.result import Result
 from ...core.spec import DirectiveSpec, VariantSpec
+from ...core.variants import merge_unchanged, unchanged_sentence
 from .bench import bench_table
-from .buffers import shared_table, sync_part
+from .buffers import has_tensor_memory, shared_table, sync_part
 from .cuda import cuda_part, literal
+from .gemm import gemm_part
 from .passes import passes_part
 from .schedule import annotation_part
-from .summary import summary_table
+from .summary import code_name, summary_table
 from .tables import code
 
 
@@ -50,6 +54,13 @@ def _snapshot_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
         text="TileLang could not lower this kernel where this page was built: "
              f"{'; '.join(stored)} are shown from the committed snapshot, "
              "unverified.", classes=["tl-from-snapshot"])
+
+
+def _unchanged_note(merged: list[VariantSpec]) -> nodes.Node | None:
+    if not merged:
+        return None
+    return nodes.paragraph(text=" ".join(unchanged_sentence(v) for v in merged),
+                           classes=["tl-unchanged"])
 
 
 def _part(cls: str, title: str, *body: nodes.Node) -> nodes.container:
@@ -87,6 +98,9 @@ def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     note = _snapshot_note(rows)
     if note is not None:
         root += note
+    unchanged = _unchanged_note(merge_unchanged(rows)[1])
+    if unchanged is not None:
+        root += unchanged
     if spec.asserts:
         claims = nodes.paragraph(classes=["tl-asserts"])
         claims += nodes.Text("Checked on every build, for every variant: ")
@@ -101,6 +115,7 @@ def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
 def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                  context: Context) -> list[nodes.Node]:
     """The parts below the caption, in page order."""
+    rows = merge_unchanged(rows)[0]
     root: list[nodes.Node] = []
     if "source" in spec.show:
         source = spec.variants[0].source
@@ -113,10 +128,14 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                for node in bench_table(spec, data, entry, stale, context.bench_stale)]
     root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
+    gemm = gemm_part(spec, rows) if "gemm" in spec.show else None
+    if gemm is not None:
+        root.append(_part("tl-gemm", "Matrix multiply instructions", *gemm))
     if "annotations" in spec.show and any_ok:
         root.append(_part("tl-annotations", "Pipeline schedule", annotation_part(spec, rows)))
     if "shared" in spec.show and any_ok:
-        root.append(_part("tl-shared", "Shared buffers", shared_table(rows)))
+        title = "Shared buffers" + (" and tensor memory" if has_tensor_memory(rows) else "")
+        root.append(_part("tl-shared", title, shared_table(rows)))
     if "sync" in spec.show and any_ok:
         root.append(_part("tl-sync", "Synchronisation and async operations", *sync_part(rows)))
     if "passes" in spec.show or spec.passes:
@@ -126,7 +145,7 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     if ("diff" in spec.show and spec.diff != "none") or "cuda" in spec.show:
         parts = cuda_part(spec, rows, context.max_lines, context.downloads)
         if parts:
-            cuda = _part("tl-diff", "Generated CUDA", *parts)
+            cuda = _part("tl-diff", f"Generated {code_name(spec.targets)}", *parts)
             # Thousands of CUDA tokens per page would swamp the search index (and cost
             # more than the rest of a warm build); the tables above carry the spellings.
             cuda["classes"].append("no-search")

@@ -2,11 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from docutils import nodes
 
 from ...core.result import Result
 from ...core.spec import VariantSpec
+from ...core.targets import TENSOR_MEMORY_COLUMNS, Target
+from .summary import code_name
 from .tables import Cell, Span, code, number, table
+
+NOT_RECORDED = "not recorded"
+
+
+def _tmem_cell(buf: dict[str, Any] | None) -> str:
+    if buf is None:
+        return "—"
+    columns = buf.get("columns")
+    taken = f"{columns} of {TENSOR_MEMORY_COLUMNS} columns" if columns is not None \
+        else "columns not read"
+    return f"{tuple(buf['shape'])} {buf['dtype']}, {taken}"
+
+
+def _tmem_rows(ok: list[tuple[VariantSpec, Result]]) -> list[list[Cell | Span]]:
+    """Tensor memory (Blackwell) is not shared memory: its buffers get rows of their own,
+    with the columns they take of the SM's 512, and stay out of the totals."""
+    names: list[str] = []
+    for _, result in ok:
+        names += [b["name"] for b in result.get("tmem") or [] if b["name"] not in names]
+    rows: list[list[Cell | Span]] = []
+    for name in names:
+        cells: list[Cell | Span] = [[code(name), nodes.emphasis(text=" (tensor memory)")]]
+        for _, result in ok:
+            if "tmem" not in result:
+                cells.append(NOT_RECORDED)
+                continue
+            cells.append(_tmem_cell(next((b for b in result["tmem"] if b["name"] == name),
+                                         None)))
+        rows.append(cells)
+    return rows
+
+
+def has_tensor_memory(rows: list[tuple[VariantSpec, Result]]) -> bool:
+    return any(r.get("tmem") for _, r in rows if r.get("ok"))
 
 
 def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
@@ -27,44 +66,87 @@ def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     body.append(["merged dynamic allocation", *(f"{number(r['dynamic_shared_bytes'])} B"
                                                  for _, r in ok)])
     if any(r["static_shared_bytes"] for _, r in ok):
-        body.append(["static shared (barriers)",
+        # Tensor memory leaves one 32-bit address per buffer in shared memory.
+        what = "barriers, tensor-memory addresses" if has_tensor_memory(ok) else "barriers"
+        body.append([f"static shared ({what})",
                      *(f"{number(r['static_shared_bytes'])} B" for _, r in ok)])
+    body += _tmem_rows(ok)
     headers: list[Cell] = ["buffer", *(v.heading for v, _ in ok)]
     return table(headers, body, ["tl-table"], widths=[20, *[20] * len(ok)],
                  key_columns=1)
 
 
-SYNC_ROWS = (
-    ("syncthreads", "__syncthreads()"),
-    ("cp_async", "tl::cp_async_gs<N>"),
-    ("cp_async_commit", "tl::cp_async_commit()"),
-    ("cp_async_wait", "tl::cp_async_wait<N>()"),
-    ("mbarrier_init", "mbarrier[i].init()"),
-    ("mbarrier_wait", "mbarrier[i].wait()"),
-    ("mbarrier_arrive", "mbarrier[i].arrive()"),
-    ("mbarrier_expect_tx", "mbarrier[i].expect_transaction()"),
-    ("mbarrier_arrive_expect_tx", "mbarrier[i].arrive_and_expect_tx()"),
-    ("tma_load", "tl::tma_load"),
-    ("tma_store", "tl::tma_store"),
-    ("mma", "tl::mma_sync"),
-    ("wgmma", "tl::wgmma_ss / _rs"),
+def _cuda(target: Target) -> bool:
+    return target.kind == "cuda"
+
+
+def _any(target: Target) -> bool:
+    return True
+
+
+def _tensor_memory(target: Target) -> bool:
+    return target.has_tensor_memory
+
+
+def _hip(target: Target) -> bool:
+    return target.kind == "hip"
+
+
+# (counter, its spelling in the generated code, the targets on which its absence is
+# worth saying). TileLang's HIP headers keep the CUDA names of barriers and async copies.
+SYNC_ROWS: tuple[tuple[str, str, Callable[[Target], bool]], ...] = (
+    ("syncthreads", "__syncthreads()", _any),
+    ("cp_async", "tl::cp_async_gs<N>", _any),
+    ("cp_async_commit", "tl::cp_async_commit()", _any),
+    ("cp_async_wait", "tl::cp_async_wait<N>()", _any),
+    ("mbarrier_init", "mbarrier[i].init()", _cuda),
+    ("mbarrier_wait", "mbarrier[i].wait()", _cuda),
+    ("mbarrier_arrive", "mbarrier[i].arrive()", _cuda),
+    ("mbarrier_expect_tx", "mbarrier[i].expect_transaction()", _cuda),
+    ("mbarrier_arrive_expect_tx", "mbarrier[i].arrive_and_expect_tx()", _cuda),
+    ("tma_load", "tl::tma_load", _cuda),
+    ("tma_store", "tl::tma_store", _cuda),
+    ("mma", "tl::mma_sync", _cuda),
+    ("wgmma", "tl::wgmma_ss / _rs", _cuda),
+    ("tcgen05_mma", "tl::tcgen05mma_ss / _ts", _tensor_memory),
+    ("tcgen05_commit", "tl::tcgen05_mma_arrive()", _tensor_memory),
+    ("tmem_alloc", "tl::tmem_allocate()", _tensor_memory),
+    ("tmem_dealloc", "tl::tmem_deallocate()", _tensor_memory),
+    ("tmem_load", "tl::tcgen05_ld_*<N, …>", _tensor_memory),
+    ("tmem_store", "tl::tcgen05_st_*<N, …>", _tensor_memory),
+    ("tcgen05_fence_before", "tl::tcgen05_before_thread_sync()", _tensor_memory),
+    ("tcgen05_fence_after", "tl::tcgen05_after_thread_sync()", _tensor_memory),
+    ("mfma", "__builtin_amdgcn_mfma_*()", _hip),
 )
+
+
+def _count(value: object) -> str:
+    if value is None:
+        return NOT_RECORDED  # a counter added after the snapshot was taken
+    return " ".join(f"<{n}>" for n in value) if isinstance(value, list) else str(value)
 
 
 def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
     ok = [(v, r) for v, r in rows if r.get("ok")]
     body: list[list[Cell | Span]] = []
     omitted = []
-    for key, spelling in SYNC_ROWS:
-        values = [r["sync"][key] for _, r in ok]
-        if not any(values):
-            omitted.append(spelling)
+    for key, spelling, applies in SYNC_ROWS:
+        values = [r["sync"].get(key) for _, r in ok]
+        applicable = any(applies(v.target) for v, _ in ok)
+        recorded = any(value is not None for value in values)
+        if not any(values) and (recorded or not applicable):
+            if applicable:
+                omitted.append(spelling)
             continue
-        cells = [" ".join(f"<{n}>" for n in v) if isinstance(v, list) else str(v) for v in values]
-        body.append([code(spelling), *cells])
-    headers: list[Cell] = ["in the CUDA", *(v.heading for v, _ in ok)]
+        body.append([code(spelling), *(_count(v) for v in values)])
+    language = code_name([v.target for v, _ in ok])
+    headers: list[Cell] = [f"in the {language}", *(v.heading for v, _ in ok)]
     result: list[nodes.Node] = [table(headers, body, ["tl-table"], widths=[30, *[14] * len(ok)],
                                        key_columns=1)]
+    tcgen05 = [spelling for _, spelling, applies in SYNC_ROWS if applies is _tensor_memory]
+    if all(spelling in omitted for spelling in tcgen05):  # said as one, not eight
+        omitted = [s for s in omitted if s not in tcgen05]
+        omitted.append("the tcgen05 and tensor-memory operations (tl::tcgen05*, tl::tmem_*)")
     if omitted:
         result.append(nodes.paragraph(
             text="Absent from every variant: " + ", ".join(omitted) + ".", classes=["tl-note"]))

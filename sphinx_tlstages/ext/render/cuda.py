@@ -56,7 +56,8 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
         for label, res in ok.items():
             body = []
             if downloads and label in downloads:
-                link = nodes.reference("", f"download {spec.name}-{label}.cu",
+                suffix = next(v.target.source_suffix for v, _ in rows if v.label == label)
+                link = nodes.reference("", f"download {spec.name}-{label}{suffix}",
                                        refuri=downloads[label], classes=["tl-download"])
                 body.append(nodes.paragraph("", "", link, nodes.Text(
                     " (with the #line directives that map it to the kernel)")))
@@ -66,7 +67,8 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
             body.append(literal(text, "text"))
             if hidden:
                 body.append(_hidden_note(hidden, "listing"))
-            result.append(_collapsible(f"{headings[label]}: full CUDA, "
+            language = next(v.target.language for v, _ in rows if v.label == label)
+            result.append(_collapsible(f"{headings[label]}: full {language}, "
                                        f"{res['cuda_lines']} lines", "tl-cuda-item", *body,
                                        variant=label))
     return result

@@ -1,11 +1,14 @@
-"""The "Summary" part: one column per variant, the facts a reader compares first."""
+"""The "Summary" part: one row per variant, the facts a reader compares first."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from docutils import nodes
 
 from ...core.result import Result, shared_bytes
 from ...core.spec import DirectiveSpec, VariantSpec
+from ...core.targets import Target
 from .tables import Cell, Span, number, table
 
 
@@ -20,30 +23,49 @@ def _schedule(result: Result) -> str:
     return "not pipelined"
 
 
-def _shared_cell(result: Result, limit: int | None) -> Cell:
+def _shared_cell(result: Result, limit: int | None, named: bool) -> Cell:
+    """``98,304 B (59 %)``, or with the limit named (``of 166,912``) when the variants
+    of a directive answer to different limits."""
     used = shared_bytes(result)
     if limit is None:
         return f"{number(used)} B"
-    text = f"{number(used)} B ({100 * used / limit:.0f} %)"
+    text = f"{number(used)} B ({100 * used / limit:.0f} %" \
+           + (f" of {number(limit)})" if named else ")")
     if used > limit:
         return nodes.strong(text=f"{text}: over the limit", classes=["tl-over"])
     return text
 
 
+def memory_heading(targets: Sequence[Target]) -> str:
+    """What a block's on-chip memory is called on these targets."""
+    kinds = {t.kind for t in targets}
+    if kinds == {"hip"}:
+        return "LDS / workgroup"
+    return "shared memory / block" if kinds == {"cuda"} else "shared memory (LDS) / block"
+
+
+def code_name(targets: Sequence[Target]) -> str:
+    """``CUDA``, ``HIP``, or ``code`` when a directive has both."""
+    languages = {t.language for t in targets}
+    return languages.pop() if len(languages) == 1 else "code"
+
+
 def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     one_target = len(spec.targets) == 1
     limit = spec.target.shared_memory_limit
-    shared = "shared memory / block" + (f" (of {number(limit)} B)" if limit and one_target
-                                        else "")
+    shared = memory_heading(spec.targets) + (f" (of {number(limit)} B)"
+                                             if limit and one_target else "")
     matrix = not all(v.only_num_stages for v, _ in rows)
+    language = code_name(spec.targets)
     headers = ["variant" if matrix else "num_stages", "schedule", "threads", shared,
-               "__syncthreads", "async copies", "waits", "CUDA lines"]
+               "__syncthreads", "async copies", "waits",
+               f"{language} lines" if language != "code" else "lines of code"]
     body: list[list[Cell | Span]] = []
     for variant, result in rows:
-        name = variant.heading if matrix else str(variant.num_stages)
+        name = variant.heading if matrix else variant.stages
         if not result.get("ok"):
             error = result["error"]
-            expected = variant.num_stages in spec.expect_error
+            expected = spec.expects_failure(variant)
             text = f"failed{', as expected' if expected else ''} ({error['kind']}): " \
                    f"{error['message']}"
             body.append([name,
@@ -53,12 +75,12 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
         if sync["tma_load"]:
             copies = f"{sync['tma_load']} TMA loads"
         else:
-            copies = f"{sync['cp_async']} cp_async"
+            copies = f"{sync['cp_async']} cp_async" if sync["cp_async"] else "none"
         if sync["cp_async_wait"]:
             waits = " ".join(f"<{n}>" for n in sync["cp_async_wait"])
         else:
-            waits = f"{sync['mbarrier_wait']} mbarrier"
+            waits = f"{sync['mbarrier_wait']} mbarrier" if sync["mbarrier_wait"] else "none"
         body.append([name, _schedule(result), str(result["threads"]),
-                     _shared_cell(result, variant.target.shared_memory_limit),
+                     _shared_cell(result, variant.target.shared_memory_limit, not one_target),
                      str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
