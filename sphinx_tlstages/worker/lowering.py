@@ -18,7 +18,7 @@ from ..core import facts
 from ..core.errors import SourceError
 from ..core.passes import PassLog
 from ..core.result import Result, failure
-from . import ir_facts
+from . import ir_facts, schedule
 from .kernel_module import factory_arguments, kernel_module, prim_func
 from .templates import template_digest
 
@@ -31,9 +31,11 @@ def _script(mod: Any) -> str:
 
 
 def _recorder(after: dict[str, Any], log: PassLog) -> Any:
-    """A pass instrument keeping the module after the first run of each watched pass,
-    and telling ``log`` what every run changed (printing the IR only when its structural
-    hash moved: printing every module would double the lowering time)."""
+    """A pass instrument keeping the module after the first run of each watched pass
+    (and, for the schedule reader, before the first run of its passes and after the last
+    pass: keeping a module is keeping a reference), and telling ``log`` what every run
+    changed (printing the IR only when its structural hash moved: printing every module
+    would double the lowering time)."""
     last: list[int] = []
 
     @tvm.instrument.pass_instrument
@@ -42,6 +44,8 @@ def _recorder(after: dict[str, Any], log: PassLog) -> Any:
             if not last:
                 last.append(tvm.ir.structural_hash(mod))
                 log.start(_script(mod))
+            if info.name in schedule.BEFORE:
+                after.setdefault(f"before:{info.name}", mod)
 
         def run_after_pass(self, mod: Any, info: Any) -> None:
             digest = tvm.ir.structural_hash(mod)
@@ -49,6 +53,7 @@ def _recorder(after: dict[str, Any], log: PassLog) -> Any:
             last[0] = digest
             if info.name in ir_facts.WATCHED and info.name not in after:
                 after[str(info.name)] = mod
+            after["final"] = mod
 
     return Recorder()
 
@@ -84,7 +89,8 @@ def lower_variant(payload: dict[str, Any]) -> Result:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
         result = failure("exception", _message(exc), line, seconds=time.perf_counter() - started)
     else:
-        ir = {**ir_facts.read(after), "passes": log.records, "pass_diffs": log.diffs}
+        ir = {**ir_facts.read(after), "passes": log.records, "pass_diffs": log.diffs,
+              "schedule": _schedule(after)}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, str(payload["factory"]),
                                int(payload["num_stages"]),
@@ -93,6 +99,16 @@ def lower_variant(payload: dict[str, Any]) -> Result:
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result
+
+
+def _schedule(after: dict[str, Any]) -> dict[str, Any] | None:
+    """The schedule the figures draw; a reader that trips on unexpected IR costs the page
+    its figure (said there), never the variant."""
+    try:
+        return schedule.read(after, ir_facts.main_function, ir_facts.device_function)
+    except Exception as exc:
+        return {"schema": schedule.SCHEDULE_SCHEMA, "loops": [], "warp_specialized": None,
+                "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],
