@@ -17,6 +17,7 @@ from .checks import CHECK_PRIORITY, check_project, set_exit_status
 from .collector import TlPipelineCollector
 from .config import setup_config
 from .directive import TlPipelineDirective
+from .figures import setup_figures
 from .html import setup_html
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
@@ -51,5 +52,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     setup_batch(app)
     setup_render(app)
     setup_html(app)
+    setup_figures(app)
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
             "env_version": 1}

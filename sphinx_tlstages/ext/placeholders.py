@@ -30,6 +30,12 @@ if TYPE_CHECKING:
 def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     """Replace every ``tl_pipeline_placeholder`` of ``docname`` with its rendering."""
     specs = {spec.name: spec for spec in directives(app.env).get(docname, [])}
+    if any(p["name"] not in specs for p in doctree.findall(tl_pipeline_placeholder)):
+        # An assembled document (LaTeX, texinfo, singlehtml) holds other documents'
+        # directives too; names are unique in a project (a reused one is reported).
+        for found in directives(app.env).values():
+            for other in found:
+                specs.setdefault(other.name, other)
     state = build_state(app)
     config = settings(app)
     html = is_html(app)

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ir_match import (
+from .ir_match import identify
+from .ir_walk import (
     annotated_loops,
     buffer_names,
     call_of,
     evaluate,
     flatten,
-    identify,
     integer,
     kind,
     op_name,

@@ -15,13 +15,13 @@ from typing import Any
 
 from tvm.tirx.stmt_functor import post_order_visit
 
-from .ir_match import (
+from .ir_match import identify
+from .ir_walk import (
     annotated_loops,
     buffer_names,
     call_of,
     evaluate,
     flatten,
-    identify,
     integer,
     kind,
     op_name,

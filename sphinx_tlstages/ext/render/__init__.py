@@ -1,8 +1,10 @@
 """Turning a directive's results into docutils nodes, the same for every builder.
 
 The root is a container of class ``tl-pipeline`` holding a caption and the parts
-``tl-summary``, ``tl-annotations``, ``tl-shared``, ``tl-sync`` and ``tl-diff``. Long
-texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which only HTML keeps.
+``tl-summary`` (with the benchmark numbers and their chart, ``tl-bench``),
+``tl-figures``, ``tl-annotations``, ``tl-shared``, ``tl-sync`` and ``tl-diff``. Long
+texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which only HTML keeps;
+pictures into :class:`tl_figure` nodes, which each builder draws its own way.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ...core.spec import DirectiveSpec, VariantSpec
 from .bench import bench_table
 from .buffers import shared_table, sync_part
 from .cuda import cuda_part, literal
+from .figures import schedule_figures
 from .passes import passes_part
 from .schedule import annotation_part
 from .summary import summary_table
@@ -113,6 +116,8 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                for node in bench_table(spec, data, entry, stale, context.bench_stale)]
     root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
+    if "figure" in spec.show and any_ok:
+        root.append(_part("tl-figures", "Schedule figure", *schedule_figures(spec, rows)))
     if "annotations" in spec.show and any_ok:
         root.append(_part("tl-annotations", "Pipeline schedule", annotation_part(spec, rows)))
     if "shared" in spec.show and any_ok:
