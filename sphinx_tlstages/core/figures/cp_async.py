@@ -1,16 +1,19 @@
 """The cp.async software-pipeline figure (sm_80 and the like): one SVG per schedule.
 
 Time runs left to right through the generated code: the prologue's steps, one
-steady-state iteration on a shaded band with a return arrow and ``xN`` (N: the loop's extent), the
-epilogue's steps. One lane per statement (:mod:`.lanes`); each box names the tile
-(iteration) it works on and is coloured by the shared-buffer version it uses, with ``vN``
-written above it (colour is never the only cue); commits (``C``, dashed) and waits
+steady-state iteration on a shaded band with a return arrow and ``xN`` (N: the loop's
+extent), the epilogue's steps; a schedule wider than a page's column wraps onto further
+rows, as text does, each with its lanes labelled. One lane per statement
+(:mod:`.lanes`); each box names the tile (iteration) it works on and is coloured by the
+shared-buffer version it uses, with ``vN`` written above it (colour is never the only
+cue); commits (``C``, dashed) and waits
 (``W2``, solid) are marks across every lane where they stand. ``__syncthreads`` are not
 drawn: the final IR no longer says between which statements they stand.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from .lanes import Part, Slot, describe, last_iteration, parts, times
@@ -18,35 +21,56 @@ from .svg import Svg, caption, digest, join_names, mono_width, num, sans_width, 
 
 Json = dict[str, Any]
 
-SLOT = 29.0        # width of one statement slot
-SYNC = 18.0        # width of one commit/wait slot
+SLOT = 27.0        # width of one statement slot
+SYNC = 17.0        # width of one commit/wait slot
 STEP_GAP = 4.0     # between two prologue/epilogue steps
 PART_GAP = 14.0    # between prologue, body and epilogue
 LANE = 22.0
 BOX = 16.0
 MARGIN = 8.0
-READABLE = 700.0   # legends wrap to this width, so they read without scrolling
+READABLE = 400.0   # legends wrap to this width: they read without scrolling, even at 420 px
 MIN_WIDTH = 420.0
+MAX_WIDTH = 700.0  # furo's content width inside the directive's box: wider wraps to rows
 
 
-def _positions(drawn: list[Part], x0: float) -> tuple[list[tuple[Part, list[list[float]],
-                                                                 float, float]], float]:
-    placed = []
-    x = x0
-    for part in drawn:
-        start = x
-        rows: list[list[float]] = []
+@dataclass
+class _Piece:
+    """One step of a part, placed: its row, where it starts and each slot's x."""
+
+    part: int
+    step: int
+    row: int = 0
+    xs: list[float] = field(default_factory=list)
+
+
+def _width(step: list[Slot]) -> float:
+    return sum(SYNC if slot.kind == "sync" else SLOT for slot in step)
+
+
+def _layout(drawn: list[Part], x0: float, limit: float) -> tuple[list[_Piece], float]:
+    """Place every step left to right, wrapping onto a new row (its lanes labelled again)
+    where the next would pass ``limit``: between parts where a whole part fits on a row
+    of its own, else between steps. Returns the pieces and the rightmost x."""
+    pieces: list[_Piece] = []
+    x, row, right = x0, 0, x0
+    for p, part in enumerate(drawn):
+        whole = sum(_width(step) for step in part.steps) + STEP_GAP * (len(part.steps) - 1)
+        if not part.steps or not whole:
+            continue
+        if x > x0 and x + PART_GAP + whole > limit and x0 + whole <= limit:
+            x, row = x0, row + 1
         for s, step in enumerate(part.steps):
-            if s:
-                x += STEP_GAP
-            row: list[float] = []
+            gap = 0.0 if x == x0 else (STEP_GAP if s else PART_GAP)
+            if x > x0 and x + gap + _width(step) > limit:
+                x, row, gap = x0, row + 1, 0.0
+            x += gap
+            piece = _Piece(p, s, row)
             for slot in step:
-                row.append(x)
+                piece.xs.append(x)
                 x += SYNC if slot.kind == "sync" else SLOT
-            rows.append(row)
-        placed.append((part, rows, start, x))
-        x += PART_GAP
-    return placed, x - PART_GAP
+            pieces.append(piece)
+            right = max(right, x)
+    return pieces, right
 
 
 def cp_async_svg(fig: Json, covers: list[str], theme: str = "html", ident: str = "") -> str:
@@ -60,38 +84,43 @@ def cp_async_svg(fig: Json, covers: list[str], theme: str = "html", ident: str =
 
     label_w = max((mono_width(lane.label, 11) for lane in found), default=60) + 10
     x0 = MARGIN + label_w
-    placed, end = _positions(drawn, x0)
+    pieces, end = _layout(drawn, x0, MAX_WIDTH - MARGIN)
     right = max(end + MARGIN, MIN_WIDTH)
-    head = 60.0 + caption(svg, fig.get("num_stages"), covers, right, MARGIN)
-    lanes_top = head + 8  # head: the baseline of the sync marks; part names above them
+    top = 20.0 + caption(svg, fig.get("num_stages"), covers, right, MARGIN)
     lanes_h = LANE * len(found)
-
-    for n, lane in enumerate(found):
-        y = lanes_top + n * LANE
-        svg.line(x0 - 4, y + LANE - 0.5, right - MARGIN, y + LANE - 0.5, "grid", 0.6)
-        svg.text(MARGIN, y + 15, lane.label, "fg m", title=lane.title)
-
+    row_h = 48 + lanes_h + 16  # part names, sync marks, lanes, the repeat arrow
     loop = fig["loop"]
-    for part, rows, start, stop in placed:
-        if stop <= start:
-            continue
-        if part.name == "steady state":
-            svg.rect(start - 3, head - 14, stop - start + 6, lanes_top + lanes_h - head + 18,
-                     "band", rx=4)
-            svg.text(start, head - 20, f"steady state {times(loop)}", "fg", weight="bold")
+    rows = max((piece.row for piece in pieces), default=0) + 1
+    for r in range(rows):
+        head = top + r * row_h + 40  # the sync marks' baseline; part names above it
+        for n, lane in enumerate(found):
+            y = head + 8 + n * LANE
+            svg.line(x0 - 4, y + LANE - 0.5, right - MARGIN, y + LANE - 0.5, "grid", 0.6)
+            svg.text(MARGIN, y + 15, lane.label, "fg m", title=lane.title)
+    named: set[tuple[int, int]] = set()
+    for piece in pieces:
+        part, step = drawn[piece.part], drawn[piece.part].steps[piece.step]
+        head = top + piece.row * row_h + 40
+        lanes_top = head + 8
+        if (piece.part, piece.row) not in named:
+            named.add((piece.part, piece.row))
+            more = " (continued)" if piece.step and part.name != "steady state" else ""
+            name = f"steady state {times(loop)}" if part.name == "steady state" \
+                else part.name + more
+            svg.text(piece.xs[0] if piece.xs else x0, head - 20, name, "fg", weight="bold")
+        if part.name == "steady state" and piece.xs:
+            start, stop = piece.xs[0], piece.xs[0] + _width(step)
+            svg.rect(start - 3, head - 14, stop - start + 6, lanes_h + 26, "band", rx=4)
             # the repeat arrow under the lanes, from the end back to the start
             yb = lanes_top + lanes_h + 8
             svg.path(f"M{num(stop - 4)} {num(yb - 6)} V{num(yb)} H{num(start + 4)} "
                      f"V{num(yb - 6)}", "stroke", 1.2)
             svg.path(f"M{num(start + 1)} {num(yb - 3)} L{num(start + 4)} {num(yb - 8)} "
                      f"L{num(start + 7)} {num(yb - 3)}", "stroke", 1.2)
-        else:
-            svg.text(start, head - 20, part.name, "fg", weight="bold")
-        for step, row in zip(part.steps, rows, strict=True):
-            for slot, x in zip(step, row, strict=True):
-                _slot(svg, slot, x, head, lanes_top, lanes_h)
+        for slot, x in zip(step, piece.xs, strict=True):
+            _slot(svg, slot, x, head, lanes_top, lanes_h)
 
-    y = _legend(svg, fig, dims, versions, lanes_top + lanes_h + 26, right, theme,
+    y = _legend(svg, fig, dims, versions, top + rows * row_h + 6, right, theme,
                 any(len(lane.stmts) > 1 for lane in found))
     title = (f"Pipeline schedule, num_stages = {fig.get('num_stages')}: "
              f"{len(fig['prologue'])} prologue step(s), steady state {times(loop)}, "
@@ -115,10 +144,11 @@ def _slot(svg: Svg, slot: Slot, x: float, head: float, lanes_top: float,
     fill = f"v{slot.version}" if slot.version is not None else "neutral"
     ink = f"t{slot.version}" if slot.version is not None else "on-neutral"
     svg.rect(x + 1, y, SLOT - 2, BOX, fill, rx=2.5, title=slot.title)
-    size = 10.0 if mono_width(slot.label, 10) <= SLOT - 6 else 8.5
+    size = next((size for size in (10.0, 9.0) if mono_width(slot.label, size) <= SLOT - 4),
+                8.0)
     svg.text(x + SLOT / 2, y + 11.5, slot.label, f"{ink} m", "middle", size)
     if slot.version is not None:
-        svg.text(x + SLOT - 2, y - 1.5, f"v{slot.version}", "muted m", "end", 7.5)
+        svg.text(x + SLOT - 2, y - 1.5, f"v{slot.version}", "muted m", "end", 8.5)
 
 
 def _legend(svg: Svg, fig: Json, dims: dict[str, int], versions: int, y: float,

@@ -19,7 +19,7 @@ Json = dict[str, Any]
 
 FOLD_OVER = 6      # fold alike statements when the loop has more statements than this
 FOLD_MIN = 3       # ... and at least this many are alike in a row
-LABEL_CHARS = 26   # lane label, monospace characters
+LABEL_CHARS = 24   # lane label, monospace characters
 
 
 @dataclass
@@ -110,7 +110,8 @@ def _label(fig: Json, i: int) -> tuple[str, str]:
     line = stmt_line(fig, i)
     prefix = f"L{line} " if line is not None else ""
     text = stmt_text(fig, i)
-    return (clip(prefix + compact(text), LABEL_CHARS),
+    short = compact(text).removeprefix("T.")  # every tile operation is T.something
+    return (clip(prefix + short, LABEL_CHARS),
             f"{prefix}{text} (stage {fig['stage'][i]})")
 
 

@@ -113,7 +113,9 @@ def style(prefix: str, theme: str, colours: int) -> str:
     """The ``<style>`` rules of one figure, every selector under its class ``prefix``."""
     if theme not in THEMES:
         raise ValueError(f"theme must be one of {THEMES}, not {theme!r}")
-    rules = [f".{prefix} text{{font-family:{FONT_SANS};font-size:11px}}",
+    # On the root, inherited: a text's own font-size attribute must win (a rule on
+    # ``text`` would beat it, since CSS outranks presentation attributes).
+    rules = [f".{prefix}{{font-family:{FONT_SANS};font-size:11px}}",
              f".{prefix} .m{{font-family:{FONT_MONO}}}"]
     for cls, prop, var, html, printed in _THEME:
         value = f"var({var}, {html})" if theme == "html" else printed

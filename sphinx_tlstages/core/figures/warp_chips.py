@@ -158,16 +158,18 @@ def columns(fig: Json) -> int:
     return min(stages(fig) + 1, extent if isinstance(extent, int) else stages(fig) + 1, 6)
 
 
-def describe(fig: Json, drawn: dict[str, list[list[Chip]]], covers: list[str]) -> str:
+def describe(fig: Json, drawn: dict[str, list[list[Chip]]], ks: list[int],
+             covers: list[str]) -> str:
+    """The figure in words, iteration by iteration (its ``<desc>``)."""
     var = str(fig.get("loop_var") or "k")
     extent = fig["producer"]["loop"].get("extent")
     said = [f"Warp-specialised loop, num_stages = {fig['num_stages']}"
             + (f", {extent} iterations" if extent else "")
-            + f"; columns are iterations {var} = 0 to {len(drawn['producer']) - 1} (the "
+            + f"; columns are iterations {var} = {', '.join(map(str, ks))} (the "
             f"producer may run up to {fig['num_stages']} iteration(s) ahead of the "
             "consumer)."]
     for role in ROLES:
-        for k, col in enumerate(drawn[role]):
+        for k, col in zip(ks, drawn[role], strict=True):
             said.append(f"{role.capitalize()} at {var} = {k}: "
                         + ", ".join(c.title for c in col) + ".")
     said.append(f"Covers {', '.join(covers)}.")
