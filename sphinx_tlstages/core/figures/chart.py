@@ -105,10 +105,11 @@ def chart_svg(data: Json, theme: str = "html", ident: str = "") -> str:
     prefix = "tlc-" + digest([data, theme, ident])
     svg = Svg(prefix)
     hatch = f"{prefix}-h"
-    svg.defs.append(f'<pattern id="{hatch}" patternUnits="userSpaceOnUse" width="6" '
-                    'height="6" patternTransform="rotate(45)"><rect width="6" height="6" '
-                    'class="stale" fill-opacity="0.35"/><line x1="1" y1="0" x2="1" y2="6" '
-                    'class="grid" stroke-width="2.2"/></pattern>')
+    if any(v["stale"] for v in data["variants"]):
+        svg.defs.append(f'<pattern id="{hatch}" patternUnits="userSpaceOnUse" width="6" '
+                        'height="6" patternTransform="rotate(45)"><rect width="6" '
+                        'height="6" class="stale" fill-opacity="0.35"/><line x1="1" y1="0" '
+                        'x2="1" y2="6" class="grid" stroke-width="2.2"/></pattern>')
     panels = [(None, series)] if grouped else [(name, {name: vs}) for name, vs in series.items()]
     cols = 1 if grouped else max(1, min(3, int((width - MARGIN) // 230)))
     panel_w = (width - 2 * MARGIN) / cols

@@ -269,11 +269,11 @@ def describe(fig: Json, covers: list[str]) -> str:
             + " ".join(steps) + f" Covers {', '.join(covers)}.")
 
 
-def versions_said(fig: Json) -> str:
+def versions_said(fig: Json, lower: bool = False) -> str:
     dims = fig.get("version_dims", {})
-    if not dims:
-        return "No shared buffer has a version dimension"
-    return "Shared buffers " + ", ".join(f"{b} ({d} versions)" for b, d in sorted(dims.items()))
+    said = ("no shared buffer has a version dimension" if not dims else "shared buffers "
+            + ", ".join(f"{b} ({d} versions)" for b, d in sorted(dims.items())))
+    return said if lower else said[0].upper() + said[1:]
 
 
 def sentence(fig: Json, covers: list[str]) -> str:
@@ -287,4 +287,4 @@ def sentence(fig: Json, covers: list[str]) -> str:
     return (f"Schedule figure for {', '.join(covers)}: {len(fig['prologue'])} prologue "
             f"step(s){marks(fig['prologue'])}, then the steady state {times(loop)} "
             f"({body}), then {len(fig['epilogue'])} epilogue step(s)"
-            f"{marks(fig['epilogue'])}; {versions_said(fig).lower()}.")
+            f"{marks(fig['epilogue'])}; {versions_said(fig, lower=True)}.")

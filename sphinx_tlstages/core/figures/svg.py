@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any
 
 THEMES = ("html", "print")
@@ -109,8 +110,9 @@ def digest(data: Any) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
-def style(prefix: str, theme: str, colours: int) -> str:
-    """The ``<style>`` rules of one figure, every selector under its class ``prefix``."""
+def style(prefix: str, theme: str, colours: int, used: set[str] | None = None) -> str:
+    """The ``<style>`` rules of one figure, every selector under its class ``prefix``;
+    ``used``: the classes its elements use (the others' rules are left out)."""
     if theme not in THEMES:
         raise ValueError(f"theme must be one of {THEMES}, not {theme!r}")
     # On the root, inherited: a text's own font-size attribute must win (a rule on
@@ -118,6 +120,8 @@ def style(prefix: str, theme: str, colours: int) -> str:
     rules = [f".{prefix}{{font-family:{FONT_SANS};font-size:11px}}",
              f".{prefix} .m{{font-family:{FONT_MONO}}}"]
     for cls, prop, var, html, printed in _THEME:
+        if used is not None and cls not in used:
+            continue
         value = f"var({var}, {html})" if theme == "html" else printed
         rules.append(f".{prefix} .{cls}{{{prop}:{value}}}")
     for v in range(max(colours, 1)):
@@ -173,11 +177,14 @@ class Svg:
     def render(self, width: float, height: float, title: str, desc: str, theme: str,
                colours: int) -> str:
         p = self.prefix
+        body = "".join(self.defs) + "".join(self.parts)
+        used = {word for found in re.findall(r'class="([^"]+)"', body) for word in found.split()}
+        used.add("paper")
         head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="{p}" role="img"'
                 f' aria-labelledby="{p}-t {p}-d" width="{num(width)}" height="{num(height)}"'
                 f' viewBox="0 0 {num(width)} {num(height)}">'
                 f'<title id="{p}-t">{esc(title)}</title><desc id="{p}-d">{esc(desc)}</desc>'
-                f"<style>{style(p, theme, colours)}</style>")
+                f"<style>{style(p, theme, colours, used)}</style>")
         defs = f"<defs>{''.join(self.defs)}</defs>" if self.defs else ""
         background = (f'<rect width="{num(width)}" height="{num(height)}" class="paper"/>'
                       if theme == "print" else "")
