@@ -47,13 +47,18 @@ def _width(step: list[Slot]) -> float:
     return sum(SYNC if slot.kind == "sync" else SLOT for slot in step)
 
 
-def _layout(drawn: list[Part], x0: float, limit: float) -> tuple[list[_Piece], float]:
+def _layout(drawn: list[Part], x0: float, limit: float,
+            names: list[str]) -> tuple[list[_Piece], float]:
     """Place every step left to right, wrapping onto a new row (its lanes labelled again)
     where the next would pass ``limit``: between parts where a whole part fits on a row
-    of its own, else between steps. Returns the pieces and the rightmost x."""
+    of its own, else between steps; a part is at least as wide as its ``names`` entry (in
+    bold above it). Returns the pieces and the rightmost x."""
     pieces: list[_Piece] = []
     x, row, right = x0, 0, x0
     for p, part in enumerate(drawn):
+        began = [piece for piece in pieces if piece.part == p - 1 and piece.row == row]
+        if began and began[0].xs:  # leave room for the name of the part before, if on this row
+            x = max(x, began[0].xs[0] + sans_width(names[p - 1], 11) * 1.1 - PART_GAP + 4)
         whole = sum(_width(step) for step in part.steps) + STEP_GAP * (len(part.steps) - 1)
         if not part.steps or not whole:
             continue
@@ -84,12 +89,13 @@ def cp_async_svg(fig: Json, covers: list[str], theme: str = "html", ident: str =
 
     label_w = max((mono_width(lane.label, 11) for lane in found), default=60) + 10
     x0 = MARGIN + label_w
-    pieces, end = _layout(drawn, x0, MAX_WIDTH - MARGIN)
+    loop = fig["loop"]
+    names = ["prologue", f"steady state {times(loop)}", "epilogue"]
+    pieces, end = _layout(drawn, x0, MAX_WIDTH - MARGIN, names)
     right = max(end + MARGIN, MIN_WIDTH)
     top = 20.0 + caption(svg, fig.get("num_stages"), covers, right, MARGIN)
     lanes_h = LANE * len(found)
     row_h = 48 + lanes_h + 16  # part names, sync marks, lanes, the repeat arrow
-    loop = fig["loop"]
     rows = max((piece.row for piece in pieces), default=0) + 1
     for r in range(rows):
         head = top + r * row_h + 40  # the sync marks' baseline; part names above it
