@@ -72,8 +72,19 @@ def test_numbers_are_attached_and_a_new_file_rewrites_the_page(build, tmp_path) 
     assert result.warnings == ""
     assert "0 added, 0 changed" in result.status  # rewritten because the numbers changed
     bench = result.part("tl-bench")
-    assert bench.astext().startswith("Measured on Test GPU (sm_90a build), driver 1, CUDA "
-                                      "13.0, torch 2.11, TileLang 0.1.15, on 2026-12-02")
+    assert result.part("tl-bench-caption").astext().startswith(
+        "Measured on Test GPU (sm_90a build), driver 1, CUDA 13.0, torch 2.11, TileLang "
+        "0.1.15, on 2026-12-02")
+    # The chart first, the line saying where it was measured under it, then the table.
+    first, second = [c for c in bench.children if not isinstance(c, str)][:2]
+    assert "tl-chart-figure" in first.classes and "tl-figure" in first.classes
+    assert "tl-bench-caption" in second.classes
+    chart = first.iter("svg")[0]
+    assert chart.attrs["role"] == "img"
+    assert chart.iter("desc")[0].astext() == (
+        "Bar chart of timed measured on Test GPU: TFLOP/s per num_stages (median of the "
+        "timed launches, whisker from the 20th to the 80th percentile). Variants: num_stages "
+        "2: 10.7; num_stages 3: 17.2. reference A @ B.T: 21.5 TFLOP/s. Best: num_stages=3.")
     rows = result.table("tl-bench")
     assert rows[0][:5] == ["num_stages", "latency (median, 20–80th pct.)", "TFLOP/s",
                            "vs best variant", "vs reference"]
@@ -96,9 +107,13 @@ def test_numbers_go_stale_when_a_param_changes(build, tmp_path) -> None:
            "kernel or TileLang; run tlstages bench again [tlstages.bench]" in marked.warnings
     rows = marked.table("tl-bench")
     assert rows[1][1].startswith("stale: 0.2000 ms")
+    chart = marked.part("tl-chart-figure")
+    assert chart.iter("desc")[0].astext().count("(stale)") == 2
+    assert ">stale</text>" in marked.html() and 'fill="url(#' in marked.html()
     hidden = build({"index.rst": edited}, srcdir=src,
                    confoverrides={"tlstages_bench_stale": "hide"})
     assert hidden.table("tl-bench")[1][1] == "stale, hidden"
+    assert "tl-chart-figure" not in hidden.html()  # nothing fresh is left to draw
 
 
 @pytest.mark.parametrize(("content", "message"), [

@@ -110,7 +110,7 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
             ],
         }
     merged = ir.get("merged", {})
-    return {
+    result: Result = {
         "schema": RESULT_SCHEMA,
         "ok": True,
         "seconds": round(seconds, 3),
@@ -130,3 +130,6 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         "passes": ir.get("passes", []),
         "pass_diffs": ir.get("pass_diffs", {}),
     }
+    if ir.get("schedule"):
+        result["schedule"] = ir["schedule"]
+    return result

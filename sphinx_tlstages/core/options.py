@@ -13,7 +13,11 @@ from dataclasses import dataclass
 
 from .errors import OptionError
 
-SHOW_PARTS = ("source", "gemm", "annotations", "shared", "sync", "passes", "diff", "cuda")
+# In page order: ``chart`` sits in the summary with the benchmark numbers it draws,
+# ``figure`` (the schedule figures) right under the summary, ``gemm`` (the instruction
+# each T.gemm became) under the figures.
+SHOW_PARTS = ("source", "chart", "figure", "gemm", "annotations", "shared", "sync", "passes",
+              "diff", "cuda")
 DIFF_MODES = ("consecutive", "baseline", "none")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

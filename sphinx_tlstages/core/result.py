@@ -65,6 +65,10 @@ class Result(TypedDict, total=False):
     imports: list[dict[str, str]]
     # Digest of the TileLang template headers the code includes (see bench_data).
     templates: str
+    # What the schedule figures draw (worker/schedule.py; shapes in core/figures/model.py):
+    # derived from the IR and bulky, so never in snapshots; absent when nothing is
+    # pipelined and in results read back from a snapshot.
+    schedule: dict[str, Any]
 
 
 def failure(kind: FailureKind, message: str, line: int | None,

@@ -22,9 +22,10 @@ from .spec import DirectiveSpec
 PENDING = ".pending.json"
 MAX_SNAPSHOT_BYTES = 64 << 20
 # The per-pass record is shown on the page but not kept: it is large and the CUDA and
-# the facts already show when a pass changes what it does.
+# the facts already show when a pass changes what it does. The schedule the figures draw
+# is derived from the IR (its waits are the sync counts', its stages the pipeline's).
 _NOT_FACTS = ("seconds", "schema", "ok", "from_snapshot", "passes", "pass_diffs", "imports",
-              "templates")
+              "templates", "schedule")
 
 
 def golden_path(folder: Path, name: str) -> Path:

@@ -20,6 +20,7 @@ from .config import setup_config
 from .directive import TlPipelineDirective
 from .html import setup_html
 from .latex import setup_latex
+from .latex_figures import setup_figures
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
 from .plain import setup_plain
@@ -56,6 +57,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     setup_render(app)
     setup_html(app)
     setup_latex(app)
+    setup_figures(app)
     # env_version: bumped when what the environment stores changes shape, so that an older
     # pickled environment is read again (2: placeholders carry their document's name;
     # 3: :expect-error: values name their target).

@@ -51,8 +51,8 @@ OPTIONS: dict[str, str] = {
     "name": "Stable identifier, unique in the project: the snapshot's file name and a "
             "``:ref:`` target (default ``<docname>-<n>``, which moves when a directive is "
             "inserted above: name every directive).",
-    "show": "Any of ``source gemm annotations shared sync passes diff cuda`` (default "
-            "``tlstages_show``).",
+    "show": "Any of ``" + " ".join(options.SHOW_PARTS) + "`` (default ``tlstages_show``): "
+            "``chart`` draws the benchmark numbers, ``figure`` the pipeline schedule.",
     "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
     "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
     "expect-error": "num_stages values that must fail, each on every target or on one "

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 STATIC = Path(__file__).parent / "static"
 # The code a cached HTML fragment is written by (with every package module it imports).
-RENDER_ROOTS = ("sphinx_tlstages.ext.render", "sphinx_tlstages.ext.html")
+RENDER_ROOTS = ("sphinx_tlstages.ext.render", "sphinx_tlstages.ext.html",
+                "sphinx_tlstages.ext.figures")
 DOWNLOAD_DIR = "_tlstages"
 
 

@@ -11,6 +11,7 @@ Every other node of ours is a :class:`tl_node`: a builder draws it with its own 
 drops a part silently. A new kind of part subclasses it and registers its visitors.
 ``tl_collapsible`` is a titled block that HTML shows as ``<details>``; other builders get
 its title in a list.
+``tl_figure`` is a picture drawn by each builder's own visitor (:mod:`.figures`).
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ class tl_collapsible(tl_node):
         note = nodes.paragraph(classes=["tl-note", "tl-html-only"])
         note += nodes.emphasis(text=f"{what} in the HTML output.")
         return [listing, note]
+
+
+class tl_figure(tl_node):
+    """A schedule figure or a benchmark chart, as data: ``kind`` (``schedule`` or
+    ``chart``), ``data`` (what :mod:`..core.figures` draws), ``covers`` (the variants a
+    schedule stands for), ``ident`` (unique on the page). Its one child is the sentence
+    that says what it shows, which builders without pictures print instead."""
+
+    stand_in = "each schedule figure and benchmark chart as the sentence that describes it"
 
 
 def skip(translator: object, node: nodes.Element) -> None:

@@ -19,7 +19,7 @@ from ..core import facts
 from ..core.errors import SourceError
 from ..core.passes import PassLog
 from ..core.result import Result, failure
-from . import ir_facts
+from . import ir_facts, schedule
 from .kernel_module import factory_arguments, kernel_module, prim_func
 from .templates import template_digest
 
@@ -37,7 +37,9 @@ def _names(mod: Any) -> set[str]:
 
 def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
     """A pass instrument keeping the module as built (in ``built``) and the output of the
-    first run of each watched pass, and telling ``log`` what every run changed (printing
+    first run of each watched pass (and, for the schedule reader, the
+    module before the first run of its passes and after the last pass: keeping a module is
+    keeping a reference), and telling ``log`` what every run changed (printing
     the IR only when its structural hash moved: printing every module would double the
     lowering time).
 
@@ -62,6 +64,8 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
                 kernel.append(_names(mod))
                 built.append(mod)
                 log.start(_script(mod))
+            if info.name in schedule.BEFORE:
+                after.setdefault(f"before:{info.name}", mod)
 
         def run_after_pass(self, mod: Any, info: Any) -> None:
             try:
@@ -73,6 +77,7 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
                 last[0] = digest
                 if info.name in ir_facts.WATCHED and info.name not in after:
                     after[str(info.name)] = mod
+                after["final"] = mod
             finally:
                 depth[0] -= 1
 
@@ -121,7 +126,7 @@ def lower_variant(payload: dict[str, Any]) -> Result:
         result = failure("exception", message, line, seconds=time.perf_counter() - started)
     else:
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
-              "pass_diffs": log.diffs}
+              "pass_diffs": log.diffs, "schedule": _schedule(after)}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, str(payload["factory"]),
                                int(payload["num_stages"]),
@@ -130,6 +135,16 @@ def lower_variant(payload: dict[str, Any]) -> Result:
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result
+
+
+def _schedule(after: dict[str, Any]) -> dict[str, Any] | None:
+    """The schedule the figures draw; a reader that trips on unexpected IR costs the page
+    its figure (said there), never the variant."""
+    try:
+        return schedule.read(after, ir_facts.main_function, ir_facts.device_function)
+    except Exception as exc:
+        return {"schema": schedule.SCHEDULE_SCHEMA, "loops": [], "warp_specialized": None,
+                "error": f"{type(exc).__name__}: {exc}"[:300]}
 
 
 def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],

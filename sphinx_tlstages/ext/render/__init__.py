@@ -1,10 +1,12 @@
 """Turning a directive's results into docutils nodes, the same for every builder.
 
 The root is a container of class ``tl-pipeline`` holding a caption and the parts
-``tl-summary``, ``tl-gemm``, ``tl-annotations``, ``tl-shared``, ``tl-sync`` and
+``tl-summary`` (with the benchmark numbers and their chart, ``tl-bench``),
+``tl-figures``, ``tl-gemm``, ``tl-annotations``, ``tl-shared``, ``tl-sync`` and
 ``tl-diff``. Long texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which
-only HTML keeps. Variants that differ in num_stages alone and lowered alike are shown as
-one column, with a sentence under the caption saying so.
+only HTML keeps; pictures into :class:`tl_figure` nodes, which each builder draws its own
+way. Variants that differ in num_stages alone and lowered alike are shown as one column,
+with a sentence under the caption saying so.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ...core.variants import merge_unchanged, unchanged_sentence
 from .bench import bench_table
 from .buffers import has_tensor_memory, shared_table, sync_part
 from .cuda import cuda_part, literal
+from .figures import schedule_figures
 from .gemm import gemm_part
 from .passes import passes_part
 from .schedule import annotation_part
@@ -128,6 +131,8 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                for node in bench_table(spec, data, entry, stale, context.bench_stale)]
     root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
+    if "figure" in spec.show and any_ok:
+        root.append(_part("tl-figures", "Schedule figure", *schedule_figures(spec, rows)))
     gemm = gemm_part(spec, rows) if "gemm" in spec.show else None
     if gemm is not None:
         root.append(_part("tl-gemm", "Matrix multiply instructions", *gemm))

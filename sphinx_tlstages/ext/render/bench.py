@@ -1,4 +1,5 @@
-"""Benchmark numbers on the page: one table per GPU under the summary (class ``tl-bench``).
+"""Benchmark numbers on the page: per GPU under the summary (class ``tl-bench``), a chart
+(``:show: chart``), the line that says where and how they were measured, and a table.
 
 Latency with its spread, TFLOP/s, speed against the best variant and against the
 reference, and a bar that reads at a glance (HTML only: other builders drop raw HTML and
@@ -13,6 +14,7 @@ from docutils import nodes
 
 from ...core.bench_data import benched
 from ...core.spec import DirectiveSpec
+from .figures import chart_figure
 from .tables import Cell, Span, code, table
 
 
@@ -92,6 +94,10 @@ def bench_table(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any]
         body.append(row)
     widths = [10, 30, 10, 12, *([12] if reference else []), 26]
     result = nodes.container(classes=["tl-bench"])
+    drawn = chart_figure(spec, data, entry, stale, stale_mode) if "chart" in spec.show \
+        else None
+    if drawn is not None:
+        result += drawn
     result += _provenance(data)
     result += table(headers, body, ["tl-table", "tl-bench-table"], widths=widths)
     return [result]

@@ -1,0 +1,160 @@
+"""What a schedule figure draws, as plain data, and which variants share one.
+
+The worker stores ``Result["schedule"]`` (``worker/schedule.py``)::
+
+    {"schema": 1,
+     "loops": [LOOP, ...],                  # one per T.Pipelined loop the pipeliner rewrote
+     "warp_specialized": WS | None,         # the producer/consumer loops (Hopper, Blackwell)
+     "generated": [...], "problems": [...], # the final code's loop, and where they disagree
+     "error": "..."}                        # only when the IR could not be read
+
+    LOOP = {"loop_var": "ko", "num_stages": 3, "stage": [0, 0, 2], "order": [0, 1, 2],
+            "async_producers": [1, 1, 0], "statements": [{"ir": "T.copy(A, A_shared)"}],
+            "version_dims": {"A_shared": 3}, "trip_count": 16 | "<IR>",
+            "loop": {"min": 0, "extent": 14 | "<IR>"},
+            "prologue": [[ITEM, ...], ...], "body": [ITEM, ...], "epilogue": [[ITEM, ...]]}
+    ITEM = {"stmt": 2, "iter": 14 (prologue, epilogue) | "offset": 0 (body: k + offset),
+            "iter_from": "loop_var" | "version" | "stage",
+            "versions": [{"buffer": "A_shared", "access": "read", "version": 2}],
+            "guard": "<IR>"}
+         | {"sync": "commit"} | {"sync": "wait", "n": 2} | {"other": "T.op(...)"}
+    WS = {"loop_var", "num_stages", "version_dims", "statements", "producer_threads",
+          "producer" | "consumer": {"loop": {"min", "extent"}, "before", "after",
+              "body": [{"barrier_op": "wait" | "arrive" | ..., "op", "barrier": [per k],
+                        "parity": [per k]}
+                       | {"stmt", "op", "buffers", "versions": [{"buffer", "access",
+                          "slot": [per k]}], "barrier": [per k], "arrives": bool}
+                       | {"when": "k == 0", "active": [per k], "items": [...]}]},
+          "prelude": [{"op", "buffers", "barrier"}], "barriers": [{"name", "size", "init"}]}
+
+:func:`schedule_figures` turns one variant's result into figure data (statements named by
+their source text and line, as the tables name them) or says in a sentence why there is
+nothing to draw; :func:`group_variants` keeps one figure per distinct drawing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..result import Result
+
+Json = dict[str, Any]
+
+
+def _statements(named: list[dict[str, Any]], read: list[Json],
+                line: Callable[[int | None], int | None]) -> list[Json]:
+    """Source text and document line where the tables have them, else the IR's label."""
+    if len(named) != len(read):
+        return [{"text": s.get("ir", "?"), "line": None} for s in read]
+    return [{"text": s["text"], "line": line(s.get("line"))} for s in named]
+
+
+def schedule_figures(result: Result, line: Callable[[int | None], int | None] = lambda n: n
+                     ) -> tuple[list[Json], str | None]:
+    """(figure data, None), or ([], why there is nothing to draw) for one variant.
+    ``line`` maps a kernel line to the line the page numbers it with."""
+    if not result.get("ok"):
+        return [], "failed to lower, so there is no schedule to draw"
+    schedule = result.get("schedule")
+    if schedule is None:
+        if result.get("from_snapshot"):
+            return [], "shown from the committed snapshot, which does not record the schedule"
+        return [], ("nothing is pipelined (no software pipeline, no warp specialisation): "
+                    "num_stages has no effect on this loop")
+    if schedule.get("error"):
+        return [], f"the schedule could not be read off the IR ({schedule['error']})"
+    if schedule.get("problems"):
+        return [], ("the schedule read after the pipeliner disagrees with the generated "
+                    f"code ({'; '.join(schedule['problems'])}), so it is not drawn")
+    ws = schedule.get("warp_specialized")
+    if ws:
+        warp = result.get("warp_specialized") or {}
+        roles = [r for r in warp.get("roles", []) if not r.get("inserted")]
+        return [{**ws, "kind": "warp_specialized",
+                 "statements": _statements(roles, ws["statements"], line),
+                 "producer_threads": warp.get("producer_threads", ws.get("producer_threads")),
+                 "consumer_threads": warp.get("consumer_threads")}], None
+    figures: list[Json] = []
+    tables = result.get("pipeline") or []
+    for i, loop in enumerate(schedule.get("loops", [])):
+        named = tables[i]["statements"] if i < len(tables) else []
+        figures.append({**loop, "kind": "cp_async", "loop_index": i,
+                        "statements": _statements(named, loop["statements"], line)})
+    if not figures:
+        return [], "nothing is pipelined, so there is no schedule to draw"
+    return figures, None
+
+
+def _trip(fig: Json) -> int | None:
+    trip = fig.get("trip_count")
+    return trip if isinstance(trip, int) and not isinstance(trip, bool) else None
+
+
+def schedule_key(fig: Json) -> str:
+    """What a figure draws, canonically: variants with equal keys share a figure. The
+    number of tiles n is left out where the figure can say it symbolically (steady state
+    x(n-S), epilogue tiles n-j); the versions the epilogue uses (which depend on n modulo
+    the version count) stay in."""
+    drawn = json.loads(json.dumps(fig))
+    trip = _trip(drawn)
+    if drawn.get("kind") == "cp_async" and trip is not None \
+            and isinstance(drawn["loop"].get("extent"), int):
+        drawn.pop("trip_count")
+        drawn["loop"]["extent"] -= trip
+        for step in drawn["epilogue"]:
+            for item in step:
+                if "iter" in item:
+                    item["iter"] -= trip
+    if drawn.get("kind") == "warp_specialized":
+        for role in ("producer", "consumer"):
+            drawn[role]["loop"].pop("extent", None)
+    return json.dumps(drawn, sort_keys=True, separators=(",", ":"))
+
+
+def group_variants(figs: list[tuple[str, Json]]) -> list[tuple[list[str], Json]]:
+    """``[(variant label, figure data)]`` -> ``[(labels covered, figure data)]``, by kind
+    of figure and num_stages (then in the order each first appears). Where the variants
+    of a group loop over different numbers of tiles, each label says its n and the figure
+    says n symbolically."""
+    groups: dict[str, list[tuple[str, Json]]] = {}
+    for label, fig in figs:
+        groups.setdefault(schedule_key(fig), []).append((label, fig))
+    out: list[tuple[list[str], Json]] = []
+    for members in groups.values():
+        first = members[0][1]
+        trips = {_trip(f) for _, f in members}
+        if len(trips) > 1 and None not in trips and first.get("kind") == "cp_async":
+            fig = json.loads(json.dumps(first))
+            trip = _trip(first) or 0
+            for step in fig["epilogue"]:
+                for item in step:
+                    if "iter" in item:
+                        item["from_end"] = trip - item.pop("iter")
+            fig["loop"]["extent"] = f"n−{trip - first['loop']['extent']}"
+            fig["trip_count"] = "n"
+            labels = [f"{label} (n = {_trip(f)})" for label, f in members]
+        elif first.get("kind") == "warp_specialized" \
+                and len({f["producer"]["loop"].get("extent") for _, f in members}) > 1:
+            fig = json.loads(json.dumps(first))
+            for role in ("producer", "consumer"):
+                fig[role]["loop"]["extent"] = None
+            labels = [f"{label} ({f['producer']['loop'].get('extent')} iterations)"
+                      for label, f in members]
+        else:
+            fig, labels = first, [label for label, _ in members]
+        out.append((labels, fig))
+    # Alike drawings together (the cp.async and the warp-specialised ones of a directive
+    # with two targets), each kind by num_stages: a matrix's schedules read in order.
+    kinds = list(dict.fromkeys(fig.get("kind") for _, fig in out))
+    return sorted(out, key=lambda group: (kinds.index(group[1].get("kind")),
+                                          int(group[1].get("num_stages") or 0)))
+
+
+def group_notes(notes: list[tuple[str, str]]) -> list[tuple[list[str], str]]:
+    """``[(variant label, why nothing is drawn)]`` grouped by the reason, in order."""
+    grouped: dict[str, list[str]] = {}
+    for label, note in notes:
+        grouped.setdefault(note, []).append(label)
+    return [(labels, note) for note, labels in grouped.items()]

@@ -1,0 +1,177 @@
+"""Walking TileLang's IR for the schedule readers: statements, calls, constants, loops.
+
+Nothing here prints IR: printing costs more than the whole reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tilelang import tvm
+from tvm.tirx.stmt_functor import post_order_visit, substitute
+
+_FOLD: dict[str, Callable[[int, int], int]] = {
+    "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
+    "FloorDiv": lambda a, b: a // b, "FloorMod": lambda a, b: a % b,
+    "Min": min, "Max": max, "EQ": lambda a, b: int(a == b), "NE": lambda a, b: int(a != b),
+    "LT": lambda a, b: int(a < b), "LE": lambda a, b: int(a <= b),
+    "GT": lambda a, b: int(a > b), "GE": lambda a, b: int(a >= b),
+    "bitwise_xor": lambda a, b: a ^ b, "bitwise_and": lambda a, b: a & b,
+    "bitwise_or": lambda a, b: a | b, "shift_left": lambda a, b: a << b,
+    "shift_right": lambda a, b: a >> b,
+}
+
+
+def kind(node: Any) -> str:
+    return type(node).__name__
+
+
+def op_name(node: Any) -> str:
+    """``tl.tileop.copy`` of a call, ``""`` of anything else."""
+    return str(getattr(getattr(node, "op", None), "name", ""))
+
+
+def short(op: str) -> str:
+    return op.rsplit(".", 1)[-1]
+
+
+def strip(stmt: Any) -> Any:
+    """The statement inside the (anonymous) blocks the pipeliner wraps each one in."""
+    while kind(stmt) in ("SBlockRealize", "BlockRealize", "SBlock", "Block"):
+        stmt = stmt.block.body if hasattr(stmt, "block") else stmt.body
+    return stmt
+
+
+def flatten(stmt: Any) -> list[Any]:
+    """The statements of a body, nested sequences flattened; a block stays whole."""
+    stmt = strip(stmt)
+    if kind(stmt) != "SeqStmt":
+        return [stmt]
+    out: list[Any] = []
+    for item in stmt.seq:
+        out.extend(flatten(item) if kind(item) == "SeqStmt" else [item])
+    return out
+
+
+def call_of(stmt: Any) -> Any | None:
+    """The call a statement evaluates, if that is all it does."""
+    stmt = strip(stmt)
+    if kind(stmt) == "Evaluate" and kind(stmt.value) == "Call":
+        return stmt.value
+    return None
+
+
+def integer(expr: Any) -> int | None:
+    return int(expr.value) if kind(expr) == "IntImm" else None
+
+
+def buffer_names(stmt: Any) -> list[str]:
+    """Buffers a statement touches, in order (barriers left out)."""
+    names: list[str] = []
+
+    def visit(node: Any) -> None:
+        buffer = getattr(node, "buffer", None)
+        if buffer is not None and str(buffer.name) not in names \
+                and "barrier" not in str(buffer.scope()):
+            names.append(str(buffer.name))
+
+    post_order_visit(stmt, visit)
+    return names
+
+
+def visit_calls(node: Any, fn: Callable[[Any], None]) -> None:
+    def visit(found: Any) -> None:
+        if kind(found) == "Call":
+            fn(found)
+
+    post_order_visit(node, visit)
+
+
+def fold(expr: Any) -> int | None:
+    """An integer expression without variables, evaluated (the analyzer leaves calls such
+    as ``T.bitwise_xor`` alone)."""
+    what = kind(expr)
+    if what == "IntImm":
+        return int(expr.value)
+    name = short(op_name(expr)) if what == "Call" else what
+    if name not in _FOLD:
+        return None
+    a, b = (expr.args[0], expr.args[1]) if what == "Call" else (expr.a, expr.b)
+    x, y = fold(a), fold(b)
+    return None if x is None or y is None else _FOLD[name](x, y)
+
+
+def evaluate(expr: Any, var: Any, values: range) -> list[int] | None:
+    """``expr`` at each value of ``var`` (None if it does not fold to integers)."""
+    analyzer = tvm.arith.Analyzer()
+    out: list[int] = []
+    for value in values:
+        folded = analyzer.simplify(substitute(expr, {var: tvm.tirx.IntImm(var.dtype, value)}))
+        number = fold(folded)
+        if number is None:
+            return None
+        out.append(number)
+    return out
+
+
+def simplified(expr: Any) -> int | None:
+    return fold(tvm.arith.Analyzer().simplify(expr))
+
+
+def annotated_loops(func: Any, key: str) -> list[Any]:
+    """The ``For`` loops of ``func`` carrying annotation ``key``, in post-order: program
+    order for loops one after another (a nested one comes before its outer loop)."""
+    loops: list[Any] = []
+
+    def visit(node: Any) -> None:
+        if kind(node) == "For" and key in node.annotations:
+            loops.append(node)
+
+    post_order_visit(func.body, visit)
+    return loops
+
+
+def parent_seq(func: Any, target: Any) -> tuple[list[Any], int] | None:
+    """The statement list holding ``target`` (through wrapping blocks) and its index."""
+    found: list[tuple[list[Any], int]] = []
+
+    def visit(node: Any) -> None:
+        if kind(node) != "SeqStmt" or found:
+            return
+        for i, child in enumerate(node.seq):
+            inner = child
+            while True:
+                if inner.same_as(target):
+                    found.append((list(node.seq), i))
+                    return
+                stripped = strip(inner)
+                if stripped.same_as(inner):
+                    break
+                inner = stripped
+
+    post_order_visit(func.body, visit)
+    return found[0] if found else None
+
+
+def shared_shapes(func: Any) -> dict[str, int]:
+    """Rank of each shared (non-barrier) buffer allocated in ``func``."""
+    found: dict[str, int] = {}
+
+    def visit(node: Any) -> None:
+        for buffer in getattr(node, "alloc_buffers", None) or []:
+            scope = str(buffer.scope())
+            if scope.startswith("shared") and "barrier" not in scope:
+                found[str(buffer.name)] = len(buffer.shape)
+                found[f"{buffer.name}#0"] = integer(buffer.shape[0]) or -1
+
+    post_order_visit(func.body, visit)
+    return found
+
+
+def version_dims(before: Any, after: Any) -> dict[str, int]:
+    """Shared buffers that gained a leading version dimension between two functions, with
+    its size."""
+    old, new = shared_shapes(before), shared_shapes(after)
+    return {name: new[f"{name}#0"] for name in sorted(new)
+            if "#" not in name and name in old and new[name] == old[name] + 1}
