@@ -20,6 +20,8 @@ from .directive import TlPipelineDirective
 from .html import setup_html
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
+from .workers import close as close_workers
+from .workers import prestart
 
 
 def setup_directive(app: Sphinx) -> None:
@@ -33,6 +35,9 @@ def setup_directive(app: Sphinx) -> None:
 
 
 def setup_batch(app: Sphinx) -> None:
+    # Workers start while Sphinx reads, when the reading will leave something to lower.
+    app.connect("env-before-read-docs", prestart)
+    app.connect("build-finished", close_workers)
     # env-updated: every document is read (and merged, with -j), nothing written yet.
     # Lowering first, the checks on its results after (a later priority).
     app.connect("env-updated", lower_project, priority=PRIORITY)
