@@ -142,13 +142,15 @@ def _report_workers(stats: PoolStats, server: ForkServer | None) -> None:
              f"{stats.forked} forked, no TileLang import")
     if stats.fallback:
         info(f"tl-pipeline: workers spawned instead of forked: {stats.fallback}")
+    if stats.recycled:
+        info(f"tl-pipeline: {stats.recycled} workers retired after their memory grew "
+             f"past the mark; fresh ones took over")
     imports = list(stats.import_seconds)
     if answer and not (server is not None and server.reused):
         imports.append(float(answer.get("import_seconds", 0.0)))
     verbose(f"tl-pipeline: {stats.workers} workers ({stats.forked} forked), "
             f"{len(imports)} TileLang imports ({sum(imports):.1f} s), "
-            f"peak {stats.peak_rss_mb:.0f} MB per worker"
-            + (f", {stats.recycled} recycled for memory" if stats.recycled else ""))
+            f"peak {stats.peak_rss_mb:.0f} MB per worker")
 
 
 def _record_why(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:

@@ -131,7 +131,6 @@ class Server:
         build = _Build(sock)
         self.builds.append(build)
         self.selector.register(sock, selectors.EVENT_READ, build)
-        self.last_active = time.monotonic()
 
     def _accept(self) -> None:
         assert self.listener is not None
@@ -166,8 +165,9 @@ class Server:
             self.owner[pid] = None
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        if build.workers:
+            self.last_active = time.monotonic()
         build.workers.clear()
-        self.last_active = time.monotonic()
 
     def _serve(self, build: _Build) -> None:
         try:
@@ -177,8 +177,9 @@ class Server:
         if message is None:
             self._drop(build)
             return
-        self.last_active = time.monotonic()
         op = message.get("op")
+        if op in ("hello", "fork"):  # a status query is not a use
+            self.last_active = time.monotonic()
         if op == "fork" and len(fds) >= 2 and self.unavailable is None:
             self._fork(build, fds[0], fds[1])
             fds = fds[2:]
@@ -211,7 +212,7 @@ class Server:
             "event": "status", "pid": os.getpid(), "key": self.key, "kept": self.kept,
             "path": self.path, "started": self.started, "idle_seconds": self.idle,
             "idle_for": round(time.monotonic() - self.last_active, 1),
-            "import_seconds": self.import_seconds, "builds": len(self.builds),
+            "import_seconds": self.import_seconds, "connections": len(self.builds),
             "served": self.served, "workers": len(self.owner), "forked": self.forked,
             "rss_mb": rss_mb(), "describe": self.describe,
         }
