@@ -16,6 +16,10 @@ Times are the process's CPU seconds (``time.process_time``), medians per variant
 ratio is the sum of the extension's medians over the sum of TileLang's.
 
     python benchmarks/lowering_overhead.py [--rounds 5] [--cpu N] [--json FILE]
+
+``--alone M ...`` instead times TileLang alone lowering the four variants with each
+given ``M`` one after another (wall seconds, TileLang imported beforehand): the
+denominator of the live-editing ratio of ``build_speed.py``.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ def payload(num_stages: int) -> dict[str, Any]:
             "target": TARGET, "ir_passes": PASSES, "origin": {"file": None, "folders": []}}
 
 
-def tilelang_alone(num_stages: int) -> str:
+def tilelang_alone(num_stages: int, **params: int) -> str:
     """The same lowering with nothing of the extension: what the kernel's author runs."""
     import tilelang
     import tilelang.language as T
@@ -57,7 +61,7 @@ def tilelang_alone(num_stages: int) -> str:
     linecache.cache[name] = (len(GEMM), None, GEMM.splitlines(True), name)
     namespace: dict[str, Any] = {"tilelang": tilelang, "T": T, "__name__": "kernel_alone"}
     exec(compile(GEMM, name, "exec", dont_inherit=True), namespace)
-    func = namespace["matmul"].get_tir(**PARAMS, num_stages=num_stages)
+    func = namespace["matmul"].get_tir(**{**PARAMS, **params}, num_stages=num_stages)
     config = {PassConfigKey.TL_EMIT_LINE_DIRECTIVES: True}
     target = tvm.target.Target(TARGET)
     with tilelang.transform.PassContext(opt_level=3, config=config), target:
@@ -65,12 +69,33 @@ def tilelang_alone(num_stages: int) -> str:
     return str(artifact.kernel_source)
 
 
+def alone_seconds(values: list[int], out: Path | None) -> None:
+    """Wall seconds of TileLang alone lowering num_stages 1-4 with each ``M``, serially."""
+    import tilelang  # noqa: F401 - imported before the clock starts, as kept workers have
+
+    tilelang_alone(2, M=512)  # and warmed up, as a worker that lowered before is
+    seconds = []
+    for m in values:
+        began = time.perf_counter()
+        for stages in STAGES:
+            tilelang_alone(stages, M=m)
+        seconds.append(round(time.perf_counter() - began, 3))
+    text = json.dumps({"M": values, "alone_seconds": seconds}, sort_keys=True)
+    if out:
+        out.write_text(text + "\n")
+    print(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cpu", type=int, help="the CPU to run on (default: the last usable)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--alone", type=int, nargs="+", metavar="M")
     args = parser.parse_args()
+    if args.alone:
+        alone_seconds(args.alone, args.json)
+        return
     cpus = sorted(os.sched_getaffinity(0))
     cpu = args.cpu if args.cpu is not None else cpus[-1]
     os.sched_setaffinity(0, {cpu})

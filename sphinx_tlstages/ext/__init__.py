@@ -21,7 +21,7 @@ from .html import setup_html
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
 from .workers import close as close_workers
-from .workers import prestart
+from .workers import early, prestart
 
 
 def setup_directive(app: Sphinx) -> None:
@@ -35,7 +35,9 @@ def setup_directive(app: Sphinx) -> None:
 
 
 def setup_batch(app: Sphinx) -> None:
-    # Workers start while Sphinx reads, when the reading will leave something to lower.
+    # Workers start while Sphinx reads, when the reading will leave something to lower
+    # (a cold build: as soon as the configuration is read, after Settings are made).
+    app.connect("config-inited", early, priority=600)
     app.connect("env-before-read-docs", prestart)
     app.connect("build-finished", close_workers)
     # env-updated: every document is read (and merged, with -j), nothing written yet.

@@ -1,12 +1,14 @@
 """Lowering workers started before they are needed: their TileLang import runs while
 Sphinx reads.
 
-On ``env-before-read-docs`` Sphinx knows which documents it will read. When the cache
-plainly cannot answer what they hold (an empty cache, or the last build's variants not
-all in it), a fork server is started then (or a kept one reached); when it may or may
-not (a first build against a shared cache, an edited page), the first directive read
-whose variants are not all cached starts it. The batch after reading (:mod:`.batch`)
-forks its workers from it. A warm ``-E`` rebuild or a no-op rebuild starts nothing.
+A first build with an empty cache starts a fork server (or reaches a kept one) as soon
+as the configuration is read, if a source file mentions ``tl-pipeline``. Otherwise, on
+``env-before-read-docs`` Sphinx knows which documents it will read: when the cache
+plainly cannot answer what they hold (the last build's variants not all in it), the
+server starts then; when it may or may not (a first build against a shared cache, an
+edited page), the first directive read whose variants are not all cached starts it.
+The batch after reading (:mod:`.batch`) forks its workers from it. A warm ``-E`` rebuild
+or a no-op rebuild starts nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from sphinx.environment import BuildEnvironment
 
 _MARK = "tl-pipeline"
+_SCAN_LIMIT = 200  # source files read at start-up looking for a directive
 # By the build's Config, which the app and every directive share.
 _STARTED: weakref.WeakKeyDictionary[Config, tuple[ForkServer, str]] = \
     weakref.WeakKeyDictionary()
@@ -43,6 +46,35 @@ def _mentions_directive(env: BuildEnvironment, docname: str) -> bool:
     with contextlib.suppress(OSError, UnicodeDecodeError):
         return _MARK in Path(env.doc2path(docname)).read_text(encoding="utf-8")
     return False
+
+
+def _cold(app: Sphinx) -> bool:
+    """No build has recorded anything here and the cache is empty."""
+    if explain.recorded_keys(Path(app.doctreedir)):
+        return False
+    try:
+        return not any(Cache(settings(app).cache_dir).root.iterdir())
+    except OSError:
+        return True
+
+
+def early(app: Sphinx, config: Config) -> None:
+    """``config-inited``: a cold build of a book with directives starts its workers now,
+    before Sphinx sets up its builder and environment."""
+    chosen = settings(config)
+    if chosen.collect_only or config in _STARTED or tilelang_stamp() is None \
+            or not _cold(app):
+        return
+    suffixes = tuple(config.source_suffix) if isinstance(config.source_suffix, dict) \
+        else (".rst", ".md")
+    for count, path in enumerate(Path(app.srcdir).rglob("*")):
+        if count >= _SCAN_LIMIT:
+            return
+        if path.suffix in suffixes and "_build" not in path.parts:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                if _MARK in path.read_text(encoding="utf-8"):
+                    _start(config, "as the configuration was read")
+                    return
 
 
 def _decide(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> str:

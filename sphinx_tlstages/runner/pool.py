@@ -184,12 +184,22 @@ def _reason(code: int | None) -> str:
     return f"exit status {code}"
 
 
+def _stages(job: Job) -> int:
+    try:
+        return int(job.payload.get("num_stages", 0))
+    except (TypeError, ValueError):
+        return 0
+
+
 class _Batch:
     """One call of :func:`run_jobs`: the event loop over workers and a fork server."""
 
     def __init__(self, jobs: list[Job], workers: int, on_done: Callable[[Job, Result], None],
                  server: ForkServer | None) -> None:
-        self.pending = deque(jobs)
+        # Longest first, so that no worker is left with a long variant at the end while
+        # the others idle; deeper pipelines unroll more IR, so num_stages stands in for
+        # the cost (stable: otherwise in the order given).
+        self.pending = deque(sorted(jobs, key=lambda job: -_stages(job)))
         self.limit = max(1, workers)
         self.on_done = on_done
         self.server = server

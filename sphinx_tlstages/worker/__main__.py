@@ -36,7 +36,13 @@ def main() -> int:
         return 3
     _send(channel, {"event": "ready", "seconds": round(seconds, 3),
                     "peak_rss_mb": peak_rss_mb()})
-    return serve_tasks(sys.stdin, lambda message: _send(channel, message))
+    code = serve_tasks(sys.stdin, lambda message: _send(channel, message))
+    channel.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Tearing down an interpreter that imported TileLang and torch takes about a second,
+    # which the pool, waiting for this worker to end, would wait for too.
+    os._exit(code)
 
 
 if __name__ == "__main__":
