@@ -6,6 +6,7 @@ by the fork server (:mod:`.server`) reads them on a socket. Both run :func:`serv
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import resource
@@ -44,6 +45,10 @@ def import_tilelang() -> tuple[float, str | None]:
         return time.perf_counter() - started, f"{type(exc).__name__}: {exc}"
     if not cuda_codegen_available():
         return time.perf_counter() - started, "this TileLang build has no CUDA code generator"
+    # What the import made lives as long as the process: out of the garbage collector's
+    # sight, a full collection no longer walks it (and a forked worker does not copy
+    # every page of it just to mark it).
+    gc.freeze()
     return time.perf_counter() - started, None
 
 
