@@ -70,8 +70,11 @@ def docs_live(session: nox.Session) -> None:
     TileLang again (``tlstages workers status`` shows them, ``stop`` ends them)."""
     install_cpu_torch(session)
     session.install("-e", ".[docs]", "sphinx-autobuild")
+    # A drifted snapshot's pending result is rewritten by every build: watching it would
+    # rebuild for ever.
     session.run("sphinx-autobuild", BOOK, BOOK_OUT, "--watch", "sphinx_tlstages",
-                *session.posargs, env={"TLSTAGES_KEEP_WORKERS": KEEP_WORKERS})
+                "--re-ignore", r"\.pending\.json$", *session.posargs,
+                env={"TLSTAGES_KEEP_WORKERS": KEEP_WORKERS})
 
 
 @nox.session(python=PYTHON)
