@@ -128,13 +128,22 @@ def pdf(session: nox.Session) -> None:
                         f"{missing_glyphs} missing characters")
 
 
+# How long kept lowering workers outlive a rebuild in docs-live (tlstages_keep_workers).
+KEEP_WORKERS = "600"
+
+
 @nox.session(name="docs-live", python=PYTHON)
 def docs_live(session: nox.Session) -> None:
-    """Rebuild the book on every change and serve it on localhost."""
+    """Rebuild the book on every change and serve it on localhost; the lowering workers
+    are kept between rebuilds, so an edit re-lowers only what changed, without importing
+    TileLang again (``tlstages workers status`` shows them, ``stop`` ends them)."""
     install_cpu_torch(session)
     session.install("-e", ".[docs]", "sphinx-autobuild")
+    # A drifted snapshot's pending result is rewritten by every build: watching it would
+    # rebuild for ever.
     session.run("sphinx-autobuild", "-d", DOCTREES, BOOK, BOOK_OUT, "--watch",
-                "sphinx_tlstages", *session.posargs)
+                "sphinx_tlstages", "--re-ignore", r"\.pending\.json$", *session.posargs,
+                env={"TLSTAGES_KEEP_WORKERS": KEEP_WORKERS})
 
 
 @nox.session(python=PYTHON)
@@ -165,9 +174,10 @@ def snapshots(session: nox.Session) -> None:
 
 @nox.session(name="bench-build", python=PYTHON)
 def bench_build(session: nox.Session) -> None:
-    """The build-time benchmark: ratios against the same books without the extension."""
+    """The build-time benchmark: ratios against a programoutput peer, TileLang alone and
+    the same books without the extension (``-- --json FILE`` keeps the figures)."""
     install_cpu_torch(session)
-    session.install("-e", ".[docs]")
+    session.install("-e", ".[docs]", "sphinxcontrib-programoutput")
     session.run("python", "benchmarks/build_speed.py", *session.posargs)
 
 

@@ -13,6 +13,8 @@ import pytest
 from docutils import nodes
 from sphinx.testing.util import SphinxTestApp
 
+from sphinx_tlstages.runner import kept
+
 from .html_tree import Element, parse, table_rows
 
 pytest_plugins = ("sphinx.testing.fixtures",)
@@ -45,14 +47,22 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     Entries are content-addressed, so sharing is safe and keeps the suite fast; tests
     about the cache itself use their own. Session-scoped so that module-scoped builds
     see it too; CI and READTHEDOCS are unset because the suite runs under CI, and tests
-    about strict mode set them themselves.
+    about strict mode set them themselves. Kept workers (``tlstages_keep_workers``) get
+    a socket folder of the session's own, never the user's, and are stopped at its end.
     """
     cache = tmp_path_factory.mktemp("tlstages-cache")
+    sockets = tmp_path_factory.mktemp("kept")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TLSTAGES_CACHE_DIR", str(cache))
-        for name in ("CI", "READTHEDOCS", "TLSTAGES_JOBS", "TLSTAGES_SNAPSHOTS"):
+        patch.setenv("TLSTAGES_WORKERS_DIR", str(sockets))
+        for name in ("CI", "READTHEDOCS", "TLSTAGES_JOBS", "TLSTAGES_SNAPSHOTS",
+                     "TLSTAGES_KEEP_WORKERS"):
             patch.delenv(name, raising=False)
-        yield cache
+        try:
+            yield cache
+        finally:
+            for path, _ in kept.servers():
+                kept.stop(path)
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@
 beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists pending, missing and
 unused snapshots; ``tlstages bench SRCDIR`` times the book's kernels on this machine's GPU;
 ``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file;
-``tlstages explain NAME`` says why a directive's variants were lowered again.
+``tlstages explain NAME`` says why a directive's variants were lowered again;
+``tlstages workers status|stop`` shows or ends the lowering workers kept between builds.
 """
 
 from __future__ import annotations
@@ -62,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     why.add_argument("places", nargs="*", type=Path,
                      help="build (or doctree) folders to look in (default: _build here "
                           "and in every folder beside that has a conf.py)")
+    kept = commands.add_parser(
+        "workers", formatter_class=fmt,
+        help="the lowering workers kept between builds (tlstages_keep_workers)")
+    kept.add_argument("action", choices=("status", "stop"))
+    kept.add_argument("keys", nargs="*", help="only the servers whose key starts so")
     return parser
 
 
@@ -77,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .explain import explain
 
         return explain(args.name, args.places)
+    if args.command == "workers":
+        from .workers import workers
+
+        return workers(args.action, args.keys)
     if args.command == "bench":
         from .bench import run
 

@@ -24,6 +24,8 @@ from .latex_figures import setup_figures
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
 from .plain import setup_plain
+from .workers import close as close_workers
+from .workers import early, prestart
 
 
 def setup_directive(app: Sphinx) -> None:
@@ -37,6 +39,11 @@ def setup_directive(app: Sphinx) -> None:
 
 
 def setup_batch(app: Sphinx) -> None:
+    # Workers start while Sphinx reads, when the reading will leave something to lower
+    # (a cold build: as soon as the configuration is read, after Settings are made).
+    app.connect("config-inited", early, priority=600)
+    app.connect("env-before-read-docs", prestart)
+    app.connect("build-finished", close_workers)
     # env-updated: every document is read (and merged, with -j), nothing written yet.
     # Lowering first, the checks on its results after (a later priority).
     app.connect("env-updated", lower_project, priority=PRIORITY)

@@ -21,17 +21,20 @@ from ..core.stamps import (
     tilelang_version,
     untested_tilelang,
 )
-from ..runner.pool import Job, default_jobs, run_jobs
+from ..runner.pool import Job, PoolStats, default_jobs, run_jobs, start_server
 from .cache import Cache
 from .collector import all_directives
 from .config import settings
 from .messages import error, info, verbose, warn
 from .snapshot_check import fill_from_snapshots
 from .state import BuildState, start_build
+from .workers import take
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
     from sphinx.environment import BuildEnvironment
+
+    from ..runner.forkserver import ForkServer
 
 # env-updated priorities: lowering first, then the checks that read its results.
 PRIORITY = 500
@@ -62,6 +65,9 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         for variant in spec.variants:
             wanted.setdefault(variant.key(state.stamp), (variant, spec))
     if not wanted:
+        server, _ = take(app)
+        if server is not None:
+            server.close()
         return []
     started = time.perf_counter()
     if stamp is None:
@@ -101,7 +107,10 @@ def _lower(app: Sphinx, state: BuildState,
                         "cached")
         else:
             jobs.append(Job(key, variant.payload(), spec.timeout or settings(app).timeout))
-    if not jobs:
+    if not jobs:  # workers started while reading are not needed after all
+        server, _ = take(app)
+        if server is not None:
+            server.close()
         return
 
     def done(job: Job, result: Result) -> None:
@@ -113,11 +122,42 @@ def _lower(app: Sphinx, state: BuildState,
         info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
                     f"{status} in {result.get('seconds', 0):.2f} s")
 
-    workers = settings(app).jobs or default_jobs()
-    stats = run_jobs(jobs, min(workers, len(jobs)), done)
+    config = settings(app)
+    workers = config.jobs or default_jobs()
+    server, _ = take(app)
+    if server is None:
+        server, note = start_server(config.keep_workers, [str(p) for p in config.python_path])
+        verbose(f"tl-pipeline: {note}")
+    try:
+        stats = run_jobs(jobs, min(workers, len(jobs)), done, server=server)
+    finally:
+        if server is not None:
+            server.close()
     if stats.unavailable:
         warn(f"TileLang cannot lower here: {stats.unavailable}", "tilelang")
-    verbose(f"tl-pipeline: {stats.workers} workers, peak {stats.peak_rss_mb:.0f} MB each")
+    _report_workers(stats, server)
+
+
+def _report_workers(stats: PoolStats, server: ForkServer | None) -> None:
+    """Who lowered: kept workers reused (no TileLang import), forks, or spawned workers;
+    and their memory."""
+    answer = stats.server or {}
+    if server is not None and server.kept and server.reused and answer:
+        up = time.time() - float(answer.get("started", time.time()))
+        info(f"tl-pipeline: kept TileLang workers reused (server pid {answer.get('pid')}, "
+             f"up {up:.0f} s, build {answer.get('served')} it served): "
+             f"{stats.forked} forked, no TileLang import")
+    if stats.fallback:
+        info(f"tl-pipeline: workers spawned instead of forked: {stats.fallback}")
+    if stats.recycled:
+        info(f"tl-pipeline: {stats.recycled} workers retired after their memory grew "
+             f"past the mark; fresh ones took over")
+    imports = list(stats.import_seconds)
+    if answer and not (server is not None and server.reused):
+        imports.append(float(answer.get("import_seconds", 0.0)))
+    verbose(f"tl-pipeline: {stats.workers} workers ({stats.forked} forked), "
+            f"{len(imports)} TileLang imports ({sum(imports):.1f} s), "
+            f"peak {stats.peak_rss_mb:.0f} MB per worker")
 
 
 def _record_why(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:

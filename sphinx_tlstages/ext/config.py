@@ -107,6 +107,16 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "use, capped so the workers fit in memory). ``TLSTAGES_JOBS`` wins.",
     ),
     ConfigValue(
+        "tlstages_keep_workers", 0, "", (int, float),
+        "Seconds a fork server (TileLang imported once; every worker a fork of it) stays "
+        "alive without use after a build, so that the next build on this machine with the "
+        "same interpreter, TileLang, extension code and environment lowers what changed "
+        "without importing TileLang again: for live preview (``nox -s docs-live`` sets "
+        "600). ``0`` (the default) stops the workers with the build. Off under ``CI`` and "
+        "``READTHEDOCS``; ``TLSTAGES_KEEP_WORKERS`` wins. ``tlstages workers status`` "
+        "and ``tlstages workers stop`` show and end kept servers.",
+    ),
+    ConfigValue(
         "tlstages_timeout", 300, "", (int, float),
         "Seconds one variant may take to lower (from the start of its lowering, not the "
         "worker's start-up) before it is killed and reported as timed out.",
@@ -121,6 +131,13 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
 ENVIRONMENT_VARIABLES: dict[str, str] = {
     "TLSTAGES_CACHE_DIR": "Folder of the lowering cache; wins over ``tlstages_cache_dir``.",
     "TLSTAGES_JOBS": "Number of lowering workers; wins over ``tlstages_jobs``.",
+    "TLSTAGES_KEEP_WORKERS": "Seconds kept workers outlive a build; wins over "
+                             "``tlstages_keep_workers`` (ignored under ``CI`` and "
+                             "``READTHEDOCS``).",
+    "TLSTAGES_WORKERS_DIR": "Folder of the kept workers' sockets (default "
+                            "``$XDG_RUNTIME_DIR/sphinx-tlstages``, else "
+                            "``sphinx-tlstages-<uid>`` in the temporary folder); made "
+                            "private to its user.",
     "TLSTAGES_SNAPSHOTS": "Snapshot mode (``auto``, ``check``, ``update``, ``off``); wins "
                           "over ``tlstages_snapshots``.",
     "CI": "When set (and not ``0``/``false``), snapshots are checked strictly: a missing "
@@ -158,6 +175,7 @@ class Settings:
     bench_stale: str
     cache_dir: Path
     jobs: int | None
+    keep_workers: float  # seconds; 0: the workers end with the build
     timeout: float
     collect_only: bool
 
@@ -193,6 +211,18 @@ def _jobs(configured: object) -> int | None:
         return None
 
 
+def _keep_workers(configured: object, strict: bool) -> float:
+    if strict:  # a CI or Read the Docs build is the last one on that machine
+        return 0.0
+    text = os.environ.get("TLSTAGES_KEEP_WORKERS") or configured
+    try:
+        return max(0.0, float(str(text)))
+    except ValueError:
+        warn("TLSTAGES_KEEP_WORKERS / tlstages_keep_workers must be a number of seconds, "
+             f"not {text!r}", "option")
+        return 0.0
+
+
 def read_settings(app: Sphinx, config: Config) -> Settings:
     """Validate ``config`` (and the environment) into :class:`Settings`."""
     confdir, srcdir = Path(app.confdir), Path(app.srcdir)
@@ -200,6 +230,7 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
     roots = tuple(Path(confdir, root).resolve() for root in config.tlstages_file_roots)
     cache = os.environ.get("TLSTAGES_CACHE_DIR") or config.tlstages_cache_dir
     mode = os.environ.get("TLSTAGES_SNAPSHOTS") or config.tlstages_snapshots
+    strict = _flag("CI") or _flag("READTHEDOCS")
     return Settings(
         confdir=confdir.resolve(),
         num_stages=config.tlstages_num_stages,
@@ -212,7 +243,7 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
         snapshot_dir=Path(srcdir, config.tlstages_snapshot_dir),
         snapshot_mode=_choice(str(mode), SNAPSHOT_MODES,
                               "tlstages_snapshots / TLSTAGES_SNAPSHOTS", "check"),
-        strict=_flag("CI") or _flag("READTHEDOCS"),
+        strict=strict,
         bench_dir=Path(srcdir, config.tlstages_bench_dir),
         bench_gpus=list(config.tlstages_bench_gpus) if config.tlstages_bench_gpus else None,
         bench_stale=_choice(config.tlstages_bench_stale, BENCH_STALE_MODES,
@@ -220,6 +251,7 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
         cache_dir=Path(confdir, cache).resolve() if cache
         else Path(app.doctreedir, "tlstages-cache").resolve(),
         jobs=_jobs(config.tlstages_jobs),
+        keep_workers=_keep_workers(config.tlstages_keep_workers, strict),
         timeout=float(config.tlstages_timeout),
         collect_only=bool(config.tlstages_collect_only),
     )

@@ -26,6 +26,7 @@ from .collector import directives as directives_of
 from .config import settings
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
+from .workers import directive_read
 
 INLINE_SOURCE_NAME = "kernel.py"
 
@@ -105,6 +106,7 @@ class TlPipelineDirective(SphinxDirective):
             warn(str(exc), "source", location=self._kernel_location(exc.line))
             return [error_box(str(exc))]
         directives_of(self.env).setdefault(self.env.docname, []).append(spec)
+        directive_read(self.config, spec)
         std = self.env.domains.standard_domain
         if spec.name not in std.labels:  # a duplicate is reported once, with both places
             std.note_hyperlink_target(spec.name, self.env.docname, spec.node_id, spec.title)

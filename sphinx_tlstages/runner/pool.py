@@ -1,15 +1,24 @@
 """A pool of lowering workers that survives hangs and crashes.
 
-Workers are separate interpreters (``python -m sphinx_tlstages.worker``), each paying
-the TileLang import once and taking many variants. A variant's time limit counts from
-the worker's "start" message for it, not from the worker's start-up. A worker that hangs
-is killed and replaced; one that dies is reported as a crash and replaced.
+Workers are separate processes, each taking many variants. On Linux they are forks of a
+fork server (:mod:`.forkserver`) that imported TileLang once: the build's own, started
+while Sphinx still reads (:func:`start_server`), or a kept one that outlives builds
+(:mod:`.kept`). Elsewhere, or when no fork server can serve, each worker is a fresh
+interpreter (``python -m sphinx_tlstages.worker``) paying the TileLang import itself, and
+only as many are started as the work is worth.
+
+A variant's time limit counts from the worker's "start" message for it, not from the
+worker's start-up. A worker that hangs is killed and replaced; one that dies is reported
+as a crash and replaced; a worker grown past its memory mark retires after its variant
+and is replaced. A build never fails because a fork server went away: what its workers
+had in hand is lowered again by spawned workers.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import selectors
 import shutil
@@ -19,14 +28,23 @@ import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from ..core.result import Result, failure
+from ..core.stamps import lowering_stamp, tilelang_stamp
+from . import kept
+from .forkserver import Forked, ForkServer, forking_supported
 
 _PER_WORKER_MB = 600  # measured: 400-500 MB after importing TileLang, plus lowering
+# How long to wait for a forked worker's exit status after its channel closed.
+_STATUS_WAIT = 5.0
+# A spawned worker pays a TileLang import (about 1.8 s on the reference machine); one
+# lowering of the seed GEMM takes about 0.7 s. Another spawned worker is started only
+# for every this many variants, so that the import it costs is worth it.
+_VARIANTS_PER_SPAWN = 2
 
 
 @dataclass
@@ -36,28 +54,57 @@ class Job:
     id: str
     payload: dict[str, Any]
     timeout: float
+    attempts: int = 0  # lowered again after a fork server went away under it
 
 
-@dataclass
+@dataclass(eq=False)
 class _Worker:
-    proc: subprocess.Popen[bytes]
+    read_fd: int
     stderr: IO[bytes]
+    proc: subprocess.Popen[bytes] | None = None  # a spawned worker
+    forked: Forked | None = None  # a forked one: our end of its channel
+    pid: int | None = None
     job: Job | None = None
     started: float | None = None
     ready: bool = False
     buffer: bytes = b""
     peak_rss_mb: float = 0.0
     lowered: int = 0
+    closed_at: float | None = None  # when its channel closed (a forked worker's status
+    code: int | None = None  # comes from the server, later)
+    kill_when_known: bool = False
+
+    def write(self, data: bytes) -> None:
+        if self.forked is not None:
+            self.forked.channel.sendall(data)
+        else:
+            assert self.proc is not None and self.proc.stdin is not None
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+        elif self.pid is not None and self.closed_at is None:
+            # Its channel is open, so it is alive and the pid is still its own.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+        else:
+            self.kill_when_known = True
 
 
 @dataclass
 class PoolStats:
-    """What a batch cost: workers started, their import time and peak memory."""
+    """What a batch cost: workers started, imports paid, peak memory, who served it."""
 
     workers: int = 0
+    forked: int = 0
     import_seconds: list[float] = field(default_factory=list)
     peak_rss_mb: float = 0.0
+    recycled: int = 0
     unavailable: str | None = None
+    server: dict[str, Any] | None = None  # the fork server's "ready" answer
+    fallback: str | None = None  # why workers were spawned instead of forked
 
 
 def default_jobs() -> int:
@@ -76,7 +123,8 @@ def default_jobs() -> int:
     return max(1, cpus)
 
 
-def _environment() -> dict[str, str]:
+def worker_environment() -> dict[str, str]:
+    """The environment every worker (and fork server) runs in."""
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -87,146 +135,362 @@ def _environment() -> dict[str, str]:
     return env
 
 
+def _stamps() -> dict[str, str]:
+    return {"lowering": lowering_stamp(), "tilelang": tilelang_stamp() or "missing"}
+
+
+def start_server(keep: float = 0.0, python_path: Sequence[str] = ()
+                 ) -> tuple[ForkServer | None, str]:
+    """A fork server for the coming batch, started now so that its TileLang import runs
+    while Sphinx reads: a kept one (reached, or started to outlive this build) when
+    ``keep`` seconds are asked for, else one of this build's own. Returns it (``None``
+    where forking is not supported or no server could start) and a line for the log."""
+    if not forking_supported():
+        return None, "forked workers need Linux; spawning workers"
+    env = worker_environment()
+    stamps = _stamps()
+    if keep > 0:
+        parts = kept.key_parts(env, stamps, python_path)
+        try:
+            server = kept.reach(parts, stamps, env, keep)
+        except (OSError, kept.KeptUnavailable) as exc:
+            note = f"no kept workers ({exc}); starting this build's own"
+        else:
+            if server.reused:
+                return server, f"reaching kept TileLang workers ({server.key})"
+            return server, (f"kept TileLang workers started ({server.key}), kept for "
+                            f"{keep:g} s after their last use")
+    else:
+        note = "TileLang workers started"
+    try:
+        server = ForkServer.private("private", stamps, env,
+                                    tempfile.mkdtemp(prefix="tlstages-"))
+    except OSError as exc:
+        return None, f"{note}; no fork server ({exc}), spawning workers"
+    return server, note
+
+
 def _tail(handle: IO[bytes], limit: int = 2000) -> str:
-    handle.seek(0)
-    text = handle.read().decode("utf-8", "replace").strip()
-    return text[-limit:]
+    with contextlib.suppress(OSError, ValueError):
+        handle.seek(0)
+        return handle.read().decode("utf-8", "replace").strip()[-limit:]
+    return ""
 
 
-def run_jobs(jobs: list[Job], workers: int,
-             on_done: Callable[[Job, Result], None]) -> PoolStats:
-    """Lower every job on up to ``workers`` processes, calling ``on_done`` as each ends."""
-    stats = PoolStats()
-    pending = deque(jobs)
-    selector = selectors.DefaultSelector()
-    live: list[_Worker] = []
-    workdir = tempfile.mkdtemp(prefix="tlstages-")
-    env = _environment()
+def _reason(code: int | None) -> str:
+    if code is None:
+        return "an unknown cause"
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+        return f"signal {-code}"
+    return f"exit status {code}"
 
-    def spawn() -> None:
+
+def _stages(job: Job) -> int:
+    try:
+        return int(job.payload.get("num_stages", 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+class _Batch:
+    """One call of :func:`run_jobs`: the event loop over workers and a fork server."""
+
+    def __init__(self, jobs: list[Job], workers: int, on_done: Callable[[Job, Result], None],
+                 server: ForkServer | None) -> None:
+        # Longest first, so that no worker is left with a long variant at the end while
+        # the others idle; deeper pipelines unroll more IR, so num_stages stands in for
+        # the cost (stable: otherwise in the order given).
+        self.pending = deque(sorted(jobs, key=lambda job: -_stages(job)))
+        self.limit = max(1, workers)
+        self.on_done = on_done
+        self.server = server
+        self.stats = PoolStats()
+        self.selector = selectors.DefaultSelector()
+        self.live: list[_Worker] = []
+        self.workdir = tempfile.mkdtemp(prefix="tlstages-")
+        self.env = worker_environment()
+        self.fork_failures = 0
+        self.unnamed: list[_Worker] = []  # forked workers whose pid is not known yet
+        if server is not None:
+            self.selector.register(server.sock, selectors.EVENT_READ, server)
+
+    # -- starting and ending workers ------------------------------------------------------
+
+    def _forking(self) -> bool:
+        return self.server is not None and self.server.usable
+
+    def _wanted(self) -> int:
+        """How many workers the rest of the work is worth."""
+        if self._forking():
+            return self.limit  # a fork costs no import
+        return min(self.limit, max(1, math.ceil(
+            (len(self.pending) + sum(w.job is not None for w in self.live))
+            / _VARIANTS_PER_SPAWN)))
+
+    def fill(self) -> None:
+        while self.pending and len(self.live) < self._wanted():
+            self.start_worker()
+
+    def start_worker(self) -> None:
+        if self._forking():
+            assert self.server is not None
+            try:
+                forked = self.server.fork()
+            except OSError as exc:
+                self.give_up_forking(f"the fork server did not answer ({exc})")
+            else:
+                worker = _Worker(forked.channel.fileno(), forked.stderr, forked=forked)
+                self.unnamed.append(worker)
+                self._add(worker)
+                self.stats.forked += 1
+                return
+        self.spawn()
+
+    def spawn(self) -> None:
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the worker retires
         proc = subprocess.Popen(
             [sys.executable, "-m", "sphinx_tlstages.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=stderr, cwd=workdir, env=env,
+            stdout=subprocess.PIPE, stderr=stderr, cwd=self.workdir, env=self.env,
         )
-        worker = _Worker(proc, stderr)
         assert proc.stdout is not None
-        selector.register(proc.stdout, selectors.EVENT_READ, worker)
-        live.append(worker)
-        stats.workers += 1
-        assign(worker)
+        self._add(_Worker(proc.stdout.fileno(), stderr, proc=proc))
 
-    def assign(worker: _Worker) -> None:
-        worker.job, worker.started = (pending.popleft() if pending else None), None
-        assert worker.proc.stdin is not None
+    def _add(self, worker: _Worker) -> None:
+        self.selector.register(worker.read_fd, selectors.EVENT_READ, worker)
+        self.live.append(worker)
+        self.stats.workers += 1
+        self.assign(worker)
+
+    def assign(self, worker: _Worker) -> None:
+        worker.job, worker.started = (self.pending.popleft() if self.pending else None), None
         if worker.job is None:
-            retire(worker)
+            self.retire(worker)
             return
         line = json.dumps({"id": worker.job.id, "payload": worker.job.payload}) + "\n"
-        try:
-            worker.proc.stdin.write(line.encode())
-            worker.proc.stdin.flush()
-        except BrokenPipeError:
-            pass  # it died; the selector reports the closed pipe
+        with contextlib.suppress(OSError):  # it died; the selector reports the closed channel
+            worker.write(line.encode())
 
-    def retire(worker: _Worker, kill: bool = False) -> None:
-        assert worker.proc.stdout is not None and worker.proc.stdin is not None
-        selector.unregister(worker.proc.stdout)
-        live.remove(worker)
+    def retire(self, worker: _Worker, kill: bool = False) -> None:
+        if worker not in self.live:
+            return
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(worker.read_fd)
+        self.live.remove(worker)
         if kill:
-            worker.proc.kill()
-        with contextlib.suppress(BrokenPipeError):
-            worker.proc.stdin.close()
-        worker.proc.wait()
-        worker.proc.stdout.close()
+            worker.kill()
+        if worker.proc is not None:
+            assert worker.proc.stdout is not None and worker.proc.stdin is not None
+            with contextlib.suppress(BrokenPipeError):
+                worker.proc.stdin.close()
+            worker.proc.wait()
+            worker.proc.stdout.close()
+        elif worker.forked is not None:
+            worker.forked.channel.close()  # it reads the end of its tasks and exits
         worker.stderr.close()
-        stats.peak_rss_mb = max(stats.peak_rss_mb, worker.peak_rss_mb)
+        self.stats.peak_rss_mb = max(self.stats.peak_rss_mb, worker.peak_rss_mb)
 
-    def finish(worker: _Worker, result: Result) -> None:
+    def finish(self, worker: _Worker, result: Result) -> None:
         job = worker.job
         assert job is not None
         worker.job = None
-        on_done(job, result)
+        self.on_done(job, result)
 
-    def fail_remaining(message: str) -> None:
-        stats.unavailable = message
-        for worker in list(live):
+    def fail_remaining(self, message: str) -> None:
+        self.stats.unavailable = message
+        for worker in list(self.live):
             if worker.job is not None:
-                finish(worker, failure("unavailable", message, None))
-            retire(worker, kill=True)
-        while pending:
-            on_done(pending.popleft(), failure("unavailable", message, None))
+                self.finish(worker, failure("unavailable", message, None))
+            self.retire(worker, kill=True)
+        while self.pending:
+            self.on_done(self.pending.popleft(), failure("unavailable", message, None))
 
-    def died(worker: _Worker) -> None:
-        code = worker.proc.wait()
-        reason = (f"signal {signal.Signals(-code).name}" if code < 0 else f"exit status {code}")
-        detail = _tail(worker.stderr)
-        if worker.job is not None and worker.ready:
-            message = f"the worker died while lowering ({reason})"
-            finish(worker, failure("crash", message + (f": {detail}" if detail else ""),
-                                         None))
-        elif worker.job is not None:
-            # It died before it could import TileLang: nothing else will do better.
-            pending.appendleft(worker.job)
-            worker.job = None
-            retire(worker)
-            fail_remaining(f"a lowering worker could not start ({reason}): {detail[-500:]}")
+    def give_up_forking(self, why: str) -> None:
+        """The fork server cannot serve: spawn workers from now on."""
+        if self.server is not None and self.stats.fallback is None:
+            self.stats.fallback = why
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(self.server.sock)
+            if self.server.usable:
+                self.server.state = "gone"
+
+    # -- events ---------------------------------------------------------------------------
+
+    def server_event(self) -> None:
+        server = self.server
+        assert server is not None
+        message = server.read()
+        if message is None:
+            detail = server.last_words()
+            self.give_up_forking("the fork server went away"
+                                 + (f": {detail[-300:]}" if detail else ""))
+            for worker in list(self.live):
+                if worker.closed_at is not None:
+                    self.died(worker)
             return
-        retire(worker)
-        if pending:
-            spawn()
+        event = message.get("event")
+        if event == "ready":
+            self.stats.server = message
+        elif event == "unavailable":
+            self.fail_remaining(str(message.get("message")))
+        elif event == "refused":
+            self.give_up_forking(f"the kept server refused this build ({server.message})")
+        elif event == "forked" and server.waiting:
+            forked = server.waiting.popleft()
+            for worker in list(self.unnamed):  # retired ones too: a hung one is killed
+                if worker.forked is forked:
+                    self.unnamed.remove(worker)
+                    worker.pid = int(message["pid"])
+                    if worker.kill_when_known:
+                        worker.kill_when_known = False
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(worker.pid, signal.SIGKILL)
+        elif event == "exited":
+            for worker in list(self.live):
+                if worker.pid == message.get("pid"):
+                    worker.code = int(message.get("code", 0))
+                    if worker.closed_at is not None:
+                        self.died(worker)
 
-    def handle(worker: _Worker, message: dict[str, Any]) -> None:
+    def channel_closed(self, worker: _Worker) -> None:
+        worker.closed_at = time.monotonic()
+        with contextlib.suppress(KeyError, ValueError):
+            self.selector.unregister(worker.read_fd)
+        # A forked worker's exit status comes from the server; wait for it, a little.
+        if worker.forked is None or worker.job is None or not self._forking() \
+                or worker.code is not None:
+            self.died(worker)
+
+    def died(self, worker: _Worker) -> None:
+        if worker not in self.live:
+            return
+        if worker.proc is not None:
+            worker.code = worker.proc.wait()
+        detail = _tail(worker.stderr)
+        job = worker.job
+        if job is not None and worker.forked is not None and (
+                not worker.ready or (self.server is not None and self.server.state == "gone"
+                                     and worker.code is None and job.attempts == 0)):
+            # Not the kernel's doing: the server could not fork it or went away (stopped,
+            # killed) while it lowered. Lower the variant again elsewhere.
+            job.attempts += 1
+            worker.job = None
+            self.pending.appendleft(job)
+            if not worker.ready:
+                self.fork_failures += 1
+                if self.fork_failures >= 2:
+                    self.give_up_forking("the fork server could not start workers")
+        elif job is not None and worker.ready:
+            message = f"the worker died while lowering ({_reason(worker.code)})"
+            self.finish(worker, failure("crash", message + (f": {detail}" if detail else ""),
+                                        None))
+        elif job is not None:
+            # It died before it could import TileLang: nothing else will do better.
+            self.pending.appendleft(job)
+            worker.job = None
+            self.retire(worker)
+            self.fail_remaining(f"a lowering worker could not start ({_reason(worker.code)}): "
+                                f"{detail[-500:]}")
+            return
+        self.retire(worker)
+        self.fill()
+
+    def handle(self, worker: _Worker, message: dict[str, Any]) -> None:
         event = message.get("event")
         if event == "ready":
             worker.ready = True
-            stats.import_seconds.append(float(message.get("seconds", 0.0)))
+            if not message.get("forked"):
+                self.stats.import_seconds.append(float(message.get("seconds", 0.0)))
             worker.peak_rss_mb = float(message.get("peak_rss_mb", 0.0))
         elif event == "unavailable":
-            fail_remaining(str(message.get("message")))
+            self.fail_remaining(str(message.get("message")))
         elif event == "start":
             worker.started = time.monotonic()
         elif event == "done" and worker.job is not None:
             worker.peak_rss_mb = float(message.get("peak_rss_mb", worker.peak_rss_mb))
             worker.lowered += 1
-            finish(worker, message["result"])
-            assign(worker)
+            self.finish(worker, message["result"])
+            if message.get("retiring"):
+                self.stats.recycled += 1
+                self.retire(worker)
+                self.fill()
+            else:
+                self.assign(worker)
 
-    try:
-        for _ in range(min(workers, len(pending))):
-            spawn()
-        while live:
-            now = time.monotonic()
-            deadlines = [w.started + w.job.timeout for w in live
-                         if w.job is not None and w.started is not None]
-            wait = max(0.0, min(deadlines) - now) if deadlines else None
-            for key, _ in selector.select(timeout=wait):
-                worker = key.data
-                if worker not in live:
-                    continue
+    # -- the loop -------------------------------------------------------------------------
+
+    def run(self) -> PoolStats:
+        try:
+            self.fill()
+            while self.live:
+                self.step()
+        finally:
+            for worker in list(self.live):
+                self.retire(worker, kill=True)
+            self.selector.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        return self.stats
+
+    def step(self) -> None:
+        now = time.monotonic()
+        deadlines = [w.started + w.job.timeout for w in self.live
+                     if w.job is not None and w.started is not None and w.closed_at is None]
+        deadlines += [w.closed_at + _STATUS_WAIT for w in self.live if w.closed_at is not None]
+        wait = max(0.0, min(deadlines) - now) if deadlines else None
+        for key, _ in self.selector.select(timeout=wait):
+            if isinstance(key.data, ForkServer):
+                if key.data is self.server and self._forking():
+                    self.server_event()
+                continue
+            worker = key.data
+            if worker not in self.live or worker.closed_at is not None:
+                continue
+            try:
                 chunk = os.read(key.fd, 1 << 20)
-                if not chunk:
-                    died(worker)
-                    continue
-                worker.buffer += chunk
-                while b"\n" in worker.buffer and worker in live:
-                    line, worker.buffer = worker.buffer.split(b"\n", 1)
-                    handle(worker, json.loads(line))
-            now = time.monotonic()
-            for worker in list(live):
-                job = worker.job
-                if job is not None and worker.started is not None \
-                        and now - worker.started >= job.timeout:
-                    finish(worker, failure(
-                        "timeout", f"lowering took longer than {job.timeout:g} s and was stopped",
-                        None, seconds=now - worker.started))
-                    retire(worker, kill=True)
-                    if pending:
-                        spawn()
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.channel_closed(worker)
+                continue
+            worker.buffer += chunk
+            while b"\n" in worker.buffer and worker in self.live:
+                line, worker.buffer = worker.buffer.split(b"\n", 1)
+                self.handle(worker, json.loads(line))
+        now = time.monotonic()
+        for worker in list(self.live):
+            job = worker.job
+            if worker.closed_at is not None:
+                if now - worker.closed_at >= _STATUS_WAIT:
+                    self.died(worker)
+            elif job is not None and worker.started is not None \
+                    and now - worker.started >= job.timeout:
+                self.finish(worker, failure(
+                    "timeout", f"lowering took longer than {job.timeout:g} s and was stopped",
+                    None, seconds=now - worker.started))
+                self.retire(worker, kill=True)
+                self.fill()
+
+
+def run_jobs(jobs: list[Job], workers: int, on_done: Callable[[Job, Result], None],
+             server: ForkServer | None = None, fork: bool = True) -> PoolStats:
+    """Lower every job on up to ``workers`` processes, calling ``on_done`` as each ends.
+
+    ``server`` is a fork server started ahead (:func:`start_server`); the caller closes
+    it. Without one, a server of the batch's own is started (and closed) where forking
+    is supported, unless ``fork`` is false.
+    """
+    own = None
+    if server is None and fork and jobs:
+        own, _ = start_server()
+        server = own
+    try:
+        return _Batch(jobs, workers, on_done, server).run()
     finally:
-        for worker in list(live):
-            retire(worker, kill=True)
-        selector.close()
-        shutil.rmtree(workdir, ignore_errors=True)
-    return stats
+        if own is not None:
+            own.close()
+
+
+__all__ = ["Job", "PoolStats", "default_jobs", "run_jobs", "start_server",
+           "worker_environment"]
 

@@ -3,21 +3,19 @@
 Reads one JSON task per line on stdin and answers JSON lines on a private copy of stdout;
 whatever TileLang prints goes to stderr. It imports TileLang once, then lowers many
 variants. Sphinx starts it as a fresh process (never a fork of itself).
+
+``python -m sphinx_tlstages.worker --serve ...`` is the fork server instead
+(:mod:`.server`): TileLang imported once, and every worker a fork of it.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
-import time
 from typing import Any, TextIO
 
-
-def _peak_rss_mb() -> float:
-    # ru_maxrss is in KiB on Linux.
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+from .tasks import import_tilelang, peak_rss_mb, serve_tasks
 
 
 def _send(channel: TextIO, message: dict[str, Any]) -> None:
@@ -26,29 +24,25 @@ def _send(channel: TextIO, message: dict[str, Any]) -> None:
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["--serve"]:
+        from .server import main as serve
+
+        return serve(sys.argv[2:])
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # keep TileLang's own prints out of the protocol
-    started = time.perf_counter()
-    try:
-        from tilelang.tools.compile_only import cuda_codegen_available
-
-        from . import lowering
-    except Exception as exc:
-        _send(channel, {"event": "unavailable", "message": f"{type(exc).__name__}: {exc}"})
+    seconds, unavailable = import_tilelang()
+    if unavailable is not None:
+        _send(channel, {"event": "unavailable", "message": unavailable})
         return 3
-    if not cuda_codegen_available():
-        _send(channel, {"event": "unavailable",
-                        "message": "this TileLang build has no CUDA code generator"})
-        return 3
-    _send(channel, {"event": "ready", "seconds": round(time.perf_counter() - started, 3),
-                    "peak_rss_mb": _peak_rss_mb()})
-    for line in sys.stdin:
-        task = json.loads(line)
-        _send(channel, {"event": "start", "id": task["id"]})
-        result = lowering.lower_variant(task["payload"])
-        _send(channel, {"event": "done", "id": task["id"], "result": result,
-                        "peak_rss_mb": _peak_rss_mb()})
-    return 0
+    _send(channel, {"event": "ready", "seconds": round(seconds, 3),
+                    "peak_rss_mb": peak_rss_mb()})
+    code = serve_tasks(sys.stdin, lambda message: _send(channel, message))
+    channel.close()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Tearing down an interpreter that imported TileLang and torch takes about a second,
+    # which the pool, waiting for this worker to end, would wait for too.
+    os._exit(code)
 
 
 if __name__ == "__main__":

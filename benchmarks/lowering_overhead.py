@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""What the extension adds to TileLang's own lowering of one variant, on one CPU.
+
+In one process pinned to one CPU, with TileLang imported once, each variant of the seed
+GEMM (num_stages 1-4, sm_80, the chapter's ``:passes:``) is lowered two ways, in
+alternating order, ``--rounds`` times:
+
+* TileLang alone: the kernel text executed, its factory called, and ``tilelang.lower``
+  with ``enable_device_compile=False`` in the ``PassContext`` TileLang's own
+  ``compile_kernel_source`` opens (``#line`` directives on);
+* the extension: ``lower_variant`` as a worker runs it (the kernel loaded as its own
+  module, the pass instrument, the IR printed for the pass records, the facts, the
+  normalised CUDA).
+
+Both run in a process set up as a worker is (TileLang imported, then ``gc.freeze()``).
+Times are the process's CPU seconds (``time.process_time``), medians per variant; the
+ratio is the sum of the extension's medians over the sum of TileLang's.
+
+    python benchmarks/lowering_overhead.py [--rounds 5] [--cpu N] [--json FILE]
+
+``--alone M ...`` instead times TileLang alone lowering the four variants with each
+given ``M`` one after another (wall seconds, TileLang imported beforehand): the
+denominator of the live-editing ratio of ``build_speed.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import linecache
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+GEMM = (ROOT / "book" / "kernels" / "gemm.py").read_text(encoding="utf-8")
+PARAMS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128, "block_K": 64,
+          "threads": 128}
+TARGET = {"kind": "cuda", "arch": "sm_80"}
+PASSES = ["PipelinePlanning", "InjectSoftwarePipeline"]  # as the chapter's directive
+STAGES = (1, 2, 3, 4)
+
+
+def payload(num_stages: int) -> dict[str, Any]:
+    """The worker payload of one variant, as the directive would send it."""
+    return {"source": GEMM, "source_name": "kernel.py", "factory": "matmul",
+            "params": [[k, repr(v)] for k, v in PARAMS.items()], "num_stages": num_stages,
+            "target": TARGET, "ir_passes": PASSES, "origin": {"file": None, "folders": []}}
+
+
+def tilelang_alone(num_stages: int, **params: int) -> str:
+    """The same lowering with nothing of the extension: what the kernel's author runs."""
+    import tilelang
+    import tilelang.language as T
+    from tilelang import tvm
+    from tilelang.transform import PassConfigKey
+
+    name = "kernel_alone.py"
+    linecache.cache[name] = (len(GEMM), None, GEMM.splitlines(True), name)
+    namespace: dict[str, Any] = {"tilelang": tilelang, "T": T, "__name__": "kernel_alone"}
+    exec(compile(GEMM, name, "exec", dont_inherit=True), namespace)
+    func = namespace["matmul"].get_tir(**{**PARAMS, **params}, num_stages=num_stages)
+    config = {PassConfigKey.TL_EMIT_LINE_DIRECTIVES: True}
+    target = tvm.target.Target(TARGET)
+    with tilelang.transform.PassContext(opt_level=3, config=config), target:
+        artifact = tilelang.lower(func, target=target, enable_device_compile=False)
+    return str(artifact.kernel_source)
+
+
+def alone_seconds(values: list[int], out: Path | None) -> None:
+    """Wall seconds of TileLang alone lowering num_stages 1-4 with each ``M``, serially."""
+    import tilelang  # noqa: F401 - imported before the clock starts, as kept workers have
+
+    tilelang_alone(2, M=512)  # and warmed up, as a worker that lowered before is
+    seconds = []
+    for m in values:
+        began = time.perf_counter()
+        for stages in STAGES:
+            tilelang_alone(stages, M=m)
+        seconds.append(round(time.perf_counter() - began, 3))
+    text = json.dumps({"M": values, "alone_seconds": seconds}, sort_keys=True)
+    if out:
+        out.write_text(text + "\n")
+    print(text)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--cpu", type=int, help="the CPU to run on (default: the last usable)")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--alone", type=int, nargs="+", metavar="M")
+    args = parser.parse_args()
+    if args.alone:
+        alone_seconds(args.alone, args.json)
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    cpu = args.cpu if args.cpu is not None else cpus[-1]
+    os.sched_setaffinity(0, {cpu})
+    sys.path.insert(0, str(ROOT))
+    started = time.process_time()
+    from sphinx_tlstages.worker.tasks import import_tilelang
+
+    import_tilelang()  # as a worker starts: TileLang imported, what it made frozen
+    import_seconds = time.process_time() - started
+    from sphinx_tlstages.worker.lowering import lower_variant
+
+    def extension(num_stages: int) -> str:
+        result = lower_variant(payload(num_stages))
+        assert result["ok"], result
+        return str(result["cuda"])
+
+    kinds = {"tilelang": tilelang_alone, "extension": extension}
+    for stages in STAGES:  # warm both paths up: first calls pay lazy imports
+        for run in kinds.values():
+            run(stages)
+    times: dict[str, dict[int, list[float]]] = {k: {s: [] for s in STAGES} for k in kinds}
+    for round_ in range(args.rounds):
+        for stages in STAGES:
+            order = list(kinds) if (round_ + stages) % 2 else list(kinds)[::-1]
+            for kind in order:
+                began = time.process_time()
+                kinds[kind](stages)
+                times[kind][stages].append(time.process_time() - began)
+    medians = {k: {s: statistics.median(v) for s, v in per.items()} for k, per in times.items()}
+    alone, ours = sum(medians["tilelang"].values()), sum(medians["extension"].values())
+    report = {
+        "cpu": cpu, "rounds": args.rounds, "import_cpu_seconds": round(import_seconds, 3),
+        "per_variant": {str(s): {"tilelang": round(medians["tilelang"][s], 3),
+                                 "extension": round(medians["extension"][s], 3)}
+                        for s in STAGES},
+        "tilelang_seconds": round(alone, 3), "extension_seconds": round(ours, 3),
+        "ratio": round(ours / alone, 3),
+    }
+    for stages in STAGES:
+        print(f"num_stages={stages}: TileLang {medians['tilelang'][stages]:.3f} s, "
+              f"with the extension {medians['extension'][stages]:.3f} s", file=sys.stderr)
+    print(f"per-variant overhead on one CPU: {ours:.2f} s / {alone:.2f} s = "
+          f"{ours / alone:.3f}x TileLang alone", file=sys.stderr)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+    else:
+        print(json.dumps(report, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""The build's side of a fork server (:mod:`sphinx_tlstages.worker.server`).
+
+A :class:`ForkServer` is a control connection to one: either a server this build started
+for itself (:meth:`ForkServer.private`, gone when the build closes the connection) or a
+kept one reached through its socket (:mod:`.kept`). The pool asks it for workers and
+reads its events; nothing here waits for the server except :meth:`hello`'s answer when a
+caller asks for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections import deque
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ..core import wire
+
+
+def forking_supported() -> bool:
+    """Forked workers need Linux: SOCK_SEQPACKET, descriptor passing, and a fork that
+    is safe after importing TileLang (macOS frameworks are not)."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") \
+        and hasattr(socket, "SOCK_SEQPACKET") and hasattr(socket, "send_fds")
+
+
+@dataclass(eq=False)
+class Forked:
+    """A fork asked for and not yet answered: our end of its channel, its stderr."""
+
+    channel: socket.socket
+    stderr: IO[bytes]
+
+
+@dataclass(eq=False)
+class ForkServer:
+    """One control connection to a fork server."""
+
+    sock: socket.socket
+    key: str
+    proc: subprocess.Popen[bytes] | None = None  # a private server, to reap
+    stderr: IO[bytes] | None = None  # a private server's, for its last words
+    kept: bool = False
+    reused: bool = False  # a kept server that was already running
+    workdir: str | None = None  # a private server's working folder, removed with it
+    state: str = "starting"  # ready, unavailable, refused, gone
+    info: dict[str, Any] = field(default_factory=dict)
+    message: str = ""
+    waiting: deque[Forked] = field(default_factory=deque)
+
+    @classmethod
+    def private(cls, key: str, stamps: dict[str, str], env: dict[str, str],
+                cwd: str) -> ForkServer:
+        """Start a server that serves this build alone (it imports TileLang meanwhile)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the server
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "sphinx_tlstages.worker", "--serve",
+                 "--fd", str(theirs.fileno()), "--key", key,
+                 "--lowering", stamps["lowering"], "--tilelang", stamps["tilelang"]],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=stderr,
+                stderr=stderr, cwd=cwd, env=env)
+        except OSError:
+            ours.close()
+            stderr.close()
+            raise
+        finally:
+            theirs.close()
+        server = cls(ours, key, proc=proc, stderr=stderr, workdir=cwd)
+        server.hello()
+        return server
+
+    def hello(self, idle: float = 0.0) -> None:
+        wire.send_packet(self.sock, {"op": "hello", "key": self.key, "idle": idle})
+
+    def fork(self) -> Forked:
+        """Ask for one more worker; its ``forked`` event names its process."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the worker retires
+        try:
+            wire.send_packet(self.sock, {"op": "fork"}, [theirs.fileno(), stderr.fileno()])
+        except OSError:
+            ours.close()
+            stderr.close()
+            raise
+        finally:
+            theirs.close()
+        forked = Forked(ours, stderr)
+        self.waiting.append(forked)
+        return forked
+
+    @property
+    def usable(self) -> bool:
+        return self.state in ("starting", "ready")
+
+    def read(self) -> dict[str, Any] | None:
+        """The next event (``None``: the server has gone)."""
+        try:
+            message, fds = wire.recv_packet(self.sock)
+        except OSError:
+            message, fds = None, []
+        for fd in fds:  # a server never sends any; never keep one open by mistake
+            os.close(fd)
+        if message is None:
+            self.state = "gone"
+            return None
+        event = message.get("event")
+        if event == "ready":
+            self.state, self.info = "ready", message
+        elif event in ("unavailable", "refused"):
+            self.state = str(event)
+            self.message = str(message.get("message") or message.get("reason") or "")
+        return message
+
+    def last_words(self) -> str:
+        """The tail of a private server's output, for a report on why it died."""
+        if self.stderr is None:
+            return ""
+        with contextlib.suppress(OSError, ValueError):
+            self.stderr.seek(0)
+            return self.stderr.read().decode("utf-8", "replace").strip()[-1500:]
+        return ""
+
+    def close(self) -> None:
+        """Hang up: a private server then stops its workers and exits."""
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        for forked in self.waiting:
+            forked.channel.close()
+            forked.stderr.close()
+        self.waiting.clear()
+        if self.proc is not None:
+            # A ready server sees the hang-up at once, stops its workers and exits; one
+            # still importing TileLang would finish that first, for nothing.
+            try:
+                self.proc.wait(timeout=5 if self.state == "ready" else 0.2)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.stderr is not None:
+            self.stderr.close()
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
