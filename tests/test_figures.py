@@ -4,15 +4,18 @@ folder, serial or parallel; drawn once and reused by warm rebuilds."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sphinx_tlstages.core.figures import pdf
 from sphinx_tlstages.ext import figures as figure_visitors
-from sphinx_tlstages.ext import latex
+from sphinx_tlstages.ext import latex_figures as latex
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -174,3 +177,19 @@ def test_pdf_is_byte_identical_across_runs_and_dates(monkeypatch: pytest.MonkeyP
     assert b"/CreationDate (19700101000000" in first  # SOURCE_DATE_EPOCH unset: the epoch
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
     assert pdf.svg_to_pdf(svg, "rsvg-convert") != first  # the date honoured, not "now"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cairosvg") is None, reason="needs cairosvg")
+def test_cairosvg_gives_the_same_pdf_in_two_processes(tmp_path: Path) -> None:
+    """The fallback converter (a fresh machine without rsvg-convert) is deterministic too."""
+    svg = ('<svg xmlns="http://www.w3.org/2000/svg" width="40" height="20">'
+           '<rect width="40" height="20" fill="#0072b2"/><text x="2" y="14">k+1</text></svg>')
+    code = ("import sys; from sphinx_tlstages.core.figures import pdf; "
+            "sys.stdout.buffer.write(pdf.svg_to_pdf(sys.stdin.read(), using='cairosvg'))")
+    outputs = []
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        outputs.append(subprocess.run([sys.executable, "-c", code], input=svg.encode(),
+                                      capture_output=True, check=True,
+                                      cwd=tmp_path / folder).stdout)
+    assert outputs[0] == outputs[1] and outputs[0].startswith(b"%PDF")
