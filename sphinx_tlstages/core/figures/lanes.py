@@ -266,7 +266,7 @@ def describe(fig: Json, covers: list[str]) -> str:
     return (f"Software pipeline of a {len(fig['statements'])}-statement loop over "
             f"n = {fig.get('trip_count')} tiles, num_stages = {fig.get('num_stages')}; "
             f"time runs left to right through the generated code. {versions_said(fig)}. "
-            + " ".join(steps) + f" Covers {', '.join(covers)}.")
+            + " ".join(steps) + f" Covers {'; '.join(covers)}.")
 
 
 def versions_said(fig: Json, lower: bool = False) -> str:
@@ -284,7 +284,7 @@ def sentence(fig: Json, covers: list[str]) -> str:
 
     loop = fig["loop"]
     body = ", ".join(sync_words(i) for i in fig["body"] if "sync" in i) or "no sync"
-    return (f"Schedule figure for {', '.join(covers)}: {len(fig['prologue'])} prologue "
+    return (f"Schedule figure for {'; '.join(covers)}: {len(fig['prologue'])} prologue "
             f"step(s){marks(fig['prologue'])}, then the steady state {times(loop)} "
             f"({body}), then {len(fig['epilogue'])} epilogue step(s)"
             f"{marks(fig['epilogue'])}; {versions_said(fig, lower=True)}.")

@@ -197,10 +197,10 @@ def caption(svg: Svg, num_stages: object, covers: list[str], width: float,
     covers, wrapped (at most four lines; the ``<desc>`` has them all). Returns how much
     lower than one line the drawing below must start."""
     svg.text(margin, 16, f"num_stages = {num_stages}", "fg", weight="bold")
-    lines = wrap("covers " + ", ".join(covers), width - 2 * margin - 104, 11)
+    lines = wrap("covers " + "; ".join(covers), width - 2 * margin - 104, 11)
     if len(lines) > 4:
         lines = [*lines[:3], clip(lines[3], len(lines[3]) - 1) + " …"]
     for n, line in enumerate(lines):
         svg.text(margin + 104, 16 + 14 * n, line, "muted",
-                 title=", ".join(covers) if n == 0 else None)
+                 title="; ".join(covers) if n == 0 else None)
     return 14.0 * (len(lines) - 1)

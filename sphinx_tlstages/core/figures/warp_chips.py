@@ -172,7 +172,7 @@ def describe(fig: Json, drawn: dict[str, list[list[Chip]]], ks: list[int],
         for k, col in zip(ks, drawn[role], strict=True):
             said.append(f"{role.capitalize()} at {var} = {k}: "
                         + ", ".join(c.title for c in col) + ".")
-    said.append(f"Covers {', '.join(covers)}.")
+    said.append(f"Covers {'; '.join(covers)}.")
     return " ".join(said)
 
 
@@ -181,7 +181,7 @@ def sentence(fig: Json, covers: list[str]) -> str:
     kinds = barrier_kinds(fig)
     full = sorted(b for b, kind in kinds.items() if kind == "full")
     empty = sorted(b for b, kind in kinds.items() if kind == "empty")
-    return (f"Schedule figure for {', '.join(covers)}: the producer warp group "
+    return (f"Schedule figure for {'; '.join(covers)}: the producer warp group "
             f"({fig.get('producer_threads')} threads) waits on an empty barrier "
             f"({', '.join(map(str, empty)) or 'none'}) and TMA-loads {ring_buffers(fig)} into "
             f"ring slot {fig.get('loop_var') or 'k'} mod {stages(fig)}, completing on a full "
