@@ -183,3 +183,35 @@ def test_off_writes_nothing(build, tmp_path, monkeypatch, mode: str) -> None:
     monkeypatch.setenv("TLSTAGES_SNAPSHOTS", mode)
     build({"index.rst": chapter()}, srcdir=tmp_path / "src")
     assert not (tmp_path / "src" / SNAPSHOTS).exists()
+
+
+def test_a_run_number_that_moved_is_a_note_at_its_line(build, tmp_path) -> None:
+    """Recorded where the pipeline ran one Simplify fewer before the third: ``Simplify#3``
+    now names what was the second run. A note at each line that names it, no failure."""
+    src = tmp_path / "src"
+    page = ("Chapter\n=======\n\n"
+            + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="runs",
+                  passes="InjectSoftwarePipeline tl.Simplify#3",
+                  assert_='passes["tl.Simplify#3"] >= 0'))
+    first = build({"index.rst": page}, srcdir=src)
+    assert first.app.statuscode == 0 and first.warnings == ""
+    path = src / SNAPSHOTS / "runs.json"
+    data = json.loads(path.read_text())
+    pipeline = data["pass_pipeline"]
+    simplify = [i for i, name in enumerate(pipeline) if name == "tl.Simplify"]
+    assert len(simplify) >= 3
+    # Unchanged pipeline: nothing to say.
+    same = build({"index.rst": page}, srcdir=src, freshenv=True)
+    assert "Simplify#3 now" not in same.status
+    data["tilelang"] = "0.1.0"
+    del pipeline[simplify[1]]
+    path.write_text(json.dumps(data))
+    result = build({"index.rst": page}, srcdir=src, freshenv=True)
+    assert result.app.statuscode == 0 and result.warnings == ""
+    lines = [line for line in result.status.splitlines() if "Simplify#3 now names" in line]
+    assert len(lines) == 2, result.status
+    # The directive starts at line 4: :passes: is its fourth option line, :assert: the fifth.
+    assert "index.rst:8:" in lines[0], lines
+    assert "index.rst:9:" in lines[1], lines
+    assert ("tl.Simplify#3 now names the run that was tl.Simplify#2; the run it named then "
+            "is now tl.Simplify#4 when the snapshot was recorded (TileLang 0.1.0)") in lines[0]

@@ -7,7 +7,8 @@ that change nothing, or change every variant alike, are not where the variants d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .passes import Record, matches, run_id
@@ -125,3 +126,58 @@ def unmatched(selectors: Sequence[str], logs: Sequence[Sequence[Record]]) -> lis
     """Selectors of ``:passes:`` that name no run of any variant."""
     runs = {(r["name"], r["run"]) for log in logs for r in log}
     return [s for s in selectors if not any(matches(s, name, run) for name, run in runs)]
+
+
+# ``passes["tl.Simplify#3"]`` in an :assert: expression.
+_IN_ASSERT = re.compile(r"""passes\[\s*(["'])([^"'#\s]+#\d+)\1\s*\]""")
+
+
+def numbered(passes: Iterable[str], asserts: Iterable[str]) -> list[str]:
+    """The selectors that name one run by number (``Simplify#3``), from ``:passes:`` and
+    from ``passes[...]`` in ``:assert:`` expressions, in order, once each."""
+    found = [s for s in passes if "#" in s]
+    found += [m.group(2) for e in asserts for m in _IN_ASSERT.finditer(e)]
+    return list(dict.fromkeys(found))
+
+
+def longest(logs: Iterable[Sequence[Record]]) -> list[str]:
+    """The pass names of the longest pipeline: the one ``#N`` is counted in."""
+    return [r["name"] for r in max(logs, key=len, default=[])]
+
+
+def _as_records(names: Sequence[str]) -> list[Record]:
+    runs: dict[str, int] = {}
+    records = []
+    for name in names:
+        runs[name] = runs.get(name, 0) + 1
+        records.append({"name": name, "run": runs[name]})
+    return records
+
+
+def moved(selector: str, recorded: Sequence[str], now: Sequence[str]) -> str | None:
+    """When ``selector`` (``Simplify#3``) names another run in pipeline ``now`` than it did in
+    pipeline ``recorded`` (pass names, in order), the sentence that says so; else None.
+
+    The two pipelines are lined up as the variants' are (:func:`_pairs`): a release that
+    adds a run before the one meant shifts every later number.
+    """
+    new, old = _as_records(now), _as_records(recorded)
+    at_new = next((k for k, r in enumerate(new) if matches(selector, r["name"], r["run"])), None)
+    at_old = next((j for j, r in enumerate(old) if matches(selector, r["name"], r["run"])), None)
+    if at_new is None and at_old is None:
+        return None
+    pairs = _pairs(new, old)  # (index in old, index in new)
+    old_of = {k: j for j, k in pairs}
+    new_of = {j: k for j, k in pairs}
+    if at_new is not None and at_old is not None and old_of.get(at_new) == at_old:
+        return None
+    said = []
+    if at_new is not None:
+        j = old_of.get(at_new)
+        said.append(f"now names the run that was {run_id(old[j]['name'], old[j]['run'])}"
+                    if j is not None else "now names a run that pipeline did not have")
+    if at_old is not None:
+        k = new_of.get(at_old)
+        said.append(f"the run it named then is now {run_id(new[k]['name'], new[k]['run'])}"
+                    if k is not None else "the run it named then is gone")
+    return "; ".join(said)

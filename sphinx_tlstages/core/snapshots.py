@@ -16,6 +16,7 @@ from typing import Any
 
 from .cuda import visible_cuda
 from .files import write_atomic
+from .pass_compare import longest, numbered
 from .result import RESULT_SCHEMA, Result, depends_on_machine, validate
 from .spec import DirectiveSpec
 
@@ -83,6 +84,10 @@ def build(spec: DirectiveSpec, results: dict[str, Result],
     }
     if spec.sweep:
         snapshot["sweep"] = {name: list(values) for name, values in spec.sweep}
+    if numbered(spec.passes, (e for _, e in spec.asserts)):
+        # Provenance, never compared: the pipeline that ``Simplify#3`` was counted in, so
+        # that after an upgrade the check can say when that number names another run.
+        snapshot["pass_pipeline"] = longest(r.get("passes") or [] for r in results.values())
     return snapshot
 
 

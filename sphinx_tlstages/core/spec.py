@@ -175,6 +175,7 @@ class DirectiveSpec:
     # (parameter, (repr of each value, ...)) of each :sweep: axis, in the order given.
     sweep: tuple[tuple[str, tuple[str, ...]], ...] = ()
     passes: tuple[str, ...] = ()  # :passes: selectors, as written
+    passes_line: int = 0  # the document line of :passes:, for notes about its names
     params: tuple[tuple[str, str], ...] = ()  # :params: alone, without the swept ones
 
     @property

@@ -69,4 +69,4 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # pickled environment is read again (2: placeholders carry their document's name;
     # 3: :expect-error: values name their target).
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
-            "env_version": 3}
+            "env_version": 4}

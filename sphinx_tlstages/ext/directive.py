@@ -234,6 +234,7 @@ class TlPipelineDirective(SphinxDirective):
             tolerance=self._optional("tolerance", options.parse_tolerance),
             sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
             passes=passes,
+            passes_line=self._option_line("passes"),
             params=canonical_params(params),
         )
 

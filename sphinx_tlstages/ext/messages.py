@@ -29,9 +29,9 @@ def error(message: str, subtype: str, location: Any = None) -> None:
     logger.error(message, type=WARNING_TYPE, subtype=subtype, location=location)
 
 
-def info(message: str) -> None:
-    """A line of the build log (``-q`` hides it)."""
-    logger.info(message)
+def info(message: str, location: Any = None) -> None:
+    """A line of the build log (``-q`` hides it), at ``location`` if given."""
+    logger.info(message, location=location)
 
 
 def verbose(message: str) -> None:
