@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,8 +197,25 @@ def _variant_changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return changes
 
 
+# planned_ir is a digest of TileLang's IR, which a release may print differently: only
+# what it decides (which variants are shown as one) is compared, by _alike.
 _COMPARED = frozenset({"error", "pipeline", "shared", "dynamic_shared_bytes", "threads", "sync",
-                       "warp_specialized", "num_stages", "static_shared_bytes", "cuda_lines"})
+                       "warp_specialized", "num_stages", "static_shared_bytes", "cuda_lines",
+                       "planned_ir"})
+
+
+def _alike(variants: dict[str, Any], ids: Sequence[str]) -> str | None:
+    """The variants that lowered to the same planned IR and code, as the page merges them
+    (``2,3; 4``-style groups), or None when the snapshot did not record it."""
+    chosen = [variants[i] for i in ids]
+    if any("error" not in v and "planned_ir" not in v for v in chosen):
+        return None
+    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+    for i, v in zip(ids, chosen, strict=True):
+        if "error" not in v and v["planned_ir"] is not None:
+            groups.setdefault((v["planned_ir"], tuple(v.get("cuda", []))), []).append(i)
+    merged = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: _order(g[0]))
+    return "; ".join(",".join(g) for g in merged) or "none"
 
 
 def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[tuple[str, str]]]:
@@ -228,4 +245,8 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[
             found = _variant_changes(old_v[stages], new_v[stages])
             if found:
                 changes.append((stages, "; ".join(found)))
+    both = sorted(old_v.keys() & new_v.keys(), key=_order)
+    before, after = _alike(old_v, both), _alike(new_v, both)
+    if before is not None and before != after:
+        changes.append(("", f"variants shown as one (lowered alike) {before} -> {after}"))
     return version, changes
