@@ -29,6 +29,7 @@ odd ones) so that a machine busy with something else weighs on both alike:
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -299,6 +300,10 @@ def main() -> None:
         "load_average_before": [round(x, 2) for x in os.getloadavg()],
         "repeat": args.repeat,
     }
+    # As an installed wheel is: compiled. A checkout installed in place, where
+    # PYTHONDONTWRITEBYTECODE is set, would compile every module of the extension in every
+    # build, while Sphinx and the peers come compiled from their wheels.
+    compileall.compile_dir(ROOT / "sphinx_tlstages", quiet=1)
     with tempfile.TemporaryDirectory(prefix="tlstages-bench-") as tmp:
         work = Path(tmp)
         if "page" in parts:

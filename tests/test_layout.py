@@ -77,3 +77,26 @@ def test_the_extension_loads_no_tilelang() -> None:
     loaded = _modules_after("import sphinx_tlstages.ext, sphinx_tlstages.cli.lower")
     assert "sphinx" in loaded
     assert not loaded & {"tilelang", "tvm", "torch"}
+
+
+def test_the_closure_reads_every_spelling_of_an_import(tmp_path: Path) -> None:
+    """Only import statements are parsed (for speed): a parenthesised one over several
+    lines with comments, one inside a function, a backslash continuation; prose in a
+    docstring that reads like an import adds nothing that does not exist."""
+    from sphinx_tlstages.core.stamps import module_closure
+
+    package = tmp_path / "sphinx_tlstages"
+    (package / "core").mkdir(parents=True)
+    for name in ("__init__", "core/__init__", "core/a", "core/b", "core/c", "core/d",
+                 "core/e", "core/unused"):
+        (package / f"{name}.py").write_text("")
+    (package / "root.py").write_text(
+        '"""Docs: from nowhere import anything, and import this."""\n'
+        "from .core import (  # the first two\n    a,\n    b,  # and b\n)\n\n\n"
+        "def later() -> None:\n    from .core import c\n")
+    (package / "core" / "c.py").write_text(
+        "from . import \\\n    d\nimport sphinx_tlstages.core.e\n")
+    found = [p.relative_to(package).as_posix()
+             for p in module_closure(["sphinx_tlstages.root"], package)]
+    assert found == ["core/__init__.py", "core/a.py", "core/b.py", "core/c.py", "core/d.py",
+                     "core/e.py", "root.py"]

@@ -14,7 +14,8 @@ import contextlib
 import functools
 import hashlib
 import importlib.metadata
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 PACKAGE = "sphinx_tlstages"
@@ -38,12 +39,30 @@ def _module_name(path: Path, package_dir: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+# An import statement at any indentation, a parenthesised one over several lines. Only
+# these are parsed: parsing whole modules on every build cost more than Sphinx's own
+# no-op rebuild of a small book. A docstring line that happens to read like an import is
+# parsed too, and can only add a module to the closure, never drop one.
+_IMPORT = re.compile(r"^[ \t]*(from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)"
+                     r"|import[ \t]+[^\n]*)", re.M)
+
+
+def _import_nodes(text: str) -> Iterator[ast.AST]:
+    statements = [m.group(1) for m in _IMPORT.finditer(text)]
+    if any(statement.rstrip().endswith("\\") for statement in statements):
+        yield from ast.walk(ast.parse(text))  # a backslash continuation: read it all
+        return
+    for statement in statements:
+        with contextlib.suppress(SyntaxError):  # prose in a docstring
+            yield from ast.parse(statement).body
+
+
 def _imports(path: Path, package_dir: Path) -> set[str]:
     """Package modules ``path`` imports (at any depth of its code), as dotted names."""
     name = _module_name(path, package_dir)
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _import_nodes(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
