@@ -139,10 +139,12 @@ def docs_live(session: nox.Session) -> None:
     TileLang again (``tlstages workers status`` shows them, ``stop`` ends them)."""
     install_cpu_torch(session)
     session.install("-e", ".[docs]", "sphinx-autobuild")
-    # A drifted snapshot's pending result is rewritten by every build: watching it would
-    # rebuild for ever.
+    # A drifted snapshot's pending result is written by the build (unchanged bytes are
+    # left alone, but a new drift is written through a temporary file and a rename):
+    # watching them would rebuild for ever.
     session.run("sphinx-autobuild", "-d", DOCTREES, BOOK, BOOK_OUT, "--watch",
-                "sphinx_tlstages", "--re-ignore", r"\.pending\.json$", *session.posargs,
+                "sphinx_tlstages", "--re-ignore", r"\.pending\.json(\.[^/]*\.tmp)?$",
+                *session.posargs,
                 env={"TLSTAGES_KEEP_WORKERS": KEEP_WORKERS})
 
 

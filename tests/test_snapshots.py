@@ -61,6 +61,12 @@ def test_record_then_pass_then_drift_then_accept(build, tmp_path) -> None:
     pending = src / SNAPSHOTS / "gemm-chapter.pending.json"
     assert json.loads(pending.read_text())["variants"]["3"]["shared"][0]["shape"] == [3, 128, 32]
     assert json.loads(golden(src).read_text()) == recorded  # the golden is untouched
+    # The same drift again leaves the files alone: a live-preview server watching the
+    # source tree would take each rewrite for an edit and rebuild for ever.
+    before = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in pending.parent.iterdir()}
+    assert build({"index.rst": chapter(block_k=32)}, srcdir=src).app.statuscode == 1
+    assert {p.name: (p.stat().st_ino, p.stat().st_mtime_ns)
+            for p in pending.parent.iterdir()} == before
 
     assert cli.main(["snapshots", "status", str(src)]) == 1
     assert cli.main(["snapshots", "accept", str(src)]) == 0

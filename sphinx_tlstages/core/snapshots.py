@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .cuda import visible_cuda
-from .files import write_atomic
+from .files import write_if_changed
 from .pass_compare import longest, numbered
 from .result import RESULT_SCHEMA, Result, depends_on_machine, validate
 from .spec import DirectiveSpec
@@ -111,7 +111,9 @@ def load(path: Path) -> dict[str, Any] | None:
 
 
 def write(path: Path, snapshot: dict[str, Any]) -> None:
-    write_atomic(path, dumps(snapshot))
+    # Unchanged bytes are not rewritten: a live-preview server watching the source tree
+    # would see the rename of each rewrite as an edit and rebuild for ever.
+    write_if_changed(path, dumps(snapshot))
 
 
 def as_result(variant: dict[str, Any], num_stages: int) -> Result | None:
