@@ -157,6 +157,11 @@ def _slot(svg: Svg, slot: Slot, x: float, head: float, lanes_top: float,
         svg.text(x + SLOT - 2, y - 1.5, f"v{slot.version}", "muted m", "end", 8.5)
 
 
+def _unit(text: str) -> str:
+    """Words that must stay on one line (no-break spaces)."""
+    return text.replace(" ", "\u00a0")
+
+
 def _legend(svg: Svg, fig: Json, dims: dict[str, int], versions: int, y: float,
             right: float, theme: str, folded: bool) -> float:
     x = MARGIN
@@ -176,16 +181,21 @@ def _legend(svg: Svg, fig: Json, dims: dict[str, int], versions: int, y: float,
     trip, loop = fig.get("trip_count"), fig["loop"]
     var = str(fig.get("loop_var") or "k")
     tiles = f"n = {trip} tiles" if isinstance(trip, int) else "n tiles (per variant above)"
-    text = (f"C tl::cp_async_commit() · Wn tl::cp_async_wait<n>() · each box: the tile "
-            f"(iteration) it works on, {tiles}, {var} = {loop['min']} … "
-            f"{last_iteration(loop)}")
+    # One line (or more) per item, and no break inside "ko = 0 … 13": a legend broken at
+    # a fixed width elsewhere reads "ko =" at the end of one line and "0 … 13" on the next.
+    first = f"{var} = {loop['min']}"
+    items = ["C tl::cp_async_commit() · Wn tl::cp_async_wait<n>()",
+             f"each box: the tile (iteration) it works on, {_unit(tiles)}, "
+             + _unit(f"{first} … {last_iteration(loop)}")]
     if dims:
-        text += (f"; vN: the version it reads or writes, shown for {var} = {loop['min']} "
-                 "in the steady state")
+        items.append(f"vN: the version it reads or writes, shown for {_unit(first)} in the "
+                     "steady state")
     if folded:
-        text += (" · alike statements (same stage, no versioned buffer, always adjacent) "
-                 "folded into one lane" + (" (hover for the list)" if theme == "html" else ""))
-    for line in wrap(text, min(right, READABLE) - 2 * MARGIN, 11):
-        svg.text(MARGIN, y, line, "muted")
-        y += 15
+        items.append("alike statements (same stage, no versioned buffer, always adjacent) "
+                     "folded into one lane" + (" (hover for the list)" if theme == "html"
+                                               else ""))
+    for item in items:
+        for line in wrap(item, min(right, READABLE) - 2 * MARGIN, 11):
+            svg.text(MARGIN, y, line, "muted")
+            y += 15
     return y - 9
