@@ -51,6 +51,18 @@ def test_factory_without_num_stages() -> None:
     with pytest.raises(SourceError, match="has no num_stages parameter") as info:
         choose_factory(factories(source), None)
     assert info.value.line == 2
+    assert "T.Pipelined" not in str(info.value)
+
+
+def test_a_depth_written_in_the_body_gets_a_hint() -> None:
+    """A factory whose loop fixes its own depth, as many published kernels do: the error
+    says where, and how to make it comparable."""
+    source = GEMM.replace(", num_stages, threads", ", threads").replace(
+        "num_stages=num_stages", "num_stages=3")
+    with pytest.raises(SourceError, match=r"has no num_stages parameter .*; its T.Pipelined "
+                       r"loop sets the depth itself \(num_stages=3, line \d+\): to compare "
+                       r"depths, give matmul a num_stages parameter \(default 3\)"):
+        choose_factory(factories(source), None)
 
 
 def test_params_are_checked_against_the_signature() -> None:

@@ -47,6 +47,9 @@ class Factory:
     # instead, named by ``M, N, K = T.const("M, N, K")``.
     tensors: tuple[str, ...] = ()
     consts: tuple[str, ...] = ()
+    # (line, expression) of each ``num_stages=`` a T.Pipelined loop in its body is given:
+    # the hint when the factory does not take num_stages itself.
+    depths: tuple[tuple[int, str], ...] = ()
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -115,9 +118,20 @@ def find_factories(tree: ast.Module) -> list[Factory]:
         required = [*(p for p in required if p not in tensors), *consts]
         found.append(
             Factory(node.name, kind, tuple(params), tuple(required), args.kwarg is not None,
-                    node.lineno, tensors, consts)
+                    node.lineno, tensors, consts, _depths(node))
         )
     return found
+
+
+def _depths(node: ast.FunctionDef) -> tuple[tuple[int, str], ...]:
+    found = []
+    for loop in ast.walk(node):
+        if isinstance(loop, ast.For) and _is_pipelined(loop):
+            assert isinstance(loop.iter, ast.Call)
+            for keyword in loop.iter.keywords:
+                if keyword.arg == "num_stages":
+                    found.append((loop.lineno, ast.unparse(keyword.value)))
+    return tuple(sorted(found))
 
 
 def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
@@ -144,9 +158,15 @@ def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
             raise SourceError(f"several kernel factories: {names}; choose one with :factory:")
         factory = candidates[0]
     if not factory.takes_num_stages:
+        hint = ""
+        if factory.depths:
+            line, depth = factory.depths[0]
+            hint = (f"; its T.Pipelined loop sets the depth itself (num_stages={depth}, line "
+                    f"{line}): to compare depths, give {factory.name} a num_stages parameter "
+                    f"(default {depth}) and pass it to that loop")
         raise SourceError(
             f"factory {factory.name!r} has no num_stages parameter "
-            f"(its parameters: {', '.join(factory.params) or 'none'})",
+            f"(its parameters: {', '.join(factory.params) or 'none'}){hint}",
             factory.line,
         )
     return factory
