@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import SourceError
 
@@ -47,9 +47,8 @@ class Factory:
     # instead, named by ``M, N, K = T.const("M, N, K")``.
     tensors: tuple[str, ...] = ()
     consts: tuple[str, ...] = ()
-    # (line, expression) of each ``num_stages=`` a T.Pipelined loop in its body is given:
-    # the hint when the factory does not take num_stages itself.
-    depths: tuple[tuple[int, str], ...] = ()
+    # Its definition, read again only to explain a refusal (see _depths).
+    node: ast.FunctionDef | None = field(default=None, compare=False, repr=False)
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -118,12 +117,13 @@ def find_factories(tree: ast.Module) -> list[Factory]:
         required = [*(p for p in required if p not in tensors), *consts]
         found.append(
             Factory(node.name, kind, tuple(params), tuple(required), args.kwarg is not None,
-                    node.lineno, tensors, consts, _depths(node))
+                    node.lineno, tensors, consts, node)
         )
     return found
 
 
-def _depths(node: ast.FunctionDef) -> tuple[tuple[int, str], ...]:
+def _depths(node: ast.FunctionDef) -> list[tuple[int, str]]:
+    """(line, expression) of each ``num_stages=`` given to a T.Pipelined loop in ``node``."""
     found = []
     for loop in ast.walk(node):
         if isinstance(loop, ast.For) and _is_pipelined(loop):
@@ -131,7 +131,7 @@ def _depths(node: ast.FunctionDef) -> tuple[tuple[int, str], ...]:
             for keyword in loop.iter.keywords:
                 if keyword.arg == "num_stages":
                     found.append((loop.lineno, ast.unparse(keyword.value)))
-    return tuple(sorted(found))
+    return sorted(found)
 
 
 def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
@@ -159,8 +159,9 @@ def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
         factory = candidates[0]
     if not factory.takes_num_stages:
         hint = ""
-        if factory.depths:
-            line, depth = factory.depths[0]
+        depths = _depths(factory.node) if factory.node else []
+        if depths:
+            line, depth = depths[0]
             hint = (f"; its T.Pipelined loop sets the depth itself (num_stages={depth}, line "
                     f"{line}): to compare depths, give {factory.name} a num_stages parameter "
                     f"(default {depth}) and pass it to that loop")

@@ -110,10 +110,11 @@ def load(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def write(path: Path, snapshot: dict[str, Any]) -> None:
-    # Unchanged bytes are not rewritten: a live-preview server watching the source tree
-    # would see the rename of each rewrite as an edit and rebuild for ever.
-    write_if_changed(path, dumps(snapshot))
+def write(path: Path, snapshot: dict[str, Any]) -> bool:
+    """Write ``snapshot`` unless ``path`` holds it already; True when written. Unchanged
+    bytes are left alone: a live-preview server watching the source tree would see the
+    rename of each rewrite as an edit and rebuild for ever."""
+    return write_if_changed(path, dumps(snapshot))
 
 
 def as_result(variant: dict[str, Any], num_stages: int) -> Result | None:
