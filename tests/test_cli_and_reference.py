@@ -56,6 +56,24 @@ def test_lower_json_and_a_failing_variant(tmp_path: Path) -> None:
     assert f"{kernel}:4: num_stages=2: AssertionError: two stages refused" in done.stderr
 
 
+def test_lower_a_kernel_that_sets_its_depth(tmp_path: Path) -> None:
+    kernel = tmp_path / "fixed.py"
+    kernel.write_text(GEMM.replace(", num_stages, threads", ", threads").replace(
+        "num_stages=num_stages", "num_stages=2"))
+    params = ["--params", *SEED_PARAMS]
+    done = tlstages("lower", str(kernel), *params)  # no --num-stages: as written
+    assert done.returncode == 0, done.stderr
+    assert "num_stages=2 (as written): lowered in" in done.stderr
+    assert "The kernel sets its pipeline depth itself (num_stages=2, line 17)" in done.stdout
+    assert "(2, 128, 64) float16, 32,768 B" in done.stdout
+    refused = tlstages("lower", str(kernel), *params, "--num-stages", "1", "2")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == (
+        "tlstages lower: --num-stages: matmul sets its pipeline depth itself (num_stages=2, "
+        "line 17 of the kernel), so it lowers as written, with num_stages=2 only; to compare "
+        "depths, give matmul a num_stages parameter and pass it to that loop")
+
+
 def test_lower_rejects_bad_input_without_a_traceback(tmp_path: Path) -> None:
     kernel = tmp_path / "broken.py"
     kernel.write_text("def f(:\n")

@@ -93,3 +93,49 @@ def test_missing_kernel_file_is_an_option_error_at_its_line(build) -> None:
     result = build({"index.rst": page})
     assert "index.rst:6: WARNING: :file: nowhere.py is not a file (looked for nowhere.py) " \
            "[tlstages.option]" in result.warnings
+
+
+# The seed GEMM as kernels often come: the depth written into the loop, or handed to it
+# under another name.
+GEMM_WRITTEN = GEMM.replace(", num_stages, threads", ", threads").replace(
+    "num_stages=num_stages", "num_stages=3")
+GEMM_STAGES = GEMM.replace(", num_stages, threads", ", stages, threads").replace(
+    "num_stages=num_stages", "num_stages=stages")
+
+
+def test_a_kernel_that_sets_its_depth_lowers_as_written(build) -> None:
+    page = HEAD + rst(GEMM_WRITTEN, "As written", params=GEMM_PARAMS, name="written") \
+        + "\n" + rst(GEMM_STAGES, "Another name", num_stages="2 3", params=GEMM_PARAMS,
+                     name="renamed") \
+        + "\n" + rst(GEMM_WRITTEN, "Asked for more", num_stages="2 3",
+                     params=GEMM_PARAMS, name="asked")
+    result = build({"index.rst": page})
+    # The third asks for depths the kernel cannot take: an error at its :num-stages: line,
+    # and the other two build.
+    lines = page.splitlines()
+    asked = lines.index("   :num-stages: 2 3", lines.index(".. tl-pipeline:: Asked for more"))
+    loop_line = next(i for i, line in enumerate(GEMM_WRITTEN.splitlines(), 1)
+                     if "T.Pipelined" in line)
+    assert f"index.rst:{asked + 1}: WARNING: :num-stages: matmul sets its pipeline depth " \
+           f"itself (num_stages=3, line {loop_line} of the kernel), so it lowers as written, " \
+           "with num_stages=3 only; to compare depths, give matmul a num_stages parameter " \
+           "and pass it to that loop [tlstages.option]" in result.warnings
+    assert result.warnings.count("WARNING") == 1
+    written = result.table("tl-summary", index=0)
+    assert [row[:2] for row in written] == [["num_stages", "schedule"],
+                                            ["3", "pipelined, depth 3"]]
+    assert result.table("tl-shared", index=0)[0] == ["buffer", "num_stages=3 (as written)"]
+    assert result.table("tl-shared", index=0)[1] == [
+        "A_shared", "(3, 128, 64) float16, 49,152 B"]
+    # The note numbers the loop's line as the kernel listing does: document lines.
+    first = lines.index("   " + GEMM_WRITTEN.splitlines()[0]) + 1
+    note = result.part("tl-as-written").astext()
+    assert note == ("The kernel sets its pipeline depth itself (num_stages=3, line "
+                    f"{first + loop_line - 1}), so it is lowered as written. To compare "
+                    "depths, give matmul a num_stages parameter and pass it to that loop.")
+    # Given under the name its loop reads: the depths asked for, as with num_stages.
+    renamed = result.table("tl-shared", index=1)
+    assert renamed[0] == ["buffer", "num_stages=2", "num_stages=3"]
+    assert renamed[1] == ["A_shared", "(2, 128, 64) float16, 32,768 B",
+                          "(3, 128, 64) float16, 49,152 B"]
+    assert not result.part("tl-pipeline", index=1).iter(cls="tl-as-written")

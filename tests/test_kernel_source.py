@@ -54,14 +54,57 @@ def test_factory_without_num_stages() -> None:
     assert "T.Pipelined" not in str(info.value)
 
 
-def test_a_depth_written_in_the_body_gets_a_hint() -> None:
-    """A factory whose loop fixes its own depth, as many published kernels do: the error
-    says where, and how to make it comparable."""
-    source = GEMM.replace(", num_stages, threads", ", threads").replace(
-        "num_stages=num_stages", "num_stages=3")
+FIXED = GEMM.replace(", num_stages, threads", ", threads")
+
+
+@pytest.mark.parametrize(("loop", "before", "depth", "said"), [
+    ("num_stages=3", "", 3, "num_stages=3"),
+    ("3", "", 3, "num_stages=3"),  # T.Pipelined(0, n, 3)
+    ("num_stages=DEPTH", "DEPTH = 2\n", 2, "num_stages=DEPTH, 2"),  # a module constant
+    ("", "", 0, "no num_stages: TileLang's default, 0"),
+])
+def test_a_depth_written_in_the_kernel_is_read(loop: str, before: str, depth: int,
+                                               said: str) -> None:
+    """A factory whose loop sets its own depth, as many published kernels do, lowers as
+    written: the depth, and the line that says it, come from the text."""
+    pipelined = "T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages)"
+    call = f"T.Pipelined(T.ceildiv(K, block_K), {loop})" if loop != "3" \
+        else "T.Pipelined(0, T.ceildiv(K, block_K), 3)"
+    source = before + FIXED.replace(pipelined, call.replace(", )", ")"))
+    factory = choose_factory(factories(source), None)
+    assert factory.depth is not None
+    assert (factory.depth.param, factory.depth.written, factory.depth.expression) == \
+        (None, depth, said)
+    assert source.splitlines()[factory.depth.line - 1].lstrip().startswith("for ko in")
+
+
+def test_a_depth_bound_in_the_factory_body_is_read() -> None:
+    source = FIXED.replace("num_stages=num_stages", "num_stages=stages").replace(
+        "    @T.prim_func", "    stages = 4\n\n    @T.prim_func")
+    factory = choose_factory(factories(source), None)
+    assert factory.depth is not None and (factory.depth.param, factory.depth.written) == \
+        (None, 4)
+
+
+def test_a_depth_parameter_by_another_name_takes_num_stages() -> None:
+    source = GEMM.replace(", num_stages, threads", ", stages, threads").replace(
+        "num_stages=num_stages", "num_stages=stages")
+    factory = choose_factory(factories(source), None)
+    assert factory.depth is not None and factory.depth.param == "stages"
+    with pytest.raises(SourceError, match="stages comes from :num-stages:"):
+        check_params(factory, {"stages": 2})
+    check_params(factory, {k: 1 for k in ("M", "N", "K", "block_M", "block_N", "block_K",
+                                          "threads")})  # stages is not missing
+
+
+@pytest.mark.parametrize("bound", ["stages = 2 if M > 64 else 3\n    ",
+                                   "stages = 2\n    stages = 3\n    "])
+def test_a_depth_that_cannot_be_read_is_refused_with_a_hint(bound: str) -> None:
+    source = FIXED.replace("num_stages=num_stages", "num_stages=stages").replace(
+        "    @T.prim_func", f"    {bound}@T.prim_func")
     with pytest.raises(SourceError, match=r"has no num_stages parameter .*; its T.Pipelined "
-                       r"loop sets the depth itself \(num_stages=3, line \d+\): to compare "
-                       r"depths, give matmul a num_stages parameter \(default 3\)"):
+                       r"loop \(line \d+\) takes num_stages=stages, which is neither a "
+                       r"parameter nor a number"):
         choose_factory(factories(source), None)
 
 

@@ -49,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("--factory", help="which function, when the file defines several")
     lower.add_argument("--params", nargs="*", default=[], metavar="K=V",
                        help="keyword arguments, as Python literals")
-    lower.add_argument("--num-stages", nargs="+", type=int, default=[1, 2, 3, 4])
+    lower.add_argument("--num-stages", nargs="+", type=int,
+                       help="the values to lower (default 1 2 3 4; a kernel that sets its "
+                            "depth itself lowers as written)")
     lower.add_argument("--sweep", nargs="*", default=[], metavar="K=V1,V2",
                        help="factory parameters swept besides num_stages, as :sweep:")
     lower.add_argument("--target", nargs="+", default=["sm_80"],

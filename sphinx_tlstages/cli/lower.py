@@ -22,7 +22,7 @@ from ..core.result import Result, failure
 from ..core.spec import DirectiveSpec, canonical_params
 from ..core.stamps import tilelang_version
 from ..core.targets import parse_target
-from ..core.variants import OptionClash, kernel_factory, matrix
+from ..core.variants import OptionClash, depths, kernel_factory, matrix
 from ..ext.render import Context, render
 from ..runner.pool import Job, default_jobs, run_jobs
 
@@ -55,19 +55,22 @@ def print_nodes(root: nodes.Element, out: TextIO) -> None:
 
 
 def lower_file(path: Path, factory: str | None, params: Sequence[str],
-               num_stages: Sequence[int], targets: Sequence[str], dump_dir: Path | None,
+               num_stages: Sequence[int] | None, targets: Sequence[str], dump_dir: Path | None,
                as_json: bool, sweep: Sequence[str] = (), out: TextIO = sys.stdout) -> int:
     """Lower ``path`` for each variant (num_stages x swept values x targets, as a
-    directive would) and print what the compiler did."""
+    directive would) and print what the compiler did. ``num_stages`` None: 1-4, or the
+    depth a kernel sets itself."""
     try:
         source = normalise_source(path.read_text(encoding="utf-8"))
         values = options.parse_params(" ".join(params))
         swept = options.parse_sweep(" ".join(sweep)) if sweep else {}
-        stages = options.parse_num_stages(" ".join(str(n) for n in num_stages))
+        stages = options.parse_num_stages(" ".join(str(n) for n in num_stages or (1, 2, 3, 4)))
         chosen_targets = tuple(parse_target(text) for text in targets)
         chosen = kernel_factory(source, path.name, factory, values, swept)
+        stages = depths(chosen, stages, num_stages is not None)
         variants = matrix(source, path.name, chosen.name, values, swept, stages,
-                          chosen_targets)
+                          chosen_targets,
+                          depth_param=chosen.depth.param if chosen.depth else "num_stages")
     except OptionClash as exc:
         print(f"tlstages lower: --{exc.option}: {exc}", file=sys.stderr)
         return 2
@@ -83,7 +86,9 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                          variants=variants, show=("gemm", "annotations", "shared", "sync"),
                          diff="none", sweep=tuple((k, tuple(map(repr, v)))
                                                   for k, v in swept.items()),
-                         params=canonical_params(values))
+                         params=canonical_params(values),
+                         written_depth=(chosen.depth.line, chosen.depth.expression)
+                         if chosen.depth and chosen.depth.param is None else None)
     by_id = {variant.id: variant for variant in variants}
     results: dict[str, Result] = {}
 

@@ -33,6 +33,19 @@ def parse_kernel(source: str, filename: str) -> ast.Module:
 
 
 @dataclass(frozen=True)
+class Depth:
+    """Where the factory's ``T.Pipelined`` loops get their depth from: a parameter that
+    the directive's num_stages values are given to (``num_stages``, or whatever name the
+    loops read), or, with ``param`` None, the kernel text itself (``num_stages=3`` written
+    in the loop, a constant, or TileLang's default 0): one variant, lowered as written."""
+
+    param: str | None
+    written: int = 0  # the first loop's depth, as written (``param`` None)
+    line: int = 0  # the first loop's kernel line
+    expression: str = ""  # what that loop says, ``num_stages=3`` (``param`` None)
+
+
+@dataclass(frozen=True)
 class Factory:
     """A top-level callable that may build the kernel."""
 
@@ -47,8 +60,10 @@ class Factory:
     # instead, named by ``M, N, K = T.const("M, N, K")``.
     tensors: tuple[str, ...] = ()
     consts: tuple[str, ...] = ()
-    # Its definition, read again only to explain a refusal (see _depths).
+    # Its definition, read again only to explain a refusal (see _loop_depths).
     node: ast.FunctionDef | None = field(default=None, compare=False, repr=False)
+    # None: no T.Pipelined loop whose depth could be given or read (refused if chosen).
+    depth: Depth | None = None
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -56,8 +71,9 @@ class Factory:
         return (*(p for p in self.params if p not in self.tensors), *self.consts)
 
     @property
-    def takes_num_stages(self) -> bool:
-        return "num_stages" in self.params or self.has_kwargs
+    def lowers(self) -> bool:
+        """Whether its pipeline depth is a parameter or can be read off its loops."""
+        return self.depth is not None
 
 
 def _decorator_name(node: ast.expr) -> str:
@@ -115,28 +131,76 @@ def find_factories(tree: ast.Module) -> list[Factory]:
         params = (*positional, *(a.arg for a in args.kwonlyargs))
         tensors, consts = _eager_names(node, params) if kind != "plain" else ((), ())
         required = [*(p for p in required if p not in tensors), *consts]
+        has_kwargs = args.kwarg is not None
         found.append(
-            Factory(node.name, kind, tuple(params), tuple(required), args.kwarg is not None,
-                    node.lineno, tensors, consts, node)
+            Factory(node.name, kind, tuple(params), tuple(required), has_kwargs,
+                    node.lineno, tensors, consts, node,
+                    _depth(node, tree, params, has_kwargs))
         )
     return found
 
 
-def _depths(node: ast.FunctionDef) -> list[tuple[int, str]]:
-    """(line, expression) of each ``num_stages=`` given to a T.Pipelined loop in ``node``."""
-    found = []
+def _loop_depths(node: ast.FunctionDef) -> list[tuple[int, ast.expr | None]]:
+    """(line, ``num_stages`` expression or None) of each T.Pipelined loop in ``node``,
+    in source order (``T.Pipelined(n, num_stages=3)``, or its second positional)."""
+    found: list[tuple[int, ast.expr | None]] = []
     for loop in ast.walk(node):
         if isinstance(loop, ast.For) and _is_pipelined(loop):
             assert isinstance(loop.iter, ast.Call)
-            for keyword in loop.iter.keywords:
-                if keyword.arg == "num_stages":
-                    found.append((loop.lineno, ast.unparse(keyword.value)))
-    return sorted(found)
+            given = {k.arg: k.value for k in loop.iter.keywords}
+            # T.Pipelined(start, stop, num_stages, ...): only a call with an explicit stop
+            # has its depth third; T.Pipelined(n, 3) reads 3 as the stop.
+            value = given.get("num_stages", loop.iter.args[2]
+                              if len(loop.iter.args) > 2 else None)
+            found.append((loop.lineno, value))
+    return sorted(found, key=lambda entry: entry[0])
+
+
+def _constant(name: str, *scopes: ast.AST) -> int | None:
+    """The int a name is bound to once, by ``name = <int>``, in the first scope binding it
+    (the factory's body, then the module's top level)."""
+    for scope in scopes:
+        body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef)) else []
+        nodes = ast.walk(scope) if isinstance(scope, ast.FunctionDef) else iter(body)
+        bound = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+                 and any(isinstance(t, ast.Name) and t.id == name for t in
+                         (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+        if not bound:
+            continue
+        only = bound[0]
+        if len(bound) == 1 and not isinstance(only, ast.AugAssign) \
+                and isinstance(only.value, ast.Constant) and type(only.value.value) is int:
+            return int(only.value.value)
+        return None
+    return None
+
+
+def _depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
+           has_kwargs: bool) -> Depth | None:
+    if "num_stages" in params:
+        return Depth("num_stages")
+    loops = _loop_depths(node)
+    named = {value.id for _, value in loops if isinstance(value, ast.Name)}
+    if len(named) == 1 and next(iter(named)) in params:
+        return Depth(next(iter(named)))  # T.Pipelined(..., num_stages=stages)
+    if has_kwargs or not loops or named & set(params):
+        return Depth("num_stages") if has_kwargs else None
+    line, value = loops[0]
+    if value is None:
+        return Depth(None, 0, line, "no num_stages: TileLang's default, 0")
+    depth = value.value if isinstance(value, ast.Constant) and type(value.value) is int \
+        else _constant(value.id, node, tree) if isinstance(value, ast.Name) else None
+    if depth is None:
+        return None
+    said = ast.unparse(value)
+    return Depth(None, depth, line,
+                 f"num_stages={said}" + (f", {depth}" if said != str(depth) else ""))
 
 
 def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
     """Pick the factory: the one requested, else the only jit/autotune one, else the only
-    plain function taking ``num_stages``."""
+    plain function whose pipeline depth it
+    can give or read (see :class:`Depth`)."""
     listing = ", ".join(f"{f.name} (line {f.line}, {f.kind})" for f in factories) or "none"
     if requested:
         for factory in factories:
@@ -147,7 +211,7 @@ def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
                 f"no top-level function {requested!r} in the kernel; found: {listing}")
     else:
         decorated = [f for f in factories if f.kind != "plain"]
-        candidates = decorated or [f for f in factories if f.takes_num_stages]
+        candidates = decorated or [f for f in factories if f.lowers]
         if not candidates:
             raise SourceError(
                 "no kernel factory: expected a @tilelang.jit or @autotune function, or a "
@@ -157,14 +221,15 @@ def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
             names = ", ".join(f"{f.name} (line {f.line})" for f in candidates)
             raise SourceError(f"several kernel factories: {names}; choose one with :factory:")
         factory = candidates[0]
-    if not factory.takes_num_stages:
+    if factory.depth is None:
         hint = ""
-        depths = _depths(factory.node) if factory.node else []
-        if depths:
-            line, depth = depths[0]
-            hint = (f"; its T.Pipelined loop sets the depth itself (num_stages={depth}, line "
-                    f"{line}): to compare depths, give {factory.name} a num_stages parameter "
-                    f"(default {depth}) and pass it to that loop")
+        loops = _loop_depths(factory.node) if factory.node else []
+        if loops:
+            line, value = loops[0]
+            said = ast.unparse(value) if value is not None else "0"
+            hint = (f"; its T.Pipelined loop (line {line}) takes num_stages={said}, which is "
+                    "neither a parameter nor a number: give the factory a num_stages "
+                    "parameter and pass it to that loop")
         raise SourceError(
             f"factory {factory.name!r} has no num_stages parameter "
             f"(its parameters: {', '.join(factory.params) or 'none'}){hint}",
@@ -175,8 +240,10 @@ def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
 
 def check_params(factory: Factory, params: dict[str, object]) -> None:
     """Check keyword arguments against the factory's signature, before anything runs."""
-    if "num_stages" in params:
-        raise SourceError("num_stages comes from :num-stages:, not from :params:")
+    depth_param = factory.depth.param if factory.depth else "num_stages"
+    for given in ("num_stages", depth_param):
+        if given and given in params:
+            raise SourceError(f"{given} comes from :num-stages:, not from :params:")
     takes = factory.keywords
     passed_tensors = sorted(set(params) & set(factory.tensors))
     if passed_tensors:
@@ -190,7 +257,7 @@ def check_params(factory: Factory, params: dict[str, object]) -> None:
                 f"factory {factory.name!r} takes no parameter {', '.join(unknown)} "
                 f"(its parameters: {', '.join(takes)})"
             )
-    missing = [p for p in factory.required if p not in params and p != "num_stages"]
+    missing = [p for p in factory.required if p not in params and p != depth_param]
     if missing:
         raise SourceError(f"factory {factory.name!r} needs :params: for {', '.join(missing)}")
 

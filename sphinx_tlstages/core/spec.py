@@ -57,9 +57,14 @@ class VariantSpec:
     # On the page only: the num_stages values this column stands for, when they lowered
     # alike and are shown once (see core.variants.merge_unchanged). Never in a key.
     merged: tuple[int, ...] = field(default=(), compare=False)
+    # The factory parameter num_stages is given to; None: the kernel sets the depth itself
+    # and is lowered as written (num_stages is then what it wrote). Part of the key, where
+    # it is not the usual name.
+    depth_param: str | None = "num_stages"
 
     def payload(self) -> dict[str, object]:
         """The JSON a worker receives."""
+        depth = {} if self.depth_param == "num_stages" else {"depth_param": self.depth_param}
         return {
             "source": self.source,
             "source_name": self.source_name,
@@ -69,6 +74,7 @@ class VariantSpec:
             "target": self.target.as_dict,
             "ir_passes": list(self.ir_passes),
             "origin": self.origin.payload,
+            **depth,
         }
 
     # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
@@ -99,7 +105,9 @@ class VariantSpec:
             "kernel file name": self.source_name,
             "factory": self.factory,
             "params": " ".join(f"{k}={v}" for k, v in sorted(self.params)) or "(none)",
-            "num_stages": str(self.num_stages),
+            "num_stages": str(self.num_stages) + (
+                " (as written in the kernel)" if self.as_written else
+                f" (given as {self.depth_param})" if self.depth_param != "num_stages" else ""),
             "target": self.target.canonical,
             "passes recorded": " ".join(self.ir_passes) or "(none)",
             "TileLang build": stamp,
@@ -140,12 +148,18 @@ class VariantSpec:
 
     @property
     def heading(self) -> str:
-        """A column heading: ``num_stages=2``, ``sm_80, block_K=64, num_stages=2``."""
+        """A column heading: ``num_stages=2``, ``sm_80, block_K=64, num_stages=2``,
+        ``num_stages=3 (as written)``."""
+        stages = f"num_stages={self.stages}" + (" (as written)" if self.as_written else "")
         if self.only_num_stages:
-            return f"num_stages={self.stages}"
-        return ", ".join(value if name == "target" else
-                         f"num_stages={self.stages}" if name == "num_stages" else
+            return stages
+        return ", ".join(value if name == "target" else stages if name == "num_stages" else
                          f"{name}={value}" for name, value in self.axes)
+
+    @property
+    def as_written(self) -> bool:
+        """The kernel sets its own pipeline depth (see :class:`~.kernel_source.Depth`)."""
+        return self.depth_param is None
 
 
 @dataclass(frozen=True)
@@ -177,6 +191,8 @@ class DirectiveSpec:
     passes: tuple[str, ...] = ()  # :passes: selectors, as written
     passes_line: int = 0  # the document line of :passes:, for notes about its names
     params: tuple[tuple[str, str], ...] = ()  # :params: alone, without the swept ones
+    # (kernel line, what it says) of the loop depth a kernel lowered as written sets.
+    written_depth: tuple[int, str] | None = None
 
     @property
     def target(self) -> Target:

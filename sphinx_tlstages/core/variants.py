@@ -41,10 +41,26 @@ def kernel_factory(source: str, source_name: str, requested: str | None,
     return factory
 
 
+def depths(factory: Factory, requested: Sequence[int], explicit: bool) -> tuple[int, ...]:
+    """The num_stages values to lower: those asked for, unless the kernel sets its depth
+    itself; then the one it wrote (and values asked for explicitly must be that one)."""
+    depth = factory.depth
+    if depth is None or depth.param is not None:
+        return tuple(requested)
+    if explicit and tuple(requested) != (depth.written,):
+        raise OptionClash(
+            f"{factory.name} sets its pipeline depth itself ({depth.expression}, line "
+            f"{depth.line} of the kernel), so it lowers as written, with "
+            f"num_stages={depth.written} only; to compare depths, give {factory.name} a "
+            "num_stages parameter and pass it to that loop", "num-stages")
+    return (depth.written,)
+
+
 def matrix(source: str, source_name: str, factory: str, params: Mapping[str, object],
            sweep: Mapping[str, Sequence[object]], num_stages: Sequence[int],
            targets: Sequence[Target], passes: tuple[str, ...] = (),
-           origin: KernelOrigin | None = None) -> tuple[VariantSpec, ...]:
+           origin: KernelOrigin | None = None,
+           depth_param: str | None = "num_stages") -> tuple[VariantSpec, ...]:
     """Every combination of target, swept values and num_stages, num_stages varying
     fastest, so neighbouring columns differ in num_stages alone."""
     combos = 1
@@ -65,7 +81,8 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
         axes.append(("num_stages", str(stages)))
         variants.append(VariantSpec(
             source, source_name, factory, canonical_params({**params, **chosen}), stages,
-            target, axes=tuple(axes), ir_passes=passes, origin=origin or KernelOrigin()))
+            target, axes=tuple(axes), ir_passes=passes, origin=origin or KernelOrigin(),
+            depth_param=depth_param))
     return tuple(variants)
 
 
@@ -119,5 +136,5 @@ def unchanged_sentence(variant: VariantSpec) -> str:
             f"shown once as num_stages={variant.stages}.")
 
 
-__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "kernel_factory", "matrix",
+__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "depths", "kernel_factory", "matrix",
            "merge_unchanged", "unchanged_sentence"]

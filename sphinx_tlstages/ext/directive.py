@@ -21,7 +21,7 @@ from ..core.errors import OptionError, SourceError
 from ..core.kernel_source import normalise_source
 from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
 from ..core.targets import parse_targets
-from ..core.variants import OptionClash, kernel_factory, matrix
+from ..core.variants import OptionClash, depths, kernel_factory, matrix
 from .collector import directives as directives_of
 from .config import settings
 from .messages import warn
@@ -33,7 +33,9 @@ INLINE_SOURCE_NAME = "kernel.py"
 # Every option, once: the option_spec and the reference page are both made from this.
 OPTIONS: dict[str, str] = {
     "num-stages": "num_stages values to lower, space or comma separated (default "
-                  "``tlstages_num_stages``).",
+                  "``tlstages_num_stages``); a kernel that sets its depth itself "
+                  "(``T.Pipelined(..., num_stages=3)``) lowers as written, with that value "
+                  "only.",
     "target": "An NVIDIA arch (``sm_75`` to ``sm_121a``: ``sm_80``, ``sm_90a``, ``sm_100a``), "
               "an AMD GPU (``gfx942``, ``gfx950``), ``cuda -arch=sm_90a``, ``hip "
               "-mcpu=gfx942`` or a JSON target dict (default ``tlstages_target``); never "
@@ -191,15 +193,6 @@ class TlPipelineDirective(SphinxDirective):
                                "tlstages_timeout")
         expected, pattern = self._option("expect-error", options.parse_expect_error, "") \
             if "expect-error" in self.options else ((), None)
-        labels = [t.label for t in targets]
-        for entry in expected:
-            if entry.num_stages not in num_stages:
-                raise OptionError(f":expect-error: {entry.num_stages} is not in :num-stages:",
-                                  self._option_line("expect-error"))
-            if entry.target is not None and entry.target not in labels:
-                raise OptionError(f":expect-error: {entry} names no target of this "
-                                  f"directive ({', '.join(labels)})",
-                                  self._option_line("expect-error"))
         source, source_name = self._kernel()
         sweep = self._option("sweep", options.parse_sweep, "") if "sweep" in self.options \
             else {}
@@ -209,10 +202,21 @@ class TlPipelineDirective(SphinxDirective):
         try:
             factory = kernel_factory(source, source_name, self.options.get("factory"), params,
                                      sweep)
+            num_stages = depths(factory, num_stages, "num-stages" in self.options)
             variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
-                              targets, passes, origin)
+                              targets, passes, origin,
+                              factory.depth.param if factory.depth else "num_stages")
         except OptionClash as exc:
             raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
+        labels = [t.label for t in targets]
+        for entry in expected:
+            if entry.num_stages not in num_stages:
+                raise OptionError(f":expect-error: {entry.num_stages} is not in :num-stages:",
+                                  self._option_line("expect-error"))
+            if entry.target is not None and entry.target not in labels:
+                raise OptionError(f":expect-error: {entry} names no target of this "
+                                  f"directive ({', '.join(labels)})",
+                                  self._option_line("expect-error"))
         return DirectiveSpec(
             name=name,
             docname=self.env.docname,
@@ -236,6 +240,8 @@ class TlPipelineDirective(SphinxDirective):
             passes=passes,
             passes_line=self._option_line("passes"),
             params=canonical_params(params),
+            written_depth=(factory.depth.line, factory.depth.expression)
+            if factory.depth and factory.depth.param is None else None,
         )
 
     def _origin(self) -> KernelOrigin:

@@ -128,8 +128,11 @@ def prim_func(obj: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
 def factory_arguments(payload: dict[str, Any]) -> dict[str, Any]:
     """The factory's keywords: the literals of ``params`` (TileLang dtypes such as
-    ``T.bfloat16`` too) and ``num_stages``."""
+    ``T.bfloat16`` too) and ``num_stages``, under the name its loops read it by (none
+    for a kernel that sets its depth itself)."""
     kwargs = {key: literal_value(value, dtype=lambda n: getattr(T, n))
               for key, value in payload["params"]}
-    kwargs["num_stages"] = int(payload["num_stages"])
+    depth_param = payload.get("depth_param", "num_stages")
+    if depth_param:
+        kwargs[str(depth_param)] = int(payload["num_stages"])
     return kwargs

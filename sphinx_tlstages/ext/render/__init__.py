@@ -66,6 +66,23 @@ def _unchanged_note(merged: list[VariantSpec]) -> nodes.Node | None:
                            classes=["tl-unchanged"])
 
 
+def _written_note(spec: DirectiveSpec, factory: str) -> nodes.Node | None:
+    if spec.written_depth is None:
+        return None
+    line, said = spec.written_depth
+    para = nodes.paragraph(classes=["tl-note", "tl-as-written"])
+    para += nodes.Text("The kernel sets its pipeline depth itself (")
+    para += code(said.split(", ")[0] if said.startswith("num_stages=") else said)
+    # Numbered as the kernel listing numbers it (document lines for an inline kernel).
+    para += nodes.Text(f", line {(spec.kernel_line or 1) + line - 1}), so it is "
+                       "lowered as written. To compare depths, give ")
+    para += code(factory)
+    para += nodes.Text(" a ")
+    para += code("num_stages")
+    para += nodes.Text(" parameter and pass it to that loop.")
+    return para
+
+
 def _part(cls: str, title: str, *body: nodes.Node) -> nodes.container:
     part = nodes.container(classes=[cls])
     part += nodes.rubric(text=title)
@@ -104,6 +121,9 @@ def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     unchanged = _unchanged_note(merge_unchanged(rows)[1])
     if unchanged is not None:
         root += unchanged
+    written = _written_note(spec, spec.variants[0].factory)
+    if written is not None:
+        root += written
     if spec.asserts:
         claims = nodes.paragraph(classes=["tl-asserts"])
         claims += nodes.Text("Checked on every build, for every variant: ")
