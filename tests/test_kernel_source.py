@@ -60,8 +60,8 @@ FIXED = GEMM.replace(", num_stages, threads", ", threads")
 @pytest.mark.parametrize(("loop", "before", "depth", "said"), [
     ("num_stages=3", "", 3, "num_stages=3"),
     ("3", "", 3, "num_stages=3"),  # T.Pipelined(0, n, 3)
-    ("num_stages=DEPTH", "DEPTH = 2\n", 2, "num_stages=DEPTH, 2"),  # a module constant
-    ("", "", 0, "no num_stages: TileLang's default, 0"),
+    ("num_stages=DEPTH", "DEPTH = 2\n", 2, "num_stages=DEPTH (2)"),  # a module constant
+    ("", "", 0, "no num_stages, TileLang's default 0"),
 ])
 def test_a_depth_written_in_the_kernel_is_read(loop: str, before: str, depth: int,
                                                said: str) -> None:
@@ -73,7 +73,7 @@ def test_a_depth_written_in_the_kernel_is_read(loop: str, before: str, depth: in
     source = before + FIXED.replace(pipelined, call.replace(", )", ")"))
     factory = choose_factory(factories(source), None)
     assert factory.depth is not None
-    assert (factory.depth.param, factory.depth.written, factory.depth.expression) == \
+    assert (factory.depth.param, factory.depth.written, factory.depth.described) == \
         (None, depth, said)
     assert source.splitlines()[factory.depth.line - 1].lstrip().startswith("for ko in")
 

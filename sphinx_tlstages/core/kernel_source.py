@@ -42,7 +42,15 @@ class Depth:
     param: str | None
     written: int = 0  # the first loop's depth, as written (``param`` None)
     line: int = 0  # the first loop's kernel line
-    expression: str = ""  # what that loop says, ``num_stages=3`` (``param`` None)
+    expression: str = ""  # what that loop gives as num_stages (``3``, ``DEPTH``; "": none)
+
+    @property
+    def described(self) -> str:
+        """``num_stages=3``, ``num_stages=DEPTH (2)``, or TileLang's default."""
+        if not self.expression:
+            return f"no num_stages, TileLang's default {self.written}"
+        said = f"num_stages={self.expression}"
+        return said if self.expression == str(self.written) else f"{said} ({self.written})"
 
 
 @dataclass(frozen=True)
@@ -187,14 +195,12 @@ def _depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
         return Depth("num_stages") if has_kwargs else None
     line, value = loops[0]
     if value is None:
-        return Depth(None, 0, line, "no num_stages: TileLang's default, 0")
+        return Depth(None, 0, line)
     depth = value.value if isinstance(value, ast.Constant) and type(value.value) is int \
         else _constant(value.id, node, tree) if isinstance(value, ast.Name) else None
     if depth is None:
         return None
-    said = ast.unparse(value)
-    return Depth(None, depth, line,
-                 f"num_stages={said}" + (f", {depth}" if said != str(depth) else ""))
+    return Depth(None, depth, line, ast.unparse(value))
 
 
 def choose_factory(factories: list[Factory], requested: str | None) -> Factory:

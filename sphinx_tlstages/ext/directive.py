@@ -240,7 +240,7 @@ class TlPipelineDirective(SphinxDirective):
             passes=passes,
             passes_line=self._option_line("passes"),
             params=canonical_params(params),
-            written_depth=(factory.depth.line, factory.depth.expression)
+            written_depth=(factory.depth.line, factory.depth.described)
             if factory.depth and factory.depth.param is None else None,
         )
 

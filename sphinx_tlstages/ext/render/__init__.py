@@ -72,7 +72,8 @@ def _written_note(spec: DirectiveSpec, factory: str) -> nodes.Node | None:
     line, said = spec.written_depth
     para = nodes.paragraph(classes=["tl-note", "tl-as-written"])
     para += nodes.Text("The kernel sets its pipeline depth itself (")
-    para += code(said.split(", ")[0] if said.startswith("num_stages=") else said)
+    para += code(said) if said.startswith("num_stages=") and " " not in said \
+        else nodes.Text(said)
     # Numbered as the kernel listing numbers it (document lines for an inline kernel).
     para += nodes.Text(f", line {(spec.kernel_line or 1) + line - 1}), so it is "
                        "lowered as written. To compare depths, give ")
