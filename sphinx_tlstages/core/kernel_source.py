@@ -150,7 +150,8 @@ def find_factories(tree: ast.Module) -> list[Factory]:
 
 def _loop_depths(node: ast.FunctionDef) -> list[tuple[int, ast.expr | None]]:
     """(line, ``num_stages`` expression or None) of each T.Pipelined loop in ``node``,
-    in source order (``T.Pipelined(n, num_stages=3)``, or its second positional)."""
+    in source order (``T.Pipelined(n, num_stages=3)``, or the third positional, after an
+    explicit start and stop)."""
     found: list[tuple[int, ast.expr | None]] = []
     for loop in ast.walk(node):
         if isinstance(loop, ast.For) and _is_pipelined(loop):
@@ -185,6 +186,8 @@ def _constant(name: str, *scopes: ast.AST) -> int | None:
 
 def _depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
            has_kwargs: bool) -> Depth | None:
+    """How ``node``'s loops get their depth; None when neither given nor readable. Several
+    loops that write different depths lower as written with the first one's."""
     if "num_stages" in params:
         return Depth("num_stages")
     loops = _loop_depths(node)
@@ -205,8 +208,7 @@ def _depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
 
 def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
     """Pick the factory: the one requested, else the only jit/autotune one, else the only
-    plain function whose pipeline depth it
-    can give or read (see :class:`Depth`)."""
+    plain function whose pipeline depth it can give or read (see :class:`Depth`)."""
     listing = ", ".join(f"{f.name} (line {f.line}, {f.kind})" for f in factories) or "none"
     if requested:
         for factory in factories:
