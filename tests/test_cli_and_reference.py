@@ -81,6 +81,12 @@ def test_lower_rejects_bad_input_without_a_traceback(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.strip() == f"tlstages lower: {kernel}:1: syntax error in kernel: " \
                                   "invalid syntax"
+    # Messages name this command's flags, not the directive's options.
+    kernel.write_text(GEMM)
+    done = tlstages("lower", str(kernel), "--params", "M=64")
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith("factory 'matmul' needs --params for N, K, block_M, "
+                                        "block_N, block_K, threads")
 
 
 def test_reference_pages_list_everything_the_code_declares(build) -> None:

@@ -30,14 +30,16 @@ KERNELS = {
     "macro": ("macro_kernel.py", "M=256 N=256 K=256 bm=64 bn=64 bk=32", "2"),
     "autotune": ("autotuned_bmm.py", "batch=2 M=256 N=256 K=256", "2"),
     "gemv": ("gemv_main.py", "N=256 K=512", "2"),
+    "written": ("eager_written.py", "N=1024 K=1024", ""),  # its depth as written: 3
 }
 
 
 def _page() -> str:
     parts = ["Styles\n======\n"]
     for name, (file, params, stages) in KERNELS.items():
+        given = f"   :num-stages: {stages}\n" if stages else ""
         parts.append(f".. tl-pipeline:: {name}\n   :file: kernels/{file}\n   :name: {name}\n"
-                     f"   :num-stages: {stages}\n   :params: {params}\n   :show: shared sync\n")
+                     f"{given}   :params: {params}\n   :show: shared sync\n")
     return "\n".join(parts)
 
 
@@ -57,7 +59,7 @@ def test_every_style_lowers_through_file(styles: Built) -> None:
     assert styles.warnings == ""
     for index, name in enumerate(KERNELS):
         rows = styles.table("tl-summary", index=index)
-        assert len(rows) == 1 + len(KERNELS[name][2].split()), name
+        assert len(rows) == 1 + (len(KERNELS[name][2].split()) or 1), name
         # Every variant's shared memory against sm_80's limit: it lowered, facts and all.
         assert all(" B (" in row[3] and row[3].endswith("%)") for row in rows[1:]), (name, rows)
 
@@ -67,6 +69,34 @@ def test_eager_kernel_takes_const_sizes_and_a_dtype(styles: Built) -> None:
     # a_s is (block_M, block_K) = (128, 32) bfloat16, versioned by num_stages.
     assert shared[1][1].startswith("(2, 128, 32) bfloat16"), shared
     assert shared[1][2].startswith("(3, 128, 32) bfloat16"), shared
+
+
+def test_subscripted_tensors_and_a_written_depth(styles: Built) -> None:
+    """``x: T.Tensor[(K,), dtype]`` marks a tensor as ``T.Tensor((K,), dtype)`` does, and
+    the loop's own ``num_stages=3`` is the one variant."""
+    shared = styles.table("tl-shared", index=list(KERNELS).index("written"))
+    assert shared[0] == ["buffer", "num_stages=3 (as written)"]
+    assert shared[1] == ["w_s", "(3, 32, 128) float16, 24,576 B"]
+
+
+def test_a_guarded_loop_body_renders_every_part(tmp_path: Path) -> None:
+    """A body the pipeliner schedules as fewer statements than it reads (a let and a
+    guarded block): the statement it gave no stage gets a dash, and every part renders."""
+    src = tmp_path / "src"
+    _project(src)
+    built = build_once(src, {"index.rst": "T\n=\n\n.. tl-pipeline::\n"
+                                          "   :file: kernels/guarded_tiles.py\n"
+                                          "   :params: M=256 N=256 K=512 S=8\n"
+                                          "   :num-stages: 2 3\n"})
+    assert built.warnings == ""
+    schedule = {row[0]: row[2:] for row in built.table("tl-annotations")[1:]}
+    assert schedule["k0 = Tiles[s] * block_K"] == ["stage 0, order 0", "stage 0, order 0"]
+    assert ["—", "—"] in schedule.values()
+    # The figure reader cannot follow this body; it says so instead of "not pipelined".
+    assert built.part("tl-figures").astext() == (
+        "Schedule figure num_stages=2, num_stages=3: the pipeliner rewrote the loop, but its "
+        "schedule could not be read statement by statement (the loop body reads as other "
+        "statements than it was scheduled as), so it is not drawn.")
 
 
 def test_helper_beside_the_kernel_sets_the_tile(styles: Built) -> None:
@@ -173,6 +203,17 @@ def test_tlstages_lower_gives_the_same_facts(styles: Built) -> None:
     results = json.loads(out)
     assert [b["shape"] for b in results["2"]["shared"]][:1] == [[2, 128, 32]]
     assert results["3"]["shared"][0]["dtype"] == "bfloat16"
+
+
+def test_tlstages_lower_imports_from_the_kernels_folder(styles: Built) -> None:
+    """As a :file: kernel does: ``helper_user.py`` imports ``tile_helpers`` beside it."""
+    kernel = Path(styles.app.srcdir) / "kernels" / "helper_user.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "sphinx_tlstages", "lower", str(kernel), "--params", "M=256",
+         "N=256", "K=256", "--num-stages", "2", "--json"],
+        capture_output=True, text=True, cwd=str(kernel.parent.parent.parent))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["2"]["shared"][0]["shape"] == [2, 64, 64]
 
 
 def test_a_kernel_with_future_annotations_is_told_why(tmp_path: Path) -> None:

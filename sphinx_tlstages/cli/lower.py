@@ -7,6 +7,7 @@ through :mod:`.render`: the docutils nodes a page would get are printed as text.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from ..core.errors import OptionError, SourceError
 from ..core.files import write_atomic
 from ..core.kernel_source import normalise_source
 from ..core.result import Result, failure
-from ..core.spec import DirectiveSpec, canonical_params
+from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params
 from ..core.stamps import tilelang_version
 from ..core.targets import parse_target
 from ..core.variants import OptionClash, depths, kernel_factory, matrix
@@ -54,6 +55,14 @@ def print_nodes(root: nodes.Element, out: TextIO) -> None:
                     print(para.astext(), file=out)
 
 
+_FLAGS = re.compile(r":(params|factory|num-stages|sweep|target):")
+
+
+def _flags(exc: Exception) -> str:
+    """The message, naming this command's flags where it names the directive's options."""
+    return _FLAGS.sub(r"--\1", str(exc))
+
+
 def lower_file(path: Path, factory: str | None, params: Sequence[str],
                num_stages: Sequence[int] | None, targets: Sequence[str], dump_dir: Path | None,
                as_json: bool, sweep: Sequence[str] = (), out: TextIO = sys.stdout) -> int:
@@ -67,19 +76,22 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         stages = options.parse_num_stages(" ".join(str(n) for n in num_stages or (1, 2, 3, 4)))
         chosen_targets = tuple(parse_target(text) for text in targets)
         chosen = kernel_factory(source, path.name, factory, values, swept)
+        # As for a directive's :file: kernel, its own folder is on the import path.
+        folder = path.resolve().parent
+        origin = KernelOrigin(str(path.resolve()), (str(folder),))
         stages = depths(chosen, stages, num_stages is not None)
         variants = matrix(source, path.name, chosen.name, values, swept, stages,
-                          chosen_targets,
+                          chosen_targets, origin=origin,
                           depth_param=chosen.depth.param if chosen.depth else "num_stages")
     except OptionClash as exc:
-        print(f"tlstages lower: --{exc.option}: {exc}", file=sys.stderr)
+        print(f"tlstages lower: --{exc.option}: {_flags(exc)}", file=sys.stderr)
         return 2
     except (OSError, OptionError) as exc:
-        print(f"tlstages lower: {exc}", file=sys.stderr)
+        print(f"tlstages lower: {_flags(exc)}", file=sys.stderr)
         return 2
     except SourceError as exc:
         where = f"{path}:{exc.line}: " if exc.line else f"{path}: "
-        print(f"tlstages lower: {where}{exc}", file=sys.stderr)
+        print(f"tlstages lower: {where}{_flags(exc)}", file=sys.stderr)
         return 2
     spec = DirectiveSpec(name=path.stem, docname=str(path), lineno=1, kernel_line=None,
                          kernel_path=str(path), title=path.name, targets=chosen_targets,

@@ -99,19 +99,25 @@ def _decorator_name(node: ast.expr) -> str:
 _TENSOR_ANNOTATIONS = ("Tensor", "Buffer", "StridedTensor", "FlattenedTensor")
 
 
+def _is_tensor(annotation: ast.expr) -> bool:
+    """``T.Tensor((M, K), dtype)``, or its other spelling ``T.Tensor[(M, K), dtype]``."""
+    if isinstance(annotation, ast.Subscript):
+        annotation = annotation.value
+    return _decorator_name(annotation).rsplit(".", 1)[-1] in _TENSOR_ANNOTATIONS
+
+
 def _eager_names(node: ast.FunctionDef, params: tuple[str, ...]) -> tuple[tuple[str, ...],
                                                                           tuple[str, ...]]:
     """(tensor parameters, T.const names) of an eager-style factory's body."""
     tensors: list[str] = []
     consts: list[str] = []
     for arg in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]:
-        if arg.annotation is not None and _decorator_name(arg.annotation).rsplit(".", 1)[-1] \
-                in _TENSOR_ANNOTATIONS:
+        if arg.annotation is not None and _is_tensor(arg.annotation):
             tensors.append(arg.arg)
     for found in ast.walk(node):
         if isinstance(found, ast.AnnAssign) and isinstance(found.target, ast.Name) \
                 and found.target.id in params and found.target.id not in tensors \
-                and _decorator_name(found.annotation).rsplit(".", 1)[-1] in _TENSOR_ANNOTATIONS:
+                and _is_tensor(found.annotation):
             tensors.append(found.target.id)
         if isinstance(found, ast.Call) and _decorator_name(found.func).endswith("const") \
                 and _decorator_name(found.func).split(".")[0] in ("T", "tl", "language",

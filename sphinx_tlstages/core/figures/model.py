@@ -61,6 +61,10 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
     if schedule is None:
         if result.get("from_snapshot"):
             return [], "shown from the committed snapshot, which does not record the schedule"
+        if result.get("pipeline"):  # planned, but not in a shape the reader can follow
+            return [], ("the pipeliner rewrote the loop, but its schedule could not be read "
+                        "statement by statement (the loop body reads as other statements "
+                        "than it was scheduled as), so it is not drawn")
         return [], ("nothing is pipelined (no software pipeline, no warp specialisation): "
                     "num_stages has no effect on this loop")
     if schedule.get("error"):

@@ -12,6 +12,10 @@ from .tables import Cell, Span, code, doc_line, table
 
 
 def _stage_cell(loop: dict[str, Any], i: int) -> str:
+    # The stage and order arrays hold one entry per statement the pipeliner scheduled; a
+    # body it read differently (a conditional it folded, say) leaves a statement without.
+    if i >= len(loop["stage"]):
+        return "—"
     order = loop["order"][i] if i < len(loop["order"]) else "?"
     return f"stage {loop['stage'][i]}, order {order}"
 
