@@ -139,3 +139,18 @@ def test_a_kernel_that_sets_its_depth_lowers_as_written(build) -> None:
     assert renamed[1] == ["A_shared", "(2, 128, 64) float16, 32,768 B",
                           "(3, 128, 64) float16, 49,152 B"]
     assert not result.part("tl-pipeline", index=1).iter(cls="tl-as-written")
+
+
+def test_a_prim_func_named_like_a_device_kernel(build) -> None:
+    """Named ``gemm_kernel``, the host function is ``gemm_kernel`` and the device kernel
+    ``gemm_kernel_kernel``: the facts read off the device kernel must not mix them up."""
+    named = GEMM.replace("def kernel(", "def gemm_kernel(").replace(
+        "return kernel", "return gemm_kernel")
+    page = HEAD + rst(named, num_stages="2 3", params=GEMM_PARAMS, name="named") + "\n" + \
+        rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="plain")
+    result = build({"index.rst": page})
+    assert result.warnings == ""
+    named_rows, plain_rows = (result.table("tl-summary", index=i) for i in (0, 1))
+    assert named_rows == plain_rows
+    assert [row[2:4] for row in named_rows[1:]] == [["128", "65,536 B (39 %)"],
+                                                     ["128", "98,304 B (59 %)"]]

@@ -7,6 +7,7 @@ Each function takes the module (or function) some pass left and returns plain da
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from typing import Any
 
@@ -354,9 +355,28 @@ def main_function(mod: Any) -> Any:
     return next(iter(mod.functions.values()))
 
 
+def _flag(func: Any, name: str) -> bool:
+    """A function attribute, under TVM's ``tirx.`` prefix or the older ``tir.``."""
+    attrs = func.attrs
+    if attrs is None:
+        return False
+    for key in (f"tirx.{name}", f"tir.{name}"):
+        if key in attrs:
+            with contextlib.suppress(TypeError, ValueError):
+                return bool(attrs[key])
+    return False
+
+
 def device_function(mod: Any) -> Any:
-    # After SplitHostDevice the module holds the host function and the device kernel.
-    for gvar, func in mod.functions.items():
-        if str(gvar.name_hint).endswith("_kernel"):
+    """The device kernel of a module split into host and device functions (else its one
+    function). Told by the attributes the split writes, never by name: a prim_func the
+    author named ``gemm_kernel`` has a host function of that name, and a device kernel
+    ``gemm_kernel_kernel``."""
+    functions = list(mod.functions.items())
+    for _, func in functions:
+        if _flag(func, "is_global_func"):
             return func
+    others = [func for _, func in functions if not _flag(func, "is_entry_func")]
+    if len(functions) > 1 and others:
+        return others[0]
     return main_function(mod)
