@@ -135,7 +135,9 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
     failed = [v for v, r in rows if not r.get("ok")]
     for variant, result in rows:
         if not result.get("ok"):
+            # No line: TileLang failed past the kernel's code (in a pass, in codegen).
             line = result["error"].get("line")
-            print(f"{path}:{line or 1}: {variant.heading}: {result['error']['message']}",
+            where = f"{path}:{line}" if line else str(path)
+            print(f"{where}: {variant.heading}: {result['error']['message']}",
                   file=sys.stderr)
     return 1 if failed else 0
