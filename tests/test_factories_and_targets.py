@@ -154,3 +154,16 @@ def test_a_prim_func_named_like_a_device_kernel(build) -> None:
     assert named_rows == plain_rows
     assert [row[2:4] for row in named_rows[1:]] == [["128", "65,536 B (39 %)"],
                                                      ["128", "98,304 B (59 %)"]]
+
+
+def test_an_enum_constant_reaches_the_factory(build) -> None:
+    """``policy=T.GemmWarpPolicy.FullRow`` as TileLang's examples pass it: the factory gets
+    the enum member, and its gemm lowers with that warp layout."""
+    policed = GEMM.replace(", num_stages, threads", ", num_stages, threads, policy").replace(
+        "transpose_B=True)", "transpose_B=True, policy=policy)")
+    page = HEAD + rst(policed, num_stages="2", name="policed",
+                      params=GEMM_PARAMS + " policy=T.GemmWarpPolicy.FullRow")
+    result = build({"index.rst": page})
+    assert result.warnings == ""
+    assert "policy=T.GemmWarpPolicy.FullRow" in result.part("tl-pipeline").astext()
+    assert result.table("tl-summary")[1][1:3] == ["pipelined, depth 2", "128"]

@@ -36,10 +36,18 @@ def test_params_are_python_literals() -> None:
     }
 
 
+def test_params_take_tilelang_dtypes_and_enum_constants() -> None:
+    params = parse_params("dtype=T.bfloat16 policy=T.GemmWarpPolicy.FullRow")
+    assert {k: repr(v) for k, v in params.items()} == {
+        "dtype": "T.bfloat16", "policy": "T.GemmWarpPolicy.FullRow"}
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("M=", "has no value"),
     ("M=1 M=2", "given twice"),
     ("M=foo", "neither a Python literal nor a TileLang dtype"),
+    ("policy=T.gemm_policy.full", "neither a Python literal nor a TileLang dtype"),
+    ("policy=numpy.Policy.Full", "neither a Python literal nor a TileLang dtype"),
     ("1024", "KEY=VALUE"),
     ("junk M=1", "KEY=VALUE"),
 ])

@@ -26,8 +26,9 @@ _PARAM_START = re.compile(r"(?:^|\s)([A-Za-z_][A-Za-z0-9_]*)=")
 
 @dataclass(frozen=True)
 class DType:
-    """A TileLang dtype written as TileLang's examples pass it, ``T.bfloat16``; its repr
-    is that spelling, which is what keys and snapshots record."""
+    """A TileLang dtype written as TileLang's examples pass it, ``T.bfloat16``, or one of
+    its enum constants, ``T.GemmWarpPolicy.FullRow`` (``name`` is then the dotted rest);
+    its repr is that spelling, which is what keys and snapshots record."""
 
     name: str
 
@@ -38,6 +39,7 @@ class DType:
 # The modules a dtype is spelled through, and the names that are dtypes.
 _DTYPE_MODULES = ("T", "tl", "language", "tilelang.language")
 _DTYPE_NAME = re.compile(r"(bool|(u?int|float|bfloat)\d+(_[A-Za-z0-9]+)*|float[468]_[A-Za-z0-9_]+)")
+_ENUM_NAME = re.compile(r"[A-Z][A-Za-z0-9]*")  # GemmWarpPolicy, in T.GemmWarpPolicy.FullRow
 
 
 def _dotted(node: ast.expr) -> str | None:
@@ -57,13 +59,17 @@ def _value(node: ast.expr, dtype: Callable[[str], object]) -> object:
         module, _, name = dotted.rpartition(".")
         if module in _DTYPE_MODULES and _DTYPE_NAME.fullmatch(name):
             return dtype(name)
+        root, _, enum = module.rpartition(".")
+        if root in _DTYPE_MODULES and _ENUM_NAME.fullmatch(enum):
+            return dtype(f"{enum}.{name}")
         raise ValueError(dotted)
     return ast.literal_eval(node)
 
 
 def literal_value(text: str, dtype: Callable[[str], object] = DType) -> object:
     """One value as written in ``:params:`` or a key's record: a Python literal, or a
-    TileLang dtype (``T.float16``), which becomes ``dtype(name)``."""
+    TileLang dtype (``T.float16``) or enum constant (``T.GemmWarpPolicy.FullRow``), which
+    becomes ``dtype(name)`` (``dtype("GemmWarpPolicy.FullRow")``)."""
     return _value(ast.parse(text.strip(), mode="eval").body, dtype)
 
 
@@ -116,7 +122,8 @@ def parse_params(value: str) -> dict[str, object]:
         except (ValueError, SyntaxError, TypeError):
             raise OptionError(
                 f"the value of {key}, {literal!r}, is neither a Python literal nor a "
-                "TileLang dtype (quote strings: dtype=\"float16\"; or dtype=T.float16)"
+                "TileLang dtype or constant (quote strings: dtype=\"float16\"; or "
+                "dtype=T.float16, policy=T.GemmWarpPolicy.FullRow)"
             ) from None
     return params
 
@@ -239,7 +246,7 @@ def parse_sweep(value: str) -> dict[str, list[object]]:
             values = [_value(node, DType) for node in tree.elts]
         except (ValueError, SyntaxError, TypeError, AssertionError):
             raise OptionError(f"the values of {key}, {literal!r}, are not Python literals "
-                              "or TileLang dtypes separated by commas") from None
+                              "or TileLang dtypes or constants separated by commas") from None
         if not values:
             raise OptionError(f"{key} has no value")
         if len({repr(v) for v in values}) != len(values):

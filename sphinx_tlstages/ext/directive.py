@@ -41,7 +41,9 @@ OPTIONS: dict[str, str] = {
               "-mcpu=gfx942`` or a JSON target dict (default ``tlstages_target``); never "
               "``auto``. Several (``sm_80 sm_90a gfx942``, or any spellings separated by "
               "``;``) lower every variant for each.",
-    "params": "``KEY=VALUE`` Python literals passed to the factory as keywords.",
+    "params": "``KEY=VALUE`` Python literals passed to the factory as keywords; TileLang "
+              "dtypes and enum constants as its examples write them (``T.bfloat16``, "
+              "``T.GemmWarpPolicy.FullRow``).",
     "sweep": "Factory parameters to sweep besides num_stages, ``KEY=V1,V2`` each "
              "(``block_K=32,64``): every combination, times each num_stages and target, is "
              "a variant with its own column.",

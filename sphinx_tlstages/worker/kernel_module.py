@@ -18,6 +18,7 @@ registered there under the name it compiles as.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib
 import linecache
@@ -130,7 +131,7 @@ def factory_arguments(payload: dict[str, Any]) -> dict[str, Any]:
     """The factory's keywords: the literals of ``params`` (TileLang dtypes such as
     ``T.bfloat16`` too) and ``num_stages``, under the name its loops read it by (none
     for a kernel that sets its depth itself)."""
-    kwargs = {key: literal_value(value, dtype=lambda n: getattr(T, n))
+    kwargs = {key: literal_value(value, dtype=lambda n: functools.reduce(getattr, n.split("."), T))
               for key, value in payload["params"]}
     depth_param = payload.get("depth_param", "num_stages")
     if depth_param:
