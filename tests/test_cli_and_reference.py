@@ -64,12 +64,12 @@ def test_lower_a_kernel_that_sets_its_depth(tmp_path: Path) -> None:
     done = tlstages("lower", str(kernel), *params)  # no --num-stages: as written
     assert done.returncode == 0, done.stderr
     assert "num_stages=2 (as written): lowered in" in done.stderr
-    assert "The kernel sets its pipeline depth itself (num_stages=2, line 17)" in done.stdout
+    assert "The kernel fixes its pipeline depth (num_stages=2, line 17)" in done.stdout
     assert "(2, 128, 64) float16, 32,768 B" in done.stdout
     refused = tlstages("lower", str(kernel), *params, "--num-stages", "1", "2")
     assert refused.returncode == 2
     assert refused.stderr.strip() == (
-        "tlstages lower: --num-stages: matmul sets its pipeline depth itself (num_stages=2, "
+        "tlstages lower: --num-stages: matmul fixes its pipeline depth (num_stages=2, "
         "line 17 of the kernel), so it lowers as written, with num_stages=2 only; to compare "
         "depths, give matmul a num_stages parameter and pass it to that loop")
 

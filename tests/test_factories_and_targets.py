@@ -108,7 +108,11 @@ def test_a_kernel_that_sets_its_depth_lowers_as_written(build) -> None:
         + "\n" + rst(GEMM_STAGES, "Another name", num_stages="2 3", params=GEMM_PARAMS,
                      name="renamed") \
         + "\n" + rst(GEMM_WRITTEN, "Asked for more", num_stages="2 3",
-                     params=GEMM_PARAMS, name="asked")
+                     params=GEMM_PARAMS, name="asked") \
+        + "\n" + rst(GEMM_WRITTEN, "Expected wrong", expect_error="2",
+                     params=GEMM_PARAMS, name="expected") \
+        + "\n" + rst(GEMM_WRITTEN, "Swept", sweep="block_K=32,64",
+                     params=GEMM_PARAMS.replace(" block_K=64", ""), name="swept")
     result = build({"index.rst": page})
     # The third asks for depths the kernel cannot take: an error at its :num-stages: line,
     # and the other two build.
@@ -116,11 +120,19 @@ def test_a_kernel_that_sets_its_depth_lowers_as_written(build) -> None:
     asked = lines.index("   :num-stages: 2 3", lines.index(".. tl-pipeline:: Asked for more"))
     loop_line = next(i for i, line in enumerate(GEMM_WRITTEN.splitlines(), 1)
                      if "T.Pipelined" in line)
-    assert f"index.rst:{asked + 1}: WARNING: :num-stages: matmul sets its pipeline depth " \
-           f"itself (num_stages=3, line {loop_line} of the kernel), so it lowers as written, " \
+    assert f"index.rst:{asked + 1}: WARNING: :num-stages: matmul fixes its pipeline depth " \
+           f"(num_stages=3, line {loop_line} of the kernel), so it lowers as written, " \
            "with num_stages=3 only; to compare depths, give matmul a num_stages parameter " \
            "and pass it to that loop [tlstages.option]" in result.warnings
-    assert result.warnings.count("WARNING") == 1
+    expected = lines.index("   :expect-error: 2", lines.index(".. tl-pipeline:: Expected wrong"))
+    assert f"index.rst:{expected + 1}: WARNING: :expect-error: 2 is not the depth the kernel " \
+           "fixes (3, as written) [tlstages.option]" in result.warnings
+    assert result.warnings.count("WARNING") == 2
+    # Swept besides the written depth: one column per block_K, each as written.
+    swept = result.table("tl-shared", index=2)
+    assert swept[0] == ["buffer", "block_K=32, num_stages=3 (as written)",
+                        "block_K=64, num_stages=3 (as written)"]
+    assert swept[1][1:] == ["(3, 128, 32) float16, 24,576 B", "(3, 128, 64) float16, 49,152 B"]
     written = result.table("tl-summary", index=0)
     assert [row[:2] for row in written] == [["num_stages", "schedule"],
                                             ["3", "pipelined, depth 3"]]
@@ -130,7 +142,7 @@ def test_a_kernel_that_sets_its_depth_lowers_as_written(build) -> None:
     # The note numbers the loop's line as the kernel listing does: document lines.
     first = lines.index("   " + GEMM_WRITTEN.splitlines()[0]) + 1
     note = result.part("tl-as-written").astext()
-    assert note == ("The kernel sets its pipeline depth itself (num_stages=3, line "
+    assert note == ("The kernel fixes its pipeline depth (num_stages=3, line "
                     f"{first + loop_line - 1}), so it is lowered as written. To compare "
                     "depths, give matmul a num_stages parameter and pass it to that loop.")
     # Given under the name its loop reads: the depths asked for, as with num_stages.

@@ -108,6 +108,64 @@ def test_a_depth_that_cannot_be_read_is_refused_with_a_hint(bound: str) -> None:
         choose_factory(factories(source), None)
 
 
+LOOP = "T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages)"
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    # A module constant the factory rebinds, or one bound twice: not one value.
+    (lambda src: "DEPTH = 2\n" + src.replace(LOOP, LOOP.replace("=num_stages", "=DEPTH"))
+     .replace("    @T.prim_func", "    DEPTH, TILE = 3, 64\n\n    @T.prim_func"),
+     "takes num_stages=DEPTH, which is neither a parameter nor a number"),
+    (lambda src: "DEPTH = 2\nif DEBUG:\n    DEPTH = 1\n"
+     + src.replace(LOOP, LOOP.replace("=num_stages", "=DEPTH")),
+     "takes num_stages=DEPTH, which is neither a parameter nor a number"),
+    # Two loops that disagree, or read two parameters, or a depth passed through **.
+    (lambda src: src.replace(LOOP, LOOP.replace("=num_stages", "=3")).replace(
+        "            T.copy(C_local", "            for r in T.Pipelined(4, num_stages=2):\n"
+        "                T.copy(A[r, 0], A_shared)\n            T.copy(C_local"),
+     "its T.Pipelined loops set different depths: 3 (line 17), 2 (line 21)"),
+    (lambda src: src.replace(", threads", ", threads, sa, sb").replace(
+        LOOP, LOOP.replace("=num_stages", "=sa")).replace(
+        "            T.copy(C_local", "            for r in T.Pipelined(4, num_stages=sb):\n"
+        "                T.copy(A[r, 0], A_shared)\n            T.copy(C_local"),
+     "its T.Pipelined loops read different parameters as their depth: sa (line 17), sb "
+     "(line 21)"),
+    (lambda src: src.replace(LOOP, "T.Pipelined(T.ceildiv(K, block_K), **cfg)"),
+     "its T.Pipelined loop (line 17) takes its arguments through * or **, so its depth "
+     "cannot be read"),
+])
+def test_depths_that_cannot_be_read_are_refused(change, problem: str) -> None:
+    source = change(FIXED)
+    with pytest.raises(SourceError) as info:
+        choose_factory(factories(source), None)
+    assert "has no num_stages parameter (its parameters: " in str(info.value)
+    assert f"{problem}: give the factory a num_stages parameter" in str(info.value)
+
+
+def test_a_kwargs_factory_with_a_written_depth_lowers_as_written() -> None:
+    source = FIXED.replace(", threads):", ", threads, **options):").replace(
+        LOOP, LOOP.replace("=num_stages", "=2"))
+    depth = choose_factory(factories(source), None).depth
+    assert depth is not None and (depth.param, depth.written) == (None, 2)
+
+
+def test_a_macro_helper_is_not_taken_for_the_factory() -> None:
+    helper = ("@T.macro\ndef load(A, S, k):\n    for i in T.Pipelined(4, num_stages=2):\n"
+              "        T.copy(A[i, k], S)\n\n\n")
+    source = helper + GEMM_PLAIN
+    assert choose_factory(factories(source), None).name == "matmul"
+
+
+def test_an_eager_const_can_be_the_depth() -> None:
+    source = ("@tilelang.jit\ndef f(A, block=64):\n    M, S = T.const(\"M, S\")\n"
+              "    A: T.Tensor((M,), T.float16)\n"
+              "    with T.Kernel(1, threads=128) as bx:\n"
+              "        for i in T.Pipelined(M // block, num_stages=S):\n"
+              "            pass\n")
+    factory = choose_factory(factories(source), None)
+    assert factory.depth is not None and factory.depth.param == "S"
+
+
 def test_params_are_checked_against_the_signature() -> None:
     factory = choose_factory(factories(GEMM), None)
     with pytest.raises(SourceError, match="takes no parameter block_Q"):

@@ -70,8 +70,11 @@ class Factory:
     consts: tuple[str, ...] = ()
     # Its definition, read again only to explain a refusal (see _loop_depths).
     node: ast.FunctionDef | None = field(default=None, compare=False, repr=False)
-    # None: no T.Pipelined loop whose depth could be given or read (refused if chosen).
+    # None: no T.Pipelined loop whose depth could be given or read (refused if chosen),
+    # for the reason ``depth_problem`` gives.
     depth: Depth | None = None
+    depth_problem: str = ""
+    decorators: tuple[str, ...] = ()  # last names: jit, autotune, macro, prim_func...
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -79,9 +82,9 @@ class Factory:
         return (*(p for p in self.params if p not in self.tensors), *self.consts)
 
     @property
-    def lowers(self) -> bool:
-        """Whether its pipeline depth is a parameter or can be read off its loops."""
-        return self.depth is not None
+    def takes_depth(self) -> bool:
+        """Whether the directive's num_stages values can be given to it."""
+        return self.depth is not None and self.depth.param is not None
 
 
 def _decorator_name(node: ast.expr) -> str:
@@ -146,70 +149,146 @@ def find_factories(tree: ast.Module) -> list[Factory]:
         tensors, consts = _eager_names(node, params) if kind != "plain" else ((), ())
         required = [*(p for p in required if p not in tensors), *consts]
         has_kwargs = args.kwarg is not None
+        depth, depth_problem = _depth(node, tree, (*params, *consts), has_kwargs)
         found.append(
             Factory(node.name, kind, tuple(params), tuple(required), has_kwargs,
-                    node.lineno, tensors, consts, node,
-                    _depth(node, tree, params, has_kwargs))
+                    node.lineno, tensors, consts, node, depth, depth_problem,
+                    tuple(names))
         )
     return found
 
 
-def _loop_depths(node: ast.FunctionDef) -> list[tuple[int, ast.expr | None]]:
-    """(line, ``num_stages`` expression or None) of each T.Pipelined loop in ``node``,
-    in source order (``T.Pipelined(n, num_stages=3)``, or the third positional, after an
-    explicit start and stop)."""
-    found: list[tuple[int, ast.expr | None]] = []
+_STARRED = object()  # a T.Pipelined call whose arguments come through * or **
+
+
+def _loop_depths(node: ast.FunctionDef) -> list[tuple[int, object]]:
+    """(line, ``num_stages`` expression, None when it gives none, or ``_STARRED``) of each
+    T.Pipelined loop in ``node``, in source order (``T.Pipelined(n, num_stages=3)``, or
+    the third positional, after an explicit start and stop)."""
+    found: list[tuple[int, object]] = []
     for loop in ast.walk(node):
         if isinstance(loop, ast.For) and _is_pipelined(loop):
             assert isinstance(loop.iter, ast.Call)
-            given = {k.arg: k.value for k in loop.iter.keywords}
-            # T.Pipelined(start, stop, num_stages, ...): only a call with an explicit stop
-            # has its depth third; T.Pipelined(n, 3) reads 3 as the stop.
-            value = given.get("num_stages", loop.iter.args[2]
-                              if len(loop.iter.args) > 2 else None)
+            call = loop.iter
+            given = {k.arg: k.value for k in call.keywords}
+            value: object
+            if "num_stages" in given:
+                value = given["num_stages"]
+            elif None in given or any(isinstance(a, ast.Starred) for a in call.args):
+                value = _STARRED
+            else:
+                # T.Pipelined(start, stop, num_stages, ...): only a call with an explicit
+                # stop has its depth third; T.Pipelined(n, 3) reads 3 as the stop.
+                value = call.args[2] if len(call.args) > 2 else None
             found.append((loop.lineno, value))
     return sorted(found, key=lambda entry: entry[0])
 
 
+_UNBOUND = object()
+
+
+def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
+    """Every node of a factory; of a module, those of its own scope (not inside the
+    functions and classes it defines, whose names it binds all the same)."""
+    if not isinstance(scope, ast.Module):
+        return list(ast.walk(scope))
+    found: list[ast.AST] = []
+    todo: list[ast.AST] = list(scope.body)
+    while todo:
+        node = todo.pop()
+        found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                 ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _binds_otherwise(node: ast.AST, name: str) -> bool:
+    """``node`` binds ``name`` other than by assignment: an import, ``global``, a def, a
+    parameter, an ``except ... as``."""
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return any((a.asname or a.name.split(".")[0]) == name for a in node.names)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return name in node.names
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                         ast.ExceptHandler)):
+        return node.name == name
+    return isinstance(node, ast.arg) and node.arg == name
+
+
+def _bound_once(name: str, scope: ast.AST) -> object:
+    """The int ``name`` is bound to in ``scope`` when its one binding there is
+    ``name = <int>``; None when it is bound otherwise or more than once (a tuple target, a
+    loop, an import, a second assignment under an ``if``...); ``_UNBOUND`` when unbound."""
+    nodes = _scope_nodes(scope)
+    stores = [n for n in nodes if isinstance(n, ast.Name) and n.id == name
+              and isinstance(n.ctx, (ast.Store, ast.Del))]
+    others = [n for n in nodes if _binds_otherwise(n, name) and n is not scope]
+    if not stores and not others:
+        return _UNBOUND
+    if others or len(stores) != 1:
+        return None
+    for node in nodes:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if targets == [stores[0]] and isinstance(node.value, ast.Constant) \
+                    and type(node.value.value) is int:
+                return int(node.value.value)
+    return None
+
+
 def _constant(name: str, *scopes: ast.AST) -> int | None:
     """The int a name is bound to once, by ``name = <int>``, in the first scope binding it
-    (the factory's body, then the module's top level)."""
+    (the factory, then the module)."""
     for scope in scopes:
-        body = scope.body if isinstance(scope, (ast.Module, ast.FunctionDef)) else []
-        nodes = ast.walk(scope) if isinstance(scope, ast.FunctionDef) else iter(body)
-        bound = [n for n in nodes if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-                 and any(isinstance(t, ast.Name) and t.id == name for t in
-                         (n.targets if isinstance(n, ast.Assign) else [n.target]))]
-        if not bound:
-            continue
-        only = bound[0]
-        if len(bound) == 1 and not isinstance(only, ast.AugAssign) \
-                and isinstance(only.value, ast.Constant) and type(only.value.value) is int:
-            return int(only.value.value)
-        return None
+        found = _bound_once(name, scope)
+        if found is not _UNBOUND:
+            return found if isinstance(found, int) else None
     return None
 
 
 def _depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
-           has_kwargs: bool) -> Depth | None:
-    """How ``node``'s loops get their depth; None when neither given nor readable. Several
-    loops that write different depths lower as written with the first one's."""
+           has_kwargs: bool) -> tuple[Depth | None, str]:
+    """How ``node``'s loops get their depth, or (None, why not): the words that follow
+    "has no num_stages parameter" when the factory is refused (empty: no loop to read)."""
     if "num_stages" in params:
-        return Depth("num_stages")
+        return Depth("num_stages"), ""
+    swept = (Depth("num_stages"), "") if has_kwargs else None  # num_stages via **kwargs
     loops = _loop_depths(node)
-    named = {value.id for _, value in loops if isinstance(value, ast.Name)}
-    if len(named) == 1 and next(iter(named)) in params:
-        return Depth(next(iter(named)))  # T.Pipelined(..., num_stages=stages)
-    if has_kwargs or not loops or named & set(params):
-        return Depth("num_stages") if has_kwargs else None
-    line, value = loops[0]
-    if value is None:
-        return Depth(None, 0, line)
-    depth = value.value if isinstance(value, ast.Constant) and type(value.value) is int \
-        else _constant(value.id, node, tree) if isinstance(value, ast.Name) else None
-    if depth is None:
-        return None
-    return Depth(None, depth, line, ast.unparse(value))
+    if not loops:
+        return swept or (None, "")
+    starred = [line for line, value in loops if value is _STARRED]
+    if starred:
+        return swept or (None, f"its T.Pipelined loop (line {starred[0]}) takes its "
+                               "arguments through * or **, so its depth cannot be read")
+    named: dict[str, int] = {}
+    for line, value in loops:
+        if isinstance(value, ast.Name) and value.id in params:
+            named.setdefault(value.id, line)
+    if len(named) == 1:
+        return Depth(next(iter(named))), ""  # T.Pipelined(..., num_stages=stages)
+    if named:
+        said = ", ".join(f"{name} (line {line})" for name, line in named.items())
+        return None, (f"its T.Pipelined loops read different parameters as their depth: "
+                      f"{said}")
+    written: list[tuple[int, int, str]] = []
+    for line, value in loops:
+        if value is None:
+            written.append((line, 0, ""))
+            continue
+        assert isinstance(value, ast.expr)
+        depth = value.value if isinstance(value, ast.Constant) and type(value.value) is int \
+            else _constant(value.id, node, tree) if isinstance(value, ast.Name) else None
+        if depth is None:
+            return swept or (None, f"its T.Pipelined loop (line {line}) takes "
+                                   f"num_stages={ast.unparse(value)}, which is neither a "
+                                   "parameter nor a number")
+        written.append((line, int(depth), ast.unparse(value)))
+    if len({depth for _, depth, _ in written}) > 1:
+        said = ", ".join(f"{depth} (line {line})" for line, depth, _ in written)
+        return swept or (None, f"its T.Pipelined loops set different depths: {said}")
+    line, depth, expression = written[0]
+    return Depth(None, depth, line, expression), ""
 
 
 def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
@@ -225,25 +304,24 @@ def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
                 f"no top-level function {requested!r} in the kernel; found: {listing}")
     else:
         decorated = [f for f in factories if f.kind != "plain"]
-        candidates = decorated or [f for f in factories if f.lowers]
+        # Plain functions: one taking num_stages first; else one whose loops set the depth
+        # (never a @T.macro or @T.prim_func helper, which has loops of its own).
+        plain = [f for f in factories if f.kind == "plain"
+                 and not {"macro", "prim_func"} & set(f.decorators)]
+        candidates = decorated or [f for f in plain if f.takes_depth] \
+            or [f for f in plain if f.depth is not None]
         if not candidates:
             raise SourceError(
                 "no kernel factory: expected a @tilelang.jit or @autotune function, or a "
-                f"function taking num_stages; found: {listing}"
+                f"function taking num_stages or with a T.Pipelined loop; found: {listing}"
             )
         if len(candidates) > 1:
             names = ", ".join(f"{f.name} (line {f.line})" for f in candidates)
             raise SourceError(f"several kernel factories: {names}; choose one with :factory:")
         factory = candidates[0]
     if factory.depth is None:
-        hint = ""
-        loops = _loop_depths(factory.node) if factory.node else []
-        if loops:
-            line, value = loops[0]
-            said = ast.unparse(value) if value is not None else "0"
-            hint = (f"; its T.Pipelined loop (line {line}) takes num_stages={said}, which is "
-                    "neither a parameter nor a number: give the factory a num_stages "
-                    "parameter and pass it to that loop")
+        hint = (f"; {factory.depth_problem}: give the factory a num_stages parameter and "
+                 "pass it to its T.Pipelined loops") if factory.depth_problem else ""
         raise SourceError(
             f"factory {factory.name!r} has no num_stages parameter "
             f"(its parameters: {', '.join(factory.params) or 'none'}){hint}",

@@ -49,7 +49,7 @@ def depths(factory: Factory, requested: Sequence[int], explicit: bool) -> tuple[
         return tuple(requested)
     if explicit and tuple(requested) != (depth.written,):
         raise OptionClash(
-            f"{factory.name} sets its pipeline depth itself ({depth.described}, line "
+            f"{factory.name} fixes its pipeline depth ({depth.described}, line "
             f"{depth.line} of the kernel), so it lowers as written, with "
             f"num_stages={depth.written} only; to compare depths, give {factory.name} a "
             "num_stages parameter and pass it to that loop", "num-stages")

@@ -33,7 +33,7 @@ INLINE_SOURCE_NAME = "kernel.py"
 # Every option, once: the option_spec and the reference page are both made from this.
 OPTIONS: dict[str, str] = {
     "num-stages": "num_stages values to lower, space or comma separated (default "
-                  "``tlstages_num_stages``); a kernel that sets its depth itself "
+                  "``tlstages_num_stages``); a kernel that fixes its depth "
                   "(``T.Pipelined(..., num_stages=3)``) lowers as written, with that value "
                   "only.",
     "target": "An NVIDIA arch (``sm_75`` to ``sm_121a``: ``sm_80``, ``sm_90a``, ``sm_100a``), "
@@ -213,7 +213,9 @@ class TlPipelineDirective(SphinxDirective):
         labels = [t.label for t in targets]
         for entry in expected:
             if entry.num_stages not in num_stages:
-                raise OptionError(f":expect-error: {entry.num_stages} is not in :num-stages:",
+                among = f"the depth the kernel fixes ({num_stages[0]}, as written)" \
+                    if variants[0].as_written else "in :num-stages:"
+                raise OptionError(f":expect-error: {entry.num_stages} is not {among}",
                                   self._option_line("expect-error"))
             if entry.target is not None and entry.target not in labels:
                 raise OptionError(f":expect-error: {entry} names no target of this "

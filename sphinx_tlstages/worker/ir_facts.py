@@ -376,7 +376,8 @@ def device_function(mod: Any) -> Any:
     for _, func in functions:
         if _flag(func, "is_global_func"):
             return func
-    others = [func for _, func in functions if not _flag(func, "is_entry_func")]
-    if len(functions) > 1 and others:
-        return others[0]
+    if len(functions) > 1:  # attributes unread: not the entry function, else by name
+        others = [(g, f) for g, f in functions if not _flag(f, "is_entry_func")]
+        named = [f for g, f in others or functions if str(g.name_hint).endswith("_kernel")]
+        return named[-1] if named else (others or functions)[-1][1]
     return main_function(mod)

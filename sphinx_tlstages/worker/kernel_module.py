@@ -130,7 +130,7 @@ def prim_func(obj: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 def factory_arguments(payload: dict[str, Any]) -> dict[str, Any]:
     """The factory's keywords: the literals of ``params`` (TileLang dtypes such as
     ``T.bfloat16`` too) and ``num_stages``, under the name its loops read it by (none
-    for a kernel that sets its depth itself)."""
+    for a kernel that fixes its depth)."""
     kwargs = {key: literal_value(value, dtype=lambda n: functools.reduce(getattr, n.split("."), T))
               for key, value in payload["params"]}
     depth_param = payload.get("depth_param", "num_stages")

@@ -71,7 +71,7 @@ def _written_note(spec: DirectiveSpec, factory: str) -> nodes.Node | None:
         return None
     line, said = spec.written_depth
     para = nodes.paragraph(classes=["tl-note", "tl-as-written"])
-    para += nodes.Text("The kernel sets its pipeline depth itself (")
+    para += nodes.Text("The kernel fixes its pipeline depth (")
     para += code(said) if said.startswith("num_stages=") and " " not in said \
         else nodes.Text(said)
     # Numbered as the kernel listing numbers it (document lines for an inline kernel).
