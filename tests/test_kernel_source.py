@@ -119,11 +119,7 @@ LOOP = "T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages)"
     (lambda src: "DEPTH = 2\nif DEBUG:\n    DEPTH = 1\n"
      + src.replace(LOOP, LOOP.replace("=num_stages", "=DEPTH")),
      "takes num_stages=DEPTH, which is neither a parameter nor a number"),
-    # Two loops that disagree, or read two parameters, or a depth passed through **.
-    (lambda src: src.replace(LOOP, LOOP.replace("=num_stages", "=3")).replace(
-        "            T.copy(C_local", "            for r in T.Pipelined(4, num_stages=2):\n"
-        "                T.copy(A[r, 0], A_shared)\n            T.copy(C_local"),
-     "its T.Pipelined loops set different depths: 3 (line 17), 2 (line 21)"),
+    # Two loops that read two parameters, or a depth passed through **.
     (lambda src: src.replace(", threads", ", threads, sa, sb").replace(
         LOOP, LOOP.replace("=num_stages", "=sa")).replace(
         "            T.copy(C_local", "            for r in T.Pipelined(4, num_stages=sb):\n"
@@ -140,6 +136,31 @@ def test_depths_that_cannot_be_read_are_refused(change, problem: str) -> None:
         choose_factory(factories(source), None)
     assert "has no num_stages parameter (its parameters: " in str(info.value)
     assert f"{problem}: give the factory a num_stages parameter" in str(info.value)
+
+
+def test_loops_that_set_different_depths_lower_as_written() -> None:
+    """A split kernel and its combine step, say: the first depth names the variant, and
+    every loop's is said."""
+    source = FIXED.replace(LOOP, LOOP.replace("=num_stages", "=3")).replace(
+        "            T.copy(C_local", "            for r in T.Pipelined(4, num_stages=2):\n"
+        "                T.copy(A[r, 0], A_shared)\n            T.copy(C_local")
+    depth = choose_factory(factories(source), None).depth
+    assert depth is not None and (depth.param, depth.written) == (None, 3)
+    assert depth.each == ((17, "num_stages=3"), (21, "num_stages=2"))
+
+
+def test_a_nested_parameter_hands_the_constant_on() -> None:
+    """``num_stages = 1`` in the factory, handed to an inner function's parameter of the
+    same name, as some published kernels do."""
+    source = ("@tilelang.jit\ndef f(M, block=64):\n    num_stages = 1\n\n"
+              "    def make(block, num_stages):\n        @T.prim_func\n"
+              "        def main(A: T.Tensor((M,), T.float16)):\n"
+              "            with T.Kernel(1, threads=128) as bx:\n"
+              "                for i in T.Pipelined(M // block, num_stages=num_stages):\n"
+              "                    pass\n\n        return main\n\n"
+              "    return make(block, num_stages)\n")
+    depth = choose_factory(factories(source), None).depth
+    assert depth is not None and (depth.param, depth.written, depth.line) == (None, 1, 9)
 
 
 def test_a_kwargs_factory_with_a_written_depth_lowers_as_written() -> None:

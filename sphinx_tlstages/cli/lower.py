@@ -99,8 +99,8 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                          diff="none", sweep=tuple((k, tuple(map(repr, v)))
                                                   for k, v in swept.items()),
                          params=canonical_params(values),
-                         written_depth=(chosen.depth.line, chosen.depth.described)
-                         if chosen.depth and chosen.depth.param is None else None)
+                         written_depth=chosen.depth.each
+                         if chosen.depth and chosen.depth.param is None else ())
     by_id = {variant.id: variant for variant in variants}
     results: dict[str, Result] = {}
 

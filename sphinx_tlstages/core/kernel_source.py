@@ -43,14 +43,29 @@ class Depth:
     written: int = 0  # the first loop's depth, as written (``param`` None)
     line: int = 0  # the first loop's kernel line
     expression: str = ""  # what that loop gives as num_stages (``3``, ``DEPTH``; "": none)
+    # Every loop's (kernel line, depth, expression), when there are several.
+    loops: tuple[tuple[int, int, str], ...] = ()
 
     @property
     def described(self) -> str:
         """``num_stages=3``, ``num_stages=DEPTH (2)``, or TileLang's default."""
-        if not self.expression:
-            return f"no num_stages, TileLang's default {self.written}"
-        said = f"num_stages={self.expression}"
-        return said if self.expression == str(self.written) else f"{said} ({self.written})"
+        return describe(self.written, self.expression)
+
+    @property
+    def each(self) -> tuple[tuple[int, str], ...]:
+        """(kernel line, :attr:`described`) of every loop, the first one's alone when
+        they all agree."""
+        if len({depth for _, depth, _ in self.loops}) < 2:
+            return ((self.line, self.described),)
+        return tuple((line, describe(depth, said)) for line, depth, said in self.loops)
+
+
+def describe(depth: int, expression: str) -> str:
+    """A loop's depth as its text gives it: ``num_stages=3``, ``num_stages=DEPTH (2)``."""
+    if not expression:
+        return f"no num_stages, TileLang's default {depth}"
+    said = f"num_stages={expression}"
+    return said if expression == str(depth) else f"{said} ({depth})"
 
 
 @dataclass(frozen=True)
@@ -204,8 +219,9 @@ def _scope_nodes(scope: ast.AST) -> list[ast.AST]:
 
 
 def _binds_otherwise(node: ast.AST, name: str) -> bool:
-    """``node`` binds ``name`` other than by assignment: an import, ``global``, a def, a
-    parameter, an ``except ... as``."""
+    """``node`` binds ``name`` other than by assignment: an import, ``global``, a def, an
+    ``except ... as``. (A nested function's parameter of the same name is not counted: the
+    pattern is ``num_stages = 2`` handed on as ``kernel_func(..., num_stages)``.)"""
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return any((a.asname or a.name.split(".")[0]) == name for a in node.names)
     if isinstance(node, (ast.Global, ast.Nonlocal)):
@@ -213,7 +229,7 @@ def _binds_otherwise(node: ast.AST, name: str) -> bool:
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                          ast.ExceptHandler)):
         return node.name == name
-    return isinstance(node, ast.arg) and node.arg == name
+    return False
 
 
 def _bound_once(name: str, scope: ast.AST) -> object:
@@ -284,11 +300,10 @@ def _depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
                                    f"num_stages={ast.unparse(value)}, which is neither a "
                                    "parameter nor a number")
         written.append((line, int(depth), ast.unparse(value)))
-    if len({depth for _, depth, _ in written}) > 1:
-        said = ", ".join(f"{depth} (line {line})" for line, depth, _ in written)
-        return swept or (None, f"its T.Pipelined loops set different depths: {said}")
+    # Loops that set different depths (a split kernel and its combine step, say) lower
+    # as written too; the first one's depth names the variant, the note lists them all.
     line, depth, expression = written[0]
-    return Depth(None, depth, line, expression), ""
+    return Depth(None, depth, line, expression, tuple(written)), ""
 
 
 def choose_factory(factories: list[Factory], requested: str | None) -> Factory:

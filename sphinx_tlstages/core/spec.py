@@ -191,8 +191,8 @@ class DirectiveSpec:
     passes: tuple[str, ...] = ()  # :passes: selectors, as written
     passes_line: int = 0  # the document line of :passes:, for notes about its names
     params: tuple[tuple[str, str], ...] = ()  # :params: alone, without the swept ones
-    # (kernel line, what it says) of the loop depth a kernel lowered as written sets.
-    written_depth: tuple[int, str] | None = None
+    # (kernel line, what it says) of each loop depth a kernel lowered as written sets.
+    written_depth: tuple[tuple[int, str], ...] = ()
 
     @property
     def target(self) -> Target:

@@ -49,10 +49,12 @@ def depths(factory: Factory, requested: Sequence[int], explicit: bool) -> tuple[
         return tuple(requested)
     if explicit and tuple(requested) != (depth.written,):
         raise OptionClash(
-            f"{factory.name} fixes its pipeline depth ({depth.described}, line "
-            f"{depth.line} of the kernel), so it lowers as written, with "
+            f"{factory.name} fixes its pipeline depth ("
+            + "; ".join(f"{said}, line {line}" for line, said in depth.each)
+            + " of the kernel), so it lowers as written, with "
             f"num_stages={depth.written} only; to compare depths, give {factory.name} a "
-            "num_stages parameter and pass it to that loop", "num-stages")
+            "num_stages parameter and pass it to "
+            + ("its loops" if len(depth.each) > 1 else "that loop"), "num-stages")
     return (depth.written,)
 
 

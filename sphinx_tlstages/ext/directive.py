@@ -244,8 +244,8 @@ class TlPipelineDirective(SphinxDirective):
             passes=passes,
             passes_line=self._option_line("passes"),
             params=canonical_params(params),
-            written_depth=(factory.depth.line, factory.depth.described)
-            if factory.depth and factory.depth.param is None else None,
+            written_depth=factory.depth.each
+            if factory.depth and factory.depth.param is None else (),
         )
 
     def _origin(self) -> KernelOrigin:

@@ -67,20 +67,22 @@ def _unchanged_note(merged: list[VariantSpec]) -> nodes.Node | None:
 
 
 def _written_note(spec: DirectiveSpec, factory: str) -> nodes.Node | None:
-    if spec.written_depth is None:
+    if not spec.written_depth:
         return None
-    line, said = spec.written_depth
+    several = len(spec.written_depth) > 1
     para = nodes.paragraph(classes=["tl-note", "tl-as-written"])
-    para += nodes.Text("The kernel fixes its pipeline depth (")
-    para += code(said) if said.startswith("num_stages=") and " " not in said \
-        else nodes.Text(said)
-    # Numbered as the kernel listing numbers it (document lines for an inline kernel).
-    para += nodes.Text(f", line {(spec.kernel_line or 1) + line - 1}), so it is "
-                       "lowered as written. To compare depths, give ")
+    para += nodes.Text(f"The kernel fixes its pipeline depth{'s' if several else ''} (")
+    for i, (line, said) in enumerate(spec.written_depth):
+        para += nodes.Text("; " if i else "")
+        para += code(said) if said.startswith("num_stages=") and " " not in said \
+            else nodes.Text(said)
+        # Numbered as the kernel listing numbers it (document lines for an inline kernel).
+        para += nodes.Text(f", line {(spec.kernel_line or 1) + line - 1}")
+    para += nodes.Text("), so it is lowered as written. To compare depths, give ")
     para += code(factory)
     para += nodes.Text(" a ")
     para += code("num_stages")
-    para += nodes.Text(" parameter and pass it to that loop.")
+    para += nodes.Text(f" parameter and pass it to {'its loops' if several else 'that loop'}.")
     return para
 
 
