@@ -96,7 +96,7 @@ def test_unknown_param_and_missing_factory(build) -> None:
         "factory 'matmul' takes no parameter block_Q (its parameters: M, N, K, block_M, "
         "block_N, block_K, num_stages, threads)",
         "no kernel factory: expected a @tilelang.jit or @autotune function, or a function "
-        "taking num_stages; found: helper (line 1, plain)",
+        "taking num_stages or with a T.Pipelined loop; found: helper (line 1, plain)",
     ]
 
 
