@@ -82,7 +82,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         stages = depths(chosen, stages, num_stages is not None)
         variants = matrix(source, path.name, chosen.name, values, swept, stages,
                           chosen_targets, origin=origin,
-                          depth_param=chosen.depth.param if chosen.depth else "num_stages")
+                          depth_param=chosen.depth_param)
     except OptionClash as exc:
         print(f"tlstages lower: --{exc.option}: {_flags(exc)}", file=sys.stderr)
         return 2
@@ -99,8 +99,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                          diff="none", sweep=tuple((k, tuple(map(repr, v)))
                                                   for k, v in swept.items()),
                          params=canonical_params(values),
-                         written_depth=chosen.depth.each
-                         if chosen.depth and chosen.depth.param is None else ())
+                         written_depth=chosen.written_depth)
     by_id = {variant.id: variant for variant in variants}
     results: dict[str, Result] = {}
 

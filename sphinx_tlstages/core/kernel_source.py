@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .errors import SourceError
 
@@ -40,16 +40,22 @@ class Depth:
     in the loop, a constant, or TileLang's default 0): one variant, lowered as written."""
 
     param: str | None
-    written: int = 0  # the first loop's depth, as written (``param`` None)
-    line: int = 0  # the first loop's kernel line
-    expression: str = ""  # what that loop gives as num_stages (``3``, ``DEPTH``; "": none)
-    # Every loop's (kernel line, depth, expression), when there are several.
+    # Each loop's (kernel line, depth, what it gives as num_stages: ``3``, ``DEPTH``, or ""
+    # for none), in source order (``param`` None); the first one's depth names the variant.
     loops: tuple[tuple[int, int, str], ...] = ()
+
+    @property
+    def written(self) -> int:
+        return self.loops[0][1]
+
+    @property
+    def line(self) -> int:
+        return self.loops[0][0]
 
     @property
     def described(self) -> str:
         """``num_stages=3``, ``num_stages=DEPTH (2)``, or TileLang's default."""
-        return describe(self.written, self.expression)
+        return describe(self.written, self.loops[0][2])
 
     @property
     def each(self) -> tuple[tuple[int, str], ...]:
@@ -83,8 +89,6 @@ class Factory:
     # instead, named by ``M, N, K = T.const("M, N, K")``.
     tensors: tuple[str, ...] = ()
     consts: tuple[str, ...] = ()
-    # Its definition, read again only to explain a refusal (see _loop_depths).
-    node: ast.FunctionDef | None = field(default=None, compare=False, repr=False)
     # None: no T.Pipelined loop whose depth could be given or read (refused if chosen),
     # for the reason ``depth_problem`` gives.
     depth: Depth | None = None
@@ -100,6 +104,16 @@ class Factory:
     def takes_depth(self) -> bool:
         """Whether the directive's num_stages values can be given to it."""
         return self.depth is not None and self.depth.param is not None
+
+    @property
+    def depth_param(self) -> str | None:
+        """The keyword num_stages is given as (None: the kernel fixes its depth)."""
+        return self.depth.param if self.depth else "num_stages"
+
+    @property
+    def written_depth(self) -> tuple[tuple[int, str], ...]:
+        """(kernel line, what it says) of each depth a kernel lowered as written fixes."""
+        return self.depth.each if self.depth and self.depth.param is None else ()
 
 
 def _decorator_name(node: ast.expr) -> str:
@@ -167,7 +181,7 @@ def find_factories(tree: ast.Module) -> list[Factory]:
         depth, depth_problem = _depth(node, tree, (*params, *consts), has_kwargs)
         found.append(
             Factory(node.name, kind, tuple(params), tuple(required), has_kwargs,
-                    node.lineno, tensors, consts, node, depth, depth_problem,
+                    node.lineno, tensors, consts, depth, depth_problem,
                     tuple(names))
         )
     return found
@@ -302,8 +316,7 @@ def _depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
         written.append((line, int(depth), ast.unparse(value)))
     # Loops that set different depths (a split kernel and its combine step, say) lower
     # as written too; the first one's depth names the variant, the note lists them all.
-    line, depth, expression = written[0]
-    return Depth(None, depth, line, expression, tuple(written)), ""
+    return Depth(None, tuple(written)), ""
 
 
 def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
@@ -347,7 +360,7 @@ def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
 
 def check_params(factory: Factory, params: dict[str, object]) -> None:
     """Check keyword arguments against the factory's signature, before anything runs."""
-    depth_param = factory.depth.param if factory.depth else "num_stages"
+    depth_param = factory.depth_param
     for given in ("num_stages", depth_param):
         if given and given in params:
             raise SourceError(f"{given} comes from :num-stages:, not from :params:")

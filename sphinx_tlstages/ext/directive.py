@@ -206,8 +206,7 @@ class TlPipelineDirective(SphinxDirective):
                                      sweep)
             num_stages = depths(factory, num_stages, "num-stages" in self.options)
             variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
-                              targets, passes, origin,
-                              factory.depth.param if factory.depth else "num_stages")
+                              targets, passes, origin, factory.depth_param)
         except OptionClash as exc:
             raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
         labels = [t.label for t in targets]
@@ -244,8 +243,7 @@ class TlPipelineDirective(SphinxDirective):
             passes=passes,
             passes_line=self._option_line("passes"),
             params=canonical_params(params),
-            written_depth=factory.depth.each
-            if factory.depth and factory.depth.param is None else (),
+            written_depth=factory.written_depth,
         )
 
     def _origin(self) -> KernelOrigin:
