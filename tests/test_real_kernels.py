@@ -48,6 +48,14 @@ def _project(srcdir: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__"))
 
 
+def _one_directive(tmp_path: Path, file: str, params: str, stages: str) -> Built:
+    """The styles in a project of their own, one directive lowering ``file``."""
+    src = tmp_path / "src"
+    _project(src)
+    return build_once(src, {"index.rst": f"T\n=\n\n.. tl-pipeline::\n   :file: kernels/{file}\n"
+                                          f"   :params: {params}\n   :num-stages: {stages}\n"})
+
+
 @pytest.fixture(scope="module")
 def styles(tmp_path_factory: pytest.TempPathFactory) -> Built:
     srcdir = tmp_path_factory.mktemp("styles")
@@ -82,12 +90,7 @@ def test_subscripted_tensors_and_a_written_depth(styles: Built) -> None:
 def test_a_guarded_loop_body_renders_every_part(tmp_path: Path) -> None:
     """A body the pipeliner schedules as fewer statements than it reads (a let and a
     guarded block): the statement it gave no stage gets a dash, and every part renders."""
-    src = tmp_path / "src"
-    _project(src)
-    built = build_once(src, {"index.rst": "T\n=\n\n.. tl-pipeline::\n"
-                                          "   :file: kernels/guarded_tiles.py\n"
-                                          "   :params: M=256 N=256 K=512 S=8\n"
-                                          "   :num-stages: 2 3\n"})
+    built = _one_directive(tmp_path, "guarded_tiles.py", "M=256 N=256 K=512 S=8", "2 3")
     assert built.warnings == ""
     schedule = {row[0]: row[2:] for row in built.table("tl-annotations")[1:]}
     assert schedule["k0 = Tiles[s] * block_K"] == ["stage 0, order 0", "stage 0, order 0"]
@@ -106,12 +109,7 @@ def test_helper_beside_the_kernel_sets_the_tile(styles: Built) -> None:
 
 
 def test_a_wrong_eager_parameter_lists_what_the_factory_takes(tmp_path: Path) -> None:
-    src = tmp_path / "src"
-    _project(src)
-    built = build_once(src, {"index.rst": "T\n=\n\n.. tl-pipeline::\n"
-                                          "   :file: kernels/eager_gemm.py\n"
-                                          "   :params: M=256 N=256 K=256 block_Q=64\n"
-                                          "   :num-stages: 2\n"})
+    built = _one_directive(tmp_path, "eager_gemm.py", "M=256 N=256 K=256 block_Q=64", "2")
     assert "index.rst:4" in built.warnings or "index.rst:" in built.warnings
     assert "takes no parameter block_Q" in built.warnings
     assert "M, N, K" in built.warnings and "block_K" in built.warnings
