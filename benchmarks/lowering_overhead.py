@@ -2,18 +2,20 @@
 """What the extension adds to TileLang's own lowering of one variant, on one CPU.
 
 In one process pinned to one CPU, with TileLang imported once, each variant of the seed
-GEMM (num_stages 1-4, sm_80, the chapter's ``:passes:``) is lowered two ways, in
-alternating order, ``--rounds`` times:
+GEMM (num_stages 1-4, sm_80) is lowered three ways, in rotating order, ``--rounds``
+times:
 
 * TileLang alone: the kernel text executed, its factory called, and ``tilelang.lower``
   with ``enable_device_compile=False`` in the ``PassContext`` TileLang's own
   ``compile_kernel_source`` opens (``#line`` directives on);
-* the extension: ``lower_variant`` as a worker runs it (the kernel loaded as its own
-  module, the pass instrument, the IR printed for the pass records, the facts, the
-  normalised CUDA).
+* the extension, for a directive with the default parts: ``lower_variant`` as a worker
+  runs it (the kernel loaded as its own module, the pass instrument, the facts, the
+  schedule the figures draw, the normalised CUDA);
+* the extension, for a directive that shows the "passes" part (as the chapter's, with
+  its ``:passes:``): the same, and the IR printed after every pass run that changed it.
 
 Both run in a process set up as a worker is (TileLang imported, then ``gc.freeze()``).
-Times are the process's CPU seconds (``time.process_time``), medians per variant; the
+Times are the process's CPU seconds (``time.process_time``), medians per variant; a
 ratio is the sum of the extension's medians over the sum of TileLang's.
 
     python benchmarks/lowering_overhead.py [--rounds 5] [--cpu N] [--json FILE]
@@ -32,6 +34,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +47,14 @@ PASSES = ["PipelinePlanning", "InjectSoftwarePipeline"]  # as the chapter's dire
 STAGES = (1, 2, 3, 4)
 
 
-def payload(num_stages: int) -> dict[str, Any]:
-    """The worker payload of one variant, as the directive would send it."""
+def payload(num_stages: int, passes: bool = False) -> dict[str, Any]:
+    """The worker payload of one variant, as the directive would send it: with the
+    default parts, or showing the "passes" part with the chapter's ``:passes:``."""
     return {"source": GEMM, "source_name": "kernel.py", "factory": "matmul",
             "params": [[k, repr(v)] for k, v in PARAMS.items()], "num_stages": num_stages,
-            "target": TARGET, "ir_passes": PASSES, "origin": {"file": None, "folders": []}}
+            "target": TARGET, "ir_passes": PASSES if passes else [],
+            "origin": {"file": None, "folders": []},
+            **({"record_passes": True} if passes else {})}
 
 
 def tilelang_alone(num_stages: int, **params: int) -> str:
@@ -108,38 +114,46 @@ def main() -> None:
     import_seconds = time.process_time() - started
     from sphinx_tlstages.worker.lowering import lower_variant
 
-    def extension(num_stages: int) -> str:
-        result = lower_variant(payload(num_stages))
+    def extension(num_stages: int, passes: bool = False) -> str:
+        result = lower_variant(payload(num_stages, passes))
         assert result["ok"], result
+        assert ("added" in result["passes"][0]) == passes, "pass changes recorded or not"
         return str(result["cuda"])
 
-    kinds = {"tilelang": tilelang_alone, "extension": extension}
-    for stages in STAGES:  # warm both paths up: first calls pay lazy imports
+    kinds: dict[str, Callable[[int], str]] = {
+        "tilelang": tilelang_alone, "extension": extension,
+        "extension_passes": lambda stages: extension(stages, passes=True)}
+    for stages in STAGES:  # warm every path up: first calls pay lazy imports
         for run in kinds.values():
             run(stages)
     times: dict[str, dict[int, list[float]]] = {k: {s: [] for s in STAGES} for k in kinds}
     for round_ in range(args.rounds):
         for stages in STAGES:
-            order = list(kinds) if (round_ + stages) % 2 else list(kinds)[::-1]
+            shift = (round_ + stages) % len(kinds)  # each kind first as often as the others
+            order = list(kinds)[shift:] + list(kinds)[:shift]
             for kind in order:
                 began = time.process_time()
                 kinds[kind](stages)
                 times[kind][stages].append(time.process_time() - began)
     medians = {k: {s: statistics.median(v) for s, v in per.items()} for k, per in times.items()}
-    alone, ours = sum(medians["tilelang"].values()), sum(medians["extension"].values())
+    total = {kind: sum(per.values()) for kind, per in medians.items()}
+    alone = total["tilelang"]
     report = {
         "cpu": cpu, "rounds": args.rounds, "import_cpu_seconds": round(import_seconds, 3),
-        "per_variant": {str(s): {"tilelang": round(medians["tilelang"][s], 3),
-                                 "extension": round(medians["extension"][s], 3)}
+        "per_variant": {str(s): {kind: round(medians[kind][s], 3) for kind in kinds}
                         for s in STAGES},
-        "tilelang_seconds": round(alone, 3), "extension_seconds": round(ours, 3),
-        "ratio": round(ours / alone, 3),
+        "tilelang_seconds": round(alone, 3), "extension_seconds": round(total["extension"], 3),
+        "extension_passes_seconds": round(total["extension_passes"], 3),
+        "ratio": round(total["extension"] / alone, 3),
+        "ratio_with_passes": round(total["extension_passes"] / alone, 3),
     }
     for stages in STAGES:
         print(f"num_stages={stages}: TileLang {medians['tilelang'][stages]:.3f} s, "
-              f"with the extension {medians['extension'][stages]:.3f} s", file=sys.stderr)
-    print(f"per-variant overhead on one CPU: {ours:.2f} s / {alone:.2f} s = "
-          f"{ours / alone:.3f}x TileLang alone", file=sys.stderr)
+              f"with the extension {medians['extension'][stages]:.3f} s, showing passes "
+              f"{medians['extension_passes'][stages]:.3f} s", file=sys.stderr)
+    print(f"per-variant overhead on one CPU: {total['extension']:.2f} s / {alone:.2f} s = "
+          f"{report['ratio']:.3f}x TileLang alone; showing the passes part "
+          f"{report['ratio_with_passes']:.3f}x", file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     else:

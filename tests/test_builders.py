@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from sphinx.util.texescape import escape as tex_escape
 
+from sphinx_tlstages.core.options import SHOW_PARTS
+
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, myst, rst
 
@@ -30,7 +32,8 @@ TITLE = "First GEMM ~ 100% of <peak> #1_a & {b}"
 FILES = {
     "index.rst": "Book\n====\n\nThe introduction.\n\n.. toctree::\n\n   one\n   part/two\n",
     "one.rst": "One\n===\n\nBefore the first.\n\n"
-               + rst(GEMM, TITLE, num_stages="2 3", params=GEMM_PARAMS, name="first")
+               + rst(GEMM, TITLE, num_stages="2 3", params=GEMM_PARAMS, name="first",
+                     show=" ".join(SHOW_PARTS))  # every part (the second: the default)
                + "\nAfter the first.\n",
     "part/two.md": "# Two\n\nBefore the second.\n\n"
                    + myst(GEMM, "Second GEMM", num_stages="2 3", params=GEMM_PARAMS,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from sphinx_tlstages.core import pass_compare, passes
+from sphinx_tlstages.core.assertions import reads_passes
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -125,3 +127,46 @@ def test_selectors() -> None:
     assert passes.matches("tl.Simplify#3", "tl.Simplify", 3)
     assert not passes.matches("Simplify#3", "tl.Simplify", 2)
     assert not passes.matches("Simplify", "tl.SimplifyMore", 1)
+
+
+def _recorded(cache: Path) -> list[bool]:
+    """Per cached result: whether it recorded what each pass run changed."""
+    found = []
+    for path in sorted(cache.rglob("*.json")):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        if result.get("passes"):
+            found.append(all("added" in record for record in result["passes"]))
+    return found
+
+
+def test_pass_changes_are_recorded_only_where_a_page_reads_them(build, own_cache: Path
+                                                                ) -> None:
+    # The default parts: the runs are named (for :passes: checks and snapshots), but no
+    # IR is printed per run, and there is no passes part.
+    page = "T\n=\n\n" + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="plain")
+    plain = build({"index.rst": page})
+    assert plain.warnings == ""
+    assert "tl-passes" not in plain.html()
+    assert _recorded(own_cache) == [False, False]
+    # A claim about passes needs their counts, and gets them without the part: a true
+    # claim holds (a missing count would fail it), a false one fails.
+    claims = "T\n=\n\n" + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="claims",
+                              assert_='passes["tl.PipelinePlanning#1"] == 2\n'
+                                      '      passes["tl.PipelinePlanning#1"] == 3')
+    claimed = build({"index.rst": claims})
+    assert "tl-passes" not in claimed.html()
+    assert "passes[\"tl.PipelinePlanning#1\"] == 2" not in claimed.warnings
+    assert "assertion 'passes[\"tl.PipelinePlanning#1\"] == 3' is false" in claimed.warnings
+    assert sorted(_recorded(own_cache)) == [False, False, True, True]
+    # Showing the part needs the recording results: the plain ones are another key, the
+    # claims' are the same kernels recorded (so they are taken, not lowered again).
+    shown = build({"index.rst": page.replace(":name: plain", ":name: plain\n   :show: passes")})
+    assert shown.table("tl-passes")
+    assert sorted(_recorded(own_cache)) == [False, False, True, True]
+
+
+def test_only_expressions_naming_passes_need_their_records() -> None:
+    assert reads_passes('passes["tl.Simplify#3"] > 0')
+    assert reads_passes("sum(passes.values()) > 10")
+    assert not reads_passes('shared["passes"].shape[0] == num_stages')
+    assert not reads_passes("num_stages > 1 or 'passes' in target")

@@ -8,6 +8,7 @@ build, as a snapshot drift does. The names an expression can use are listed in
 
 from __future__ import annotations
 
+import ast
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +48,9 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
         "num_stages": variant.num_stages,
         "params": {k: literal_value(v) for k, v in variant.params},
         "target": variant.target.label,
+        # Counts exist where the variant recorded its pass changes (see reads_passes).
         "passes": {f"{p['name']}#{p['run']}": p["added"] + p["removed"]
-                   for p in result.get("passes", [])},
+                   for p in result.get("passes", []) if "added" in p},
         "shared": {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
                                               bytes=b["bytes"]) for b in result["shared"]},
         "sync": dict(result["sync"]),
@@ -59,6 +61,16 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
         "dynamic_shared_bytes": result["dynamic_shared_bytes"],
         "warp_specialized": SimpleNamespace(**ws) if ws else None,
     }
+
+
+def reads_passes(expression: str) -> bool:
+    """Whether ``expression`` uses ``passes``: its variants must record their pass
+    changes (see :attr:`VariantSpec.record_passes`)."""
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError:
+        return False
+    return any(isinstance(node, ast.Name) and node.id == "passes" for node in ast.walk(tree))
 
 
 def check(expression: str, names: dict[str, Any]) -> str | None:

@@ -18,6 +18,10 @@ from .errors import OptionError
 # each T.gemm became) under the figures.
 SHOW_PARTS = ("source", "chart", "figure", "gemm", "annotations", "shared", "sync", "passes",
               "diff", "cuda")
+# The default of ``tlstages_show``: every part but "passes", the one whose facts cost
+# printing the IR after every pass run (about a tenth of the lowering); a page that
+# shows it, names ``:passes:`` or asserts on ``passes[...]`` pays for it.
+DEFAULT_SHOW = tuple(part for part in SHOW_PARTS if part != "passes")
 DIFF_MODES = ("consecutive", "baseline", "none")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

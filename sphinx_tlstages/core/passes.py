@@ -53,10 +53,16 @@ def _digest(text: str) -> str:
 
 
 class PassLog:
-    """What each pass run did to the IR of one variant."""
+    """What each pass run did to the IR of one variant.
 
-    def __init__(self, wanted: Sequence[str] = ()) -> None:
+    With ``changes`` off it keeps the names of the runs only (enough to number them and
+    to say when a release renumbers them): the lines each run changed are only worth
+    printing the IR for when a page reads them.
+    """
+
+    def __init__(self, wanted: Sequence[str] = (), changes: bool = True) -> None:
         self.wanted = tuple(wanted)
+        self.changes = changes
         self.records: list[Record] = []
         self.diffs: dict[str, str] = {}
         self._text: str | None = None
@@ -71,6 +77,10 @@ class PassLog:
     def after(self, name: str, changed: bool, text: Callable[[], str]) -> None:
         """One pass ran; ``text`` is called (printing IR costs) only if it ``changed``."""
         run = self._runs[name] = self._runs.get(name, 0) + 1
+        if not self.changes:
+            self.records.append({"name": name, "run": run,
+                                 "position": len(self.records) + 1})
+            return
         # "input" tells, between variants, where a difference starts: a run whose input
         # is the same everywhere but whose change is not is where the variants part ways.
         record: Record = {"name": name, "run": run, "position": len(self.records) + 1,

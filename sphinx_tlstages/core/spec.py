@@ -61,10 +61,21 @@ class VariantSpec:
     # and is lowered as written (num_stages is then what it wrote). Part of the key, where
     # it is not the usual name.
     depth_param: str | None = "num_stages"
+    # Whether the worker records what each pass run changed (the IR printed after every
+    # run that changed it): the "passes" part, ``:passes:`` diffs and ``passes[...]`` in
+    # an ``:assert:`` need it, and printing costs about a tenth of the lowering, so a
+    # variant no page reads it for goes without. Part of the key, where it is asked for.
+    record_passes: bool = False
 
     def payload(self) -> dict[str, object]:
         """The JSON a worker receives."""
-        depth = {} if self.depth_param == "num_stages" else {"depth_param": self.depth_param}
+        # Fields at their usual value are left out: the keys of such variants stay as
+        # they were before the field existed.
+        extra: dict[str, object] = {}
+        if self.depth_param != "num_stages":
+            extra["depth_param"] = self.depth_param
+        if self.record_passes:
+            extra["record_passes"] = True
         return {
             "source": self.source,
             "source_name": self.source_name,
@@ -74,7 +85,7 @@ class VariantSpec:
             "target": self.target.as_dict,
             "ir_passes": list(self.ir_passes),
             "origin": self.origin.payload,
-            **depth,
+            **extra,
         }
 
     # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
@@ -109,7 +120,8 @@ class VariantSpec:
                 " (as written in the kernel)" if self.as_written else
                 f" (given as {self.depth_param})" if self.depth_param != "num_stages" else ""),
             "target": self.target.canonical,
-            "passes recorded": " ".join(self.ir_passes) or "(none)",
+            "pass changes recorded": "yes" if self.record_passes else "no",
+            "passes diffed": " ".join(self.ir_passes) or "(none)",
             "TileLang build": stamp,
             "result schema": str(RESULT_SCHEMA),
             "sphinx-tlstages lowering code": lowering_stamp(),

@@ -62,7 +62,8 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
            sweep: Mapping[str, Sequence[object]], num_stages: Sequence[int],
            targets: Sequence[Target], passes: tuple[str, ...] = (),
            origin: KernelOrigin | None = None,
-           depth_param: str | None = "num_stages") -> tuple[VariantSpec, ...]:
+           depth_param: str | None = "num_stages",
+           record_passes: bool = False) -> tuple[VariantSpec, ...]:
     """Every combination of target, swept values and num_stages, num_stages varying
     fastest, so neighbouring columns differ in num_stages alone."""
     combos = 1
@@ -84,7 +85,7 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
         variants.append(VariantSpec(
             source, source_name, factory, canonical_params({**params, **chosen}), stages,
             target, axes=tuple(axes), ir_passes=passes, origin=origin or KernelOrigin(),
-            depth_param=depth_param))
+            depth_param=depth_param, record_passes=record_passes or bool(passes)))
     return tuple(variants)
 
 

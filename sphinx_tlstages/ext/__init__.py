@@ -68,6 +68,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # env_version: bumped when what the environment stores changes shape, so that an older
     # pickled environment is read again (2: placeholders carry their document's name;
     # 3: :expect-error: values name their target; 5: specs say how a kernel's depth is given,
-    # and where a kernel lowered as written sets it).
+    # and where a kernel lowered as written sets it; 6: variants say whether they record
+    # their pass changes).
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
-            "env_version": 5}
+            "env_version": 6}

@@ -17,6 +17,7 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from ..core import options
+from ..core.assertions import reads_passes
 from ..core.errors import OptionError, SourceError
 from ..core.kernel_source import normalise_source
 from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
@@ -201,12 +202,15 @@ class TlPipelineDirective(SphinxDirective):
         passes = self._option("passes", options.parse_passes, "") \
             if "passes" in self.options else ()
         origin = self._origin()
+        asserts = self._asserts()
         try:
             factory = kernel_factory(source, source_name, self.options.get("factory"), params,
                                      sweep)
             num_stages = depths(factory, num_stages, "num-stages" in self.options)
             variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
-                              targets, passes, origin, factory.depth_param)
+                              targets, passes, origin, factory.depth_param,
+                              record_passes="passes" in show
+                              or any(reads_passes(e) for _, e in asserts))
         except OptionClash as exc:
             raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
         labels = [t.label for t in targets]
@@ -235,7 +239,7 @@ class TlPipelineDirective(SphinxDirective):
             node_id=nodes.make_id(f"tl-{name}"),
             expect_error=expected,
             expect_pattern=pattern,
-            asserts=self._asserts(),
+            asserts=asserts,
             reference=self._optional("reference", options.parse_expression),
             flops=self._optional("flops", options.parse_expression),
             tolerance=self._optional("tolerance", options.parse_tolerance),

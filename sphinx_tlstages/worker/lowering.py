@@ -39,9 +39,10 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
     """A pass instrument keeping the module as built (in ``built``) and the output of the
     first run of each watched pass (and, for the schedule reader, the
     module before the first run of its passes and after the last pass: keeping a module is
-    keeping a reference), and telling ``log`` what every run changed (printing
-    the IR only when its structural hash moved: printing every module would double the
-    lowering time).
+    keeping a reference), and telling ``log`` every run; when the log records changes,
+    what each run changed (printing the IR only when its structural hash moved: printing
+    every module would double the lowering time, and even so printing is about a tenth
+    of it).
 
     Some passes run others inside them on helper functions of their own: tile-op
     lowering simplifies each gemm emitter's ``_gemm_*`` function. Those runs see a module
@@ -59,11 +60,12 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
     class Recorder:
         def run_before_pass(self, mod: Any, info: Any) -> None:
             depth[0] += 1
-            if not last:
-                last.append(tvm.ir.structural_hash(mod))
+            if not kernel:
                 kernel.append(_names(mod))
                 built.append(mod)
-                log.start(_script(mod))
+                if log.changes:
+                    last.append(tvm.ir.structural_hash(mod))
+                    log.start(_script(mod))
             if info.name in schedule.BEFORE:
                 after.setdefault(f"before:{info.name}", mod)
 
@@ -72,9 +74,12 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
                 if helper(mod):
                     return
                 kernel[0] = _names(mod)
-                digest = tvm.ir.structural_hash(mod)
-                log.after(str(info.name), digest != last[0], lambda: _script(mod))
-                last[0] = digest
+                if log.changes:
+                    digest = tvm.ir.structural_hash(mod)
+                    log.after(str(info.name), digest != last[0], lambda: _script(mod))
+                    last[0] = digest
+                else:
+                    log.after(str(info.name), False, str)
                 if info.name in ir_facts.WATCHED and info.name not in after:
                     after[str(info.name)] = mod
                 after["final"] = mod
@@ -113,7 +118,8 @@ def lower_variant(payload: dict[str, Any]) -> Result:
                                            factory_arguments(payload))
             after: dict[str, Any] = {}
             built: list[Any] = []
-            log = PassLog(payload.get("ir_passes") or ())
+            log = PassLog(payload.get("ir_passes") or (),
+                          changes=bool(payload.get("record_passes")))
             source_cuda = _lower(func, pass_configs, payload["target"],
                                  _recorder(after, built, log))
     except Exception as exc:

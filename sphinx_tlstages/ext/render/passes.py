@@ -76,7 +76,9 @@ def _diffs(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
 def passes_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                 max_lines: int) -> list[nodes.Node]:
     """The table of responding runs (with two or more variants) and the chosen diffs."""
-    ok = [(v, r) for v, r in rows if r.get("ok") and r.get("passes")]
+    # Only variants that recorded their pass changes (see VariantSpec.record_passes).
+    ok = [(v, r) for v, r in rows if r.get("ok") and r.get("passes")
+          and "added" in r["passes"][0]]
     if not ok:
         return []
     body: list[nodes.Node] = []
