@@ -52,6 +52,9 @@ def test_lower_json_and_a_failing_variant(tmp_path: Path) -> None:
     assert done.returncode == 1
     results = json.loads(done.stdout)
     assert results["1"]["ok"] is True and results["1"]["shared"][0]["shape"] == [128, 64]
+    # The JSON is the whole result: the lines each pass run changed included.
+    planning = [r for r in results["1"]["passes"] if r["name"] == "tl.PipelinePlanning"]
+    assert planning[0]["added"] + planning[0]["removed"] > 0
     assert results["2"]["error"]["message"] == "AssertionError: two stages refused"
     assert f"{kernel}:4: num_stages=2: AssertionError: two stages refused" in done.stderr
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sphinx_tlstages.core import pass_compare, passes
 from sphinx_tlstages.core.assertions import reads_passes
 
-from .conftest import Built, build_once
+from .conftest import CONF, Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst
 
 PAGE = "Passes\n======\n\n" + rst(
@@ -129,14 +130,18 @@ def test_selectors() -> None:
     assert not passes.matches("Simplify", "tl.SimplifyMore", 1)
 
 
+def _entries(cache: Path) -> list[dict[str, Any]]:
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(cache.rglob("*.json"))]
+
+
 def _recorded(cache: Path) -> list[bool]:
     """Per cached result: whether it recorded what each pass run changed."""
-    found = []
-    for path in sorted(cache.rglob("*.json")):
-        result = json.loads(path.read_text(encoding="utf-8"))
-        if result.get("passes"):
-            found.append(all("added" in record for record in result["passes"]))
-    return found
+    return sorted(all("added" in record for record in entry["passes"])
+                  for entry in _entries(cache) if entry.get("passes"))
+
+
+def _facts(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k not in ("passes", "pass_diffs", "seconds")}
 
 
 def test_pass_changes_are_recorded_only_where_a_page_reads_them(build, own_cache: Path
@@ -157,12 +162,51 @@ def test_pass_changes_are_recorded_only_where_a_page_reads_them(build, own_cache
     assert "tl-passes" not in claimed.html()
     assert "passes[\"tl.PipelinePlanning#1\"] == 2" not in claimed.warnings
     assert "assertion 'passes[\"tl.PipelinePlanning#1\"] == 3' is false" in claimed.warnings
-    assert sorted(_recorded(own_cache)) == [False, False, True, True]
-    # Showing the part needs the recording results: the plain ones are another key, the
-    # claims' are the same kernels recorded (so they are taken, not lowered again).
+    assert _recorded(own_cache) == [False, False, True, True]
+    # Recording changes nothing else: the same facts, the same CUDA.
+    by_mode: dict[bool, dict[int, dict[str, Any]]] = {True: {}, False: {}}
+    for entry in _entries(own_cache):
+        recorded = all("added" in record for record in entry["passes"])
+        by_mode[recorded][entry["num_stages"]] = _facts(entry)
+    assert by_mode[True] == by_mode[False]
+    assert sorted(by_mode[True]) == [2, 3]
+    # Showing the part needs the recording results: the claims' are the same kernels
+    # recorded, so they are taken, not lowered again.
     shown = build({"index.rst": page.replace(":name: plain", ":name: plain\n   :show: passes")})
     assert shown.table("tl-passes")
-    assert sorted(_recorded(own_cache)) == [False, False, True, True]
+    assert "lowered in" not in shown.status
+    assert _recorded(own_cache) == [False, False, True, True]
+
+
+def test_a_variant_that_records_nothing_takes_its_recording_twin(build, own_cache: Path,
+                                                                 tmp_path: Path) -> None:
+    # The same kernel twice on one page, once with the passes part: lowered once each
+    # num_stages, recording, and both directives render from those results.
+    twice = ("T\n=\n\n"
+             + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="bare")
+             + "\n" + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="full",
+                           show="passes sync"))
+    both = build({"index.rst": twice})
+    assert both.warnings == ""
+    assert both.status.count("lowered in") == 2
+    assert _recorded(own_cache) == [True, True]
+    assert both.table("tl-passes") and both.table("tl-sync", index=1)
+    # Later, the bare directive alone (in a project of its own) takes them from the cache.
+    alone = build({"index.rst": "T\n=\n\n" + rst(GEMM, num_stages="2 3",
+                                                   params=GEMM_PARAMS, name="bare")},
+                  srcdir=tmp_path / "alone")
+    assert alone.warnings == ""
+    assert "lowered in" not in alone.status
+    assert alone.status.count("]: cached") == 2 and _recorded(own_cache) == [True, True]
+
+
+def test_tlstages_show_with_passes_records_them(build, own_cache: Path) -> None:
+    conf = CONF + 'tlstages_show = "sync passes"\n'
+    page = "T\n=\n\n" + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS, name="configured")
+    built = build({"index.rst": page}, conf=conf)
+    assert built.warnings == ""
+    assert built.table("tl-passes")
+    assert _recorded(own_cache) == [True, True]
 
 
 def test_only_expressions_naming_passes_need_their_records() -> None:

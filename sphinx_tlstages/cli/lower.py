@@ -82,7 +82,10 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         stages = depths(chosen, stages, num_stages is not None)
         variants = matrix(source, path.name, chosen.name, values, swept, stages,
                           chosen_targets, origin=origin,
-                          depth_param=chosen.depth_param)
+                          depth_param=chosen.depth_param,
+                          # The JSON carries every result whole, pass changes included;
+                          # the text output does not show them.
+                          record_passes=as_json)
     except OptionClash as exc:
         print(f"tlstages lower: --{exc.option}: {_flags(exc)}", file=sys.stderr)
         return 2

@@ -44,13 +44,14 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
         later["tmem"] = {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
                                                     columns=b["columns"])
                          for b in result["tmem"]}
+    records = result.get("passes", [])
+    if all("added" in p for p in records):  # recorded (see reads_passes): else no name
+        later["passes"] = {f"{p['name']}#{p['run']}": p["added"] + p["removed"]
+                           for p in records}
     return {**later,
         "num_stages": variant.num_stages,
         "params": {k: literal_value(v) for k, v in variant.params},
         "target": variant.target.label,
-        # Counts exist where the variant recorded its pass changes (see reads_passes).
-        "passes": {f"{p['name']}#{p['run']}": p["added"] + p["removed"]
-                   for p in result.get("passes", []) if "added" in p},
         "shared": {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
                                               bytes=b["bytes"]) for b in result["shared"]},
         "sync": dict(result["sync"]),

@@ -12,7 +12,7 @@ import functools
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .options import Expected
 from .result import RESULT_SCHEMA
@@ -64,8 +64,19 @@ class VariantSpec:
     # Whether the worker records what each pass run changed (the IR printed after every
     # run that changed it): the "passes" part, ``:passes:`` diffs and ``passes[...]`` in
     # an ``:assert:`` need it, and printing costs about a tenth of the lowering, so a
-    # variant no page reads it for goes without. Part of the key, where it is asked for.
+    # variant no page reads it for goes without. Part of the key, where it is asked for
+    # (a variant that does not ask may take the result of one that does: see ext/batch).
     record_passes: bool = False
+
+    def __post_init__(self) -> None:
+        # IR diffs of chosen passes are made of the same texts.
+        if self.ir_passes and not self.record_passes:
+            object.__setattr__(self, "record_passes", True)
+
+    def recording(self) -> VariantSpec:
+        """The same variant, recording its pass changes: its result holds all of this
+        one's."""
+        return replace(self, record_passes=True)
 
     def payload(self) -> dict[str, object]:
         """The JSON a worker receives."""
@@ -120,8 +131,8 @@ class VariantSpec:
                 " (as written in the kernel)" if self.as_written else
                 f" (given as {self.depth_param})" if self.depth_param != "num_stages" else ""),
             "target": self.target.canonical,
+            "passes recorded": " ".join(self.ir_passes) or "(none)",
             "pass changes recorded": "yes" if self.record_passes else "no",
-            "passes diffed": " ".join(self.ir_passes) or "(none)",
             "TileLang build": stamp,
             "result schema": str(RESULT_SCHEMA),
             "sphinx-tlstages lowering code": lowering_stamp(),

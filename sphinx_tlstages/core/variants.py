@@ -85,7 +85,7 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
         variants.append(VariantSpec(
             source, source_name, factory, canonical_params({**params, **chosen}), stages,
             target, axes=tuple(axes), ir_passes=passes, origin=origin or KernelOrigin(),
-            depth_param=depth_param, record_passes=record_passes or bool(passes)))
+            depth_param=depth_param, record_passes=record_passes))
     return tuple(variants)
 
 

@@ -99,14 +99,39 @@ def _lower(app: Sphinx, state: BuildState,
            wanted: dict[str, tuple[VariantSpec, DirectiveSpec]]) -> None:
     cache = state.cache
     jobs = []
+    # A result that records pass changes holds all of one that does not: a variant that
+    # records none takes its recording twin's, lowered in this batch or cached, rather
+    # than being lowered a second time (key -> the twin's key, filled in at the end).
+    twins: dict[str, str] = {}
     for key, (variant, spec) in wanted.items():
         cached = cache.get(key)
+        twin = None if variant.record_passes else variant.recording().key(state.stamp)
+        if cached is None and twin is not None and twin not in wanted:
+            cached = cache.get(twin)
         if cached is not None:
             state.results[key] = cached
             info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
                         "cached")
+        elif twin is not None and twin in wanted:
+            twins[key] = twin
         else:
             jobs.append(Job(key, variant.payload(), spec.timeout or settings(app).timeout))
+    try:
+        _run(app, state, wanted, jobs)
+    finally:
+        for key, twin in twins.items():
+            if twin in state.results:
+                state.results[key] = state.results[twin]
+                variant, spec = wanted[key]
+                verbose(f"tl-pipeline: {spec.name} {variant.label} "
+                        f"[{variant.target.label}]: the result of the same variant "
+                        "recording its pass changes")
+
+
+def _run(app: Sphinx, state: BuildState, wanted: dict[str, tuple[VariantSpec, DirectiveSpec]],
+         jobs: list[Job]) -> None:
+    """Lower ``jobs`` in the worker pool, each result cached and kept as it comes."""
+    cache = state.cache
     if not jobs:  # workers started while reading are not needed after all
         server, _ = take(app)
         if server is not None:

@@ -202,15 +202,17 @@ class TlPipelineDirective(SphinxDirective):
         passes = self._option("passes", options.parse_passes, "") \
             if "passes" in self.options else ()
         origin = self._origin()
-        asserts = self._asserts()
         try:
             factory = kernel_factory(source, source_name, self.options.get("factory"), params,
                                      sweep)
             num_stages = depths(factory, num_stages, "num-stages" in self.options)
+            asserts = self._asserts()
             variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
                               targets, passes, origin, factory.depth_param,
-                              record_passes="passes" in show
-                              or any(reads_passes(e) for _, e in asserts))
+                              record_passes=any(reads_passes(e) for _, e in asserts))
+            # The passes table compares variants: with one, it has nothing to show.
+            if "passes" in show and len(variants) > 1:
+                variants = tuple(variant.recording() for variant in variants)
         except OptionClash as exc:
             raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
         labels = [t.label for t in targets]
