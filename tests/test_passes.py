@@ -10,6 +10,8 @@ import pytest
 
 from sphinx_tlstages.core import pass_compare, passes
 from sphinx_tlstages.core.assertions import reads_passes
+from sphinx_tlstages.ext.batch import project_directives
+from sphinx_tlstages.ext.state import build_state
 
 from .conftest import CONF, Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -191,6 +193,15 @@ def test_a_variant_that_records_nothing_takes_its_recording_twin(build, own_cach
     assert both.status.count("lowered in") == 2
     assert _recorded(own_cache) == [True, True]
     assert both.table("tl-passes") and both.table("tl-sync", index=1)
+    # Each bare variant's page depends on its twin's entry (its content decides when the
+    # page is written again).
+    state = build_state(both.app)
+    assert state is not None
+    for bare, full in zip(*(spec.variants for spec in project_directives(both.app.env)),
+                          strict=True):
+        assert not bare.record_passes and full.record_passes
+        assert state.cache.digests[bare.key(state.stamp)] == \
+            state.cache.digests[full.key(state.stamp)]
     # Later, the bare directive alone (in a project of its own) takes them from the cache.
     alone = build({"index.rst": "T\n=\n\n" + rst(GEMM, num_stages="2 3",
                                                    params=GEMM_PARAMS, name="bare")},

@@ -108,6 +108,7 @@ def _lower(app: Sphinx, state: BuildState,
         twin = None if variant.record_passes else variant.recording().key(state.stamp)
         if cached is None and twin is not None and twin not in wanted:
             cached = cache.get(twin)
+            _same_entry(cache, key, twin)
         if cached is not None:
             state.results[key] = cached
             info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
@@ -122,10 +123,18 @@ def _lower(app: Sphinx, state: BuildState,
         for key, twin in twins.items():
             if twin in state.results:
                 state.results[key] = state.results[twin]
+                _same_entry(cache, key, twin)
                 variant, spec = wanted[key]
                 verbose(f"tl-pipeline: {spec.name} {variant.label} "
                         f"[{variant.target.label}]: the result of the same variant "
                         "recording its pass changes")
+
+
+def _same_entry(cache: Cache, key: str, twin: str) -> None:
+    """``key`` is served by ``twin``'s entry: the pages that show it depend on that
+    entry's content (see checks and the HTML fragments)."""
+    if twin in cache.digests:
+        cache.digests[key] = cache.digests[twin]
 
 
 def _run(app: Sphinx, state: BuildState, wanted: dict[str, tuple[VariantSpec, DirectiveSpec]],
