@@ -108,7 +108,8 @@ def _lower(app: Sphinx, state: BuildState,
         twin = None if variant.record_passes else variant.recording().key(state.stamp)
         if cached is None and twin is not None and twin not in wanted:
             cached = cache.get(twin)
-            _same_entry(cache, key, twin)
+            if cached is not None:
+                cache.put(key, cached)  # its own entry: the next lookups need no twin
         if cached is not None:
             state.results[key] = cached
             info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
@@ -117,24 +118,27 @@ def _lower(app: Sphinx, state: BuildState,
             twins[key] = twin
         else:
             jobs.append(Job(key, variant.payload(), spec.timeout or settings(app).timeout))
+    by_key = {job.id: job for job in jobs}
+    for key, twin in twins.items():  # the twin's job lowers for both: the longer limit
+        job = by_key.get(twin)  # none where the twin was cached
+        if job is not None:
+            job.timeout = max(job.timeout, wanted[key][1].timeout or settings(app).timeout)
     try:
         _run(app, state, wanted, jobs)
     finally:
         for key, twin in twins.items():
             if twin in state.results:
+                # An entry of its own, as if lowered itself: a warm rebuild finds every
+                # key on disk (and starts no worker), explain and the pages' digests
+                # read it as any other.
                 state.results[key] = state.results[twin]
-                _same_entry(cache, key, twin)
+                cache.put(key, state.results[key])
+                if twin in state.lowered:
+                    state.lowered.add(key)
                 variant, spec = wanted[key]
                 verbose(f"tl-pipeline: {spec.name} {variant.label} "
                         f"[{variant.target.label}]: the result of the same variant "
                         "recording its pass changes")
-
-
-def _same_entry(cache: Cache, key: str, twin: str) -> None:
-    """``key`` is served by ``twin``'s entry: the pages that show it depend on that
-    entry's content (see checks and the HTML fragments)."""
-    if twin in cache.digests:
-        cache.digests[key] = cache.digests[twin]
 
 
 def _run(app: Sphinx, state: BuildState, wanted: dict[str, tuple[VariantSpec, DirectiveSpec]],
