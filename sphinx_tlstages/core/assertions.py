@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .options import literal_value
+from .passes import recorded
 
 if TYPE_CHECKING:
     from .result import Result
@@ -21,8 +22,10 @@ if TYPE_CHECKING:
 _BUILTINS = {f.__name__: f for f in (abs, all, any, len, list, max, min, range, sorted, sum,
                                      tuple)}
 # Facts added after some snapshots were taken: a page built from such a snapshot has
-# none, and a claim about them is skipped there rather than failed.
+# none, and a claim about them is skipped there rather than failed. Pass records are in
+# no snapshot at all (see namespace).
 LATER_FACTS = ("gemm", "tmem")
+_NOT_IN_SNAPSHOTS = (*LATER_FACTS, "passes")
 
 
 def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
@@ -45,9 +48,7 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
                                                     columns=b["columns"])
                          for b in result["tmem"]}
     records = result.get("passes") or []
-    # Recorded (see reads_passes); never in a snapshot, so a page built from one has no
-    # such name and the claim is skipped there (see check).
-    if records and all("added" in p for p in records):
+    if recorded(records):  # see reads_passes; never so in a snapshot
         later["passes"] = {f"{p['name']}#{p['run']}": p["added"] + p["removed"]
                            for p in records}
     return {**later,
@@ -82,7 +83,7 @@ def check(expression: str, names: dict[str, Any]) -> str | None:
         value = eval(compile(expression, "<assert>", "eval"), {"__builtins__": _BUILTINS},
                      names)
     except NameError as exc:
-        if exc.name in LATER_FACTS or exc.name == "passes":
+        if exc.name in _NOT_IN_SNAPSHOTS:
             return None  # not recorded in the snapshot this page was built from
         return f"raised NameError: {exc}"
     except Exception as exc:

@@ -42,6 +42,12 @@ def matches(selector: str, name: str, run: int) -> bool:
     return wanted == name or wanted == name.rsplit(".", 1)[-1]
 
 
+def recorded(records: Sequence[Record]) -> bool:
+    """Whether a result's pass records say what each run changed (see ``PassLog``'s
+    ``changes``), not just which runs ran."""
+    return bool(records) and all("added" in record for record in records)
+
+
 def _changed_lines(diff: list[str]) -> list[str]:
     return [line for line in diff[2:] if line[:1] in "+-"]
 

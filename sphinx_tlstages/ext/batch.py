@@ -105,11 +105,13 @@ def _lower(app: Sphinx, state: BuildState,
     twins: dict[str, str] = {}
     for key, (variant, spec) in wanted.items():
         cached = cache.get(key)
-        twin = None if variant.record_passes else variant.recording().key(state.stamp)
-        if cached is None and twin is not None and twin not in wanted:
-            cached = cache.get(twin)
-            if cached is not None:
-                cache.put(key, cached)  # its own entry: the next lookups need no twin
+        twin = None  # asked for on a miss only: a warm build computes no second key
+        if cached is None and not variant.record_passes:
+            twin = variant.recording().key(state.stamp)
+            if twin not in wanted:
+                cached = cache.get(twin)
+                if cached is not None:
+                    cache.put(key, cached)  # its own entry: the next lookups need no twin
         if cached is not None:
             state.results[key] = cached
             info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "

@@ -77,8 +77,7 @@ def passes_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                 max_lines: int) -> list[nodes.Node]:
     """The table of responding runs (with two or more variants) and the chosen diffs."""
     # Only variants that recorded their pass changes (see VariantSpec.record_passes).
-    ok = [(v, r) for v, r in rows if r.get("ok") and r.get("passes")
-          and "added" in r["passes"][0]]
+    ok = [(v, r) for v, r in rows if r.get("ok") and passes.recorded(r.get("passes") or [])]
     if not ok:
         return []
     body: list[nodes.Node] = []
