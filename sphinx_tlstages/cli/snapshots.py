@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -32,27 +31,42 @@ def accept(srcdir: Path, names: Sequence[str]) -> int:
 
 
 def status(srcdir: Path) -> int:
-    """List what needs attention; exit status 1 when anything is pending or missing."""
+    """List every snapshot and what needs attention: pending, missing, unused, and the
+    facts a page shows that its snapshot does not keep. Exit status 1 when anything is
+    pending, missing or not kept."""
     folder = snapshot_folder(srcdir)
-    names = {spec.name for spec in read_directives(srcdir)}
+    specs = {spec.name: spec for spec in read_directives(srcdir)}
     files = snapshots.stored(folder)
     pending = [name for name, _, is_pending in files if is_pending]
-    goldens = {name for name, _, is_pending in files if not is_pending}
-    missing = sorted(names - goldens)
-    unused = sorted(goldens - names)
+    goldens = {name: path for name, path, is_pending in files if not is_pending}
+    missing = sorted(specs.keys() - goldens.keys())
+    unused = sorted(goldens.keys() - specs.keys())
     for label, items in (("pending", pending), ("missing", missing), ("unused", unused)):
         for name in items:
             print(f"{label:8} {name}")
     installed = tilelang_version()
-    for name, path, is_pending in files:
-        if is_pending or name not in names:
+    lacking = 0
+    for name, path in sorted(goldens.items()):
+        if name not in specs:
             continue
-        with contextlib.suppress(ValueError):
-            recorded = (snapshots.load(path) or {}).get("tilelang")
-            if recorded != installed:
-                # Provenance only: the build says whether anything a reader sees changed.
-                print(f"{'recorded':8} {name} with TileLang {recorded} (installed: "
-                      f"{installed or 'none'})")
-    if not (pending or missing or unused):
-        print(f"{len(names)} snapshots, all current in {folder}")
-    return 1 if pending or missing else 0
+        try:
+            data = snapshots.load(path) or {}
+        except ValueError as exc:
+            print(f"{'broken':8} {name}: {exc}")
+            lacking += 1
+            continue
+        facts = snapshots.lacks(data, specs[name])
+        if facts:
+            lacking += 1
+            print(f"{'lacks':8} {name}: {', '.join(facts)} (shown on the page; "
+                  "TLSTAGES_SNAPSHOTS=update records it)")
+        else:
+            print(f"{'current':8} {name}")
+        recorded = data.get("tilelang")
+        if recorded != installed:
+            # Provenance only: the build says whether anything a reader sees changed.
+            print(f"{'recorded':8} {name} with TileLang {recorded} (installed: "
+                  f"{installed or 'none'})")
+    if not (pending or missing or unused or lacking):
+        print(f"{len(specs)} snapshots, all current in {folder}")
+    return 1 if pending or missing or lacking else 0

@@ -9,11 +9,13 @@ build, as a snapshot drift does. The names an expression can use are listed in
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
+from .fact_table import ASSERT_NAMES, FACTS
 from .options import literal_value
-from .passes import recorded
+from .passes import counts, recorded
 
 if TYPE_CHECKING:
     from .result import Result
@@ -21,11 +23,40 @@ if TYPE_CHECKING:
 
 _BUILTINS = {f.__name__: f for f in (abs, all, any, len, list, max, min, range, sorted, sum,
                                      tuple)}
-# Facts added after some snapshots were taken: a page built from such a snapshot has
-# none, and a claim about them is skipped there rather than failed. Pass records are in
-# no snapshot at all (see namespace).
-LATER_FACTS = ("gemm", "tmem")
-_NOT_IN_SNAPSHOTS = (*LATER_FACTS, "passes")
+
+
+# What a reader gives for a name the result cannot answer (pass records that do not say
+# what each run changed): the name is left out.
+_ABSENT = object()
+
+
+def _first_loop(key: str) -> Callable[[list[dict[str, Any]]], list[int]]:
+    return lambda loops: list(loops[0][key]) if loops else []
+
+
+def _by_name(buffers: list[dict[str, Any]], *fields: str) -> dict[str, SimpleNamespace]:
+    return {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
+                                       **{f: b[f] for f in fields}) for b in buffers}
+
+
+# What each assertion name reads of the fact it is declared on (core.fact_table): the
+# one place a fact becomes a name. A fact the result lacks (a page built from a snapshot
+# recorded before it) gives no name, and a claim using it is skipped there.
+_READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
+    "pipeline": {"stage": _first_loop("stage"), "order": _first_loop("order")},
+    "warp_specialized": {"warp_specialized": lambda ws: SimpleNamespace(**ws) if ws else None},
+    "shared": {"shared": lambda buffers: _by_name(buffers, "bytes")},
+    "dynamic_shared_bytes": {"dynamic_shared_bytes": int},
+    "threads": {"threads": int},
+    "sync": {"sync": dict},
+    "cuda_lines": {"cuda_lines": int},
+    "tmem": {"tmem": lambda buffers: _by_name(buffers, "columns")},
+    "gemm": {"gemm": lambda calls: [g["instruction"] for g in calls]},
+    # Pass records say what each run changed only where the variant recorded them (see
+    # reads_passes); a page built from a snapshot has the counts its claims name.
+    "passes": {"passes": lambda records: counts(records) if recorded(records) else _ABSENT},
+    "pass_counts": {"passes": lambda kept: {k: v for k, v in kept.items() if v is not None}},
+}
 
 
 def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
@@ -38,43 +69,36 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
     call became, in source order: ``gemm[0] == "wgmma"``; one of ``mma_sync``, ``wgmma``,
     ``tcgen05``, ``mfma``, ``fma``), ``tmem`` (tensor-memory buffers by name:
     ``tmem["C_tmem"].columns``, ``.shape``, ``.dtype``)."""
-    loops = result.get("pipeline") or []
-    ws = result.get("warp_specialized")
-    later: dict[str, Any] = {}
-    if "gemm" in result:
-        later["gemm"] = [g["instruction"] for g in result["gemm"]]
-    if "tmem" in result:
-        later["tmem"] = {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
-                                                    columns=b["columns"])
-                         for b in result["tmem"]}
-    records = result.get("passes") or []
-    if recorded(records):  # see reads_passes; never so in a snapshot
-        later["passes"] = {f"{p['name']}#{p['run']}": p["added"] + p["removed"]
-                           for p in records}
-    return {**later,
-        "num_stages": variant.num_stages,
-        "params": {k: literal_value(v) for k, v in variant.params},
-        "target": variant.target.label,
-        "shared": {b["name"]: SimpleNamespace(shape=tuple(b["shape"]), dtype=b["dtype"],
-                                              bytes=b["bytes"]) for b in result["shared"]},
-        "sync": dict(result["sync"]),
-        "stage": list(loops[0]["stage"]) if loops else [],
-        "order": list(loops[0]["order"]) if loops else [],
-        "threads": result["threads"],
-        "cuda_lines": result["cuda_lines"],
-        "dynamic_shared_bytes": result["dynamic_shared_bytes"],
-        "warp_specialized": SimpleNamespace(**ws) if ws else None,
-    }
+    names: dict[str, Any] = {}
+    for fact in FACTS:
+        if fact.name not in result:
+            continue
+        for name, read in _READERS.get(fact.name, {}).items():
+            value = read(result[fact.name])  # type: ignore[literal-required]
+            if value is not _ABSENT and name not in names:
+                names[name] = value
+    return {**names,
+            "num_stages": variant.num_stages,
+            "params": {k: literal_value(v) for k, v in variant.params},
+            "target": variant.target.label}
+
+
+def names_used(expressions: Iterable[str]) -> set[str]:
+    """The names ``expressions`` read (those that do not parse read none)."""
+    found: set[str] = set()
+    for expression in expressions:
+        try:
+            tree = ast.parse(expression, mode="eval")
+        except SyntaxError:
+            continue
+        found |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return found
 
 
 def reads_passes(expression: str) -> bool:
     """Whether ``expression`` uses ``passes``: its variants must record their pass
     changes (see :attr:`VariantSpec.record_passes`)."""
-    try:
-        tree = ast.parse(expression, mode="eval")
-    except SyntaxError:
-        return False
-    return any(isinstance(node, ast.Name) and node.id == "passes" for node in ast.walk(tree))
+    return "passes" in names_used((expression,))
 
 
 def check(expression: str, names: dict[str, Any]) -> str | None:
@@ -83,8 +107,11 @@ def check(expression: str, names: dict[str, Any]) -> str | None:
         value = eval(compile(expression, "<assert>", "eval"), {"__builtins__": _BUILTINS},
                      names)
     except NameError as exc:
-        if exc.name in _NOT_IN_SNAPSHOTS:
-            return None  # not recorded in the snapshot this page was built from
+        if exc.name in ASSERT_NAMES:
+            # A fact the result lacks: only a page built from a snapshot recorded before
+            # the fact existed (a lowered result has every fact its claims read), and
+            # the build reports that snapshot as not guarding the page.
+            return None
         return f"raised NameError: {exc}"
     except Exception as exc:
         return f"raised {type(exc).__name__}: {exc}"

@@ -48,6 +48,11 @@ def recorded(records: Sequence[Record]) -> bool:
     return bool(records) and all("added" in record for record in records)
 
 
+def counts(records: Sequence[Record]) -> dict[str, int]:
+    """Lines of IR each run changed, by ``name#run``: what ``passes[...]`` reads."""
+    return {run_id(r["name"], r["run"]): r["added"] + r["removed"] for r in records}
+
+
 def _changed_lines(diff: list[str]) -> list[str]:
     return [line for line in diff[2:] if line[:1] in "+-"]
 

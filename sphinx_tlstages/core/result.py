@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from .fact_table import REQUIRED
+
 if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings at run time
     from typing_extensions import Required
 
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
-# snapshots of an older schema are migrated on reading, never reported as drift.
-RESULT_SCHEMA = 2
+# snapshots of an older schema are still read: a new schema may add facts (declared in
+# core.fact_table with its number), never nest or rename them.
+RESULT_SCHEMA = 3
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -34,7 +37,10 @@ class ErrorInfo(TypedDict):
 
 
 class Result(TypedDict, total=False):
-    """One variant's lowering: ``ok`` with its facts, or not ``ok`` with ``error``."""
+    """One variant's lowering: ``ok`` with its facts, or not ``ok`` with ``error``.
+
+    The facts are declared in :mod:`.fact_table` (their types, parts, snapshot rules);
+    each is a field here too, for the type checker; a test holds the two together."""
 
     schema: Required[int]
     ok: Required[bool]
@@ -44,8 +50,7 @@ class Result(TypedDict, total=False):
     pipeline: list[dict[str, Any]]
     warp_specialized: dict[str, Any] | None
     shared: list[dict[str, Any]]
-    # Added after schema 2 without a bump: results and snapshots without them show the
-    # facts as not recorded. Tensor-memory buffers ({name, shape, dtype, columns}); each
+    # Since schema 3: tensor-memory buffers ({name, shape, dtype, columns}); each
     # tile-level gemm call in source order ({text, line, operands, instruction, form});
     # a digest of the IR after pipeline planning (None where it did not run).
     tmem: list[dict[str, Any]]
@@ -59,6 +64,9 @@ class Result(TypedDict, total=False):
     cuda: str  # the generated device code: CUDA, or HIP for an AMD target
     passes: list[dict[str, Any]]
     pass_diffs: dict[str, Any]
+    # Only in results read back from a snapshot: {"name#run": lines changed} of the runs
+    # a passes[...] claim names, where the pass records themselves are not kept.
+    pass_counts: dict[str, int | None]
     from_snapshot: bool
     # Files the kernel imported from its own folders: {"path" (absolute), "sha256"};
     # a cached result is reused only while each is unchanged. Never in snapshots.
@@ -101,16 +109,15 @@ def over_limit(result: Result, limit: int | None) -> bool:
     return bool(result.get("ok")) and limit is not None and shared_bytes(result) > limit
 
 
-_REQUIRED_OK = {"pipeline": list, "shared": list, "sync": dict, "cuda": str,
-                "dynamic_shared_bytes": int, "static_shared_bytes": int, "cuda_lines": int}
-
-
-def validate(result: object) -> Result | None:
-    """``result`` if it is a well-formed result of this schema, else ``None``."""
+def validate(result: object,
+             required: dict[str, type | tuple[type, ...]] | None = None) -> Result | None:
+    """``result`` if it is a well-formed result of this schema (holding the ``required``
+    facts, by default every fact the table says a result has), else ``None``."""
     if not isinstance(result, dict) or result.get("schema") != RESULT_SCHEMA:
         return None
     if result.get("ok") is True:
-        if all(isinstance(result.get(k), t) for k, t in _REQUIRED_OK.items()):
+        wanted = REQUIRED if required is None else required
+        if all(isinstance(result.get(k), t) for k, t in wanted.items()):
             return result  # type: ignore[return-value]
         return None
     error = result.get("error")

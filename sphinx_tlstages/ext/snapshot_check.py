@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import snapshots
+from ..core import snapshot_compare, snapshots
 from ..core.pass_compare import moved, numbered
 from ..core.result import Result, depends_on_machine
 from .config import settings
@@ -72,8 +72,9 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
                                f"TLSTAGES_SNAPSHOTS=update", location)
             continue
         _note_moved_runs(spec, old, new)
-        version, changes = snapshots.compare(old, new)
-        if not changes:
+        version, changes = snapshot_compare.compare(old, new)
+        lacking = snapshots.unguarded(spec, old, golden)
+        if not changes and not lacking:
             pending.unlink(missing_ok=True)
             if mode == "update" and snapshots.write(golden, new):
                 outcome.updated += 1
@@ -93,6 +94,18 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
             continue
         if not strict:
             snapshots.write(pending, new)
+        if not changes:
+            # Counted as a missing snapshot is: recorded where the docs are written (the
+            # pending file, which accept fills in), an error where they are published.
+            assert lacking is not None
+            if strict:
+                _fail(outcome, f"{lacking}; record it where the docs are written: "
+                               f"TLSTAGES_SNAPSHOTS=update, or {hint} after a local build",
+                      location)
+            else:
+                info(f"tl-pipeline: {lacking}; fill it in with: {hint}",
+                     location=location)
+            continue
         lines = [f"{spec.name}: the lowering no longer matches {golden}"]
         if version:
             lines.append(f"  recorded with {version.replace(' -> ', ', built with ')}; what "
@@ -100,6 +113,8 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         for stages, change in changes:
             lines.append(f"  {snapshots.describe(stages)}: {change}" if stages
                          else f"  {change}")
+        if lacking:
+            lines.append(f"  and {lacking.split(': ', 1)[1]}")
         lines.append(f"  accept it with: {hint}" if not strict else
                      "  accept it where the docs are written: "
                      f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
