@@ -237,3 +237,81 @@ def test_variants_that_lowered_alike_and_no_longer_do_are_drift(build, tmp_path)
     result = build({"index.rst": chapter()}, srcdir=src, freshenv=True)
     assert result.app.statuscode == 1
     assert "variants shown as one (lowered alike) 2,3 -> none" in result.warnings
+
+
+BOOK = Path(__file__).resolve().parent.parent / "book"
+
+
+@pytest.mark.slow
+def test_a_fresh_recording_of_the_book_equals_its_committed_snapshots(tmp_path: Path) -> None:
+    """Whoever adds a fact, or changes what a page shows, re-records the book in the same
+    change: a recording from nothing must give the committed files, byte for byte."""
+    fresh = tmp_path / "snapshots"
+    command = [sys.executable, "-m", "sphinx", "-q", "-b", "dummy", "-d",
+               str(tmp_path / "doctrees"), "-D", f"tlstages_snapshot_dir={fresh}",
+               str(BOOK), str(tmp_path / "out")]
+    done = subprocess.run(command, env={**os.environ, "TLSTAGES_SNAPSHOTS": "update"},
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    committed = BOOK / "_tlstages" / "snapshots"
+    assert sorted(p.name for p in fresh.iterdir()) == sorted(p.name for p in
+                                                            committed.glob("*.json"))
+    stale = [p.name for p in sorted(fresh.iterdir())
+             if p.read_bytes() != (committed / p.name).read_bytes()]
+    assert not stale, (f"re-record the book (TLSTAGES_SNAPSHOTS=update sphinx-build book "
+                       f"...): these differ from a fresh recording: {stale}")
+
+
+def _without_gemm(src: Path, name: str) -> None:
+    path = src / SNAPSHOTS / f"{name}.json"
+    data = json.loads(path.read_text())
+    for variant in data["variants"].values():
+        del variant["gemm"]
+    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+
+def test_a_snapshot_without_a_shown_fact_fails_under_ci(build, tmp_path, monkeypatch,
+                                                          capsys) -> None:
+    """The gemm part is shown; its snapshot lost ``gemm``: nothing guards that part."""
+    src = tmp_path / "src"
+    two = chapter() + "\n" + rst(GEMM, num_stages="2", params=GEMM_PARAMS, name="second")
+    assert build({"index.rst": two}, srcdir=src).app.statuscode == 0
+    committed = (src / SNAPSHOTS / "gemm-chapter.json").read_bytes()
+    assert b'"gemm": [' in committed and b'"instruction": "mma_sync"' in committed
+    _without_gemm(src, "gemm-chapter")
+
+    capsys.readouterr()
+    assert cli.main(["snapshots", "status", str(src)]) == 1
+    said = capsys.readouterr().out
+    assert "lacks    gemm-chapter: gemm (the page reads them" in said
+    assert "current  second" in said
+
+    monkeypatch.setenv("CI", "true")
+    failed = build({"index.rst": two}, srcdir=src, freshenv=True)
+    assert failed.app.statuscode == 1
+    line = two.splitlines().index(".. tl-pipeline::") + 1
+    golden_file = src / SNAPSHOTS / "gemm-chapter.json"
+    assert (f"index.rst:{line}: ERROR: gemm-chapter: {golden_file} does not keep gemm "
+            "(read by the gemm part)") in failed.warnings
+    assert "second" not in failed.warnings
+    assert not list((src / SNAPSHOTS).glob("*.pending.json"))  # CI writes nothing
+
+    # Where the docs are written, the build leaves a pending snapshot that accept fills in.
+    monkeypatch.delenv("CI")
+    local = build({"index.rst": two}, srcdir=src, freshenv=True)
+    assert local.app.statuscode == 0
+    assert "gemm-chapter: " in local.status and "fill it in with: tlstages snapshots accept" \
+        in local.status
+    assert cli.main(["snapshots", "accept", str(src)]) == 0
+    assert (src / SNAPSHOTS / "gemm-chapter.json").read_bytes() == committed
+    assert cli.main(["snapshots", "status", str(src)]) == 0
+
+    # And TLSTAGES_SNAPSHOTS=update records it.
+    _without_gemm(src, "gemm-chapter")
+    monkeypatch.setenv("TLSTAGES_SNAPSHOTS", "update")
+    assert build({"index.rst": two}, srcdir=src, freshenv=True).app.statuscode == 0
+    assert (src / SNAPSHOTS / "gemm-chapter.json").read_bytes() == committed
+    monkeypatch.setenv("CI", "true")
+    monkeypatch.delenv("TLSTAGES_SNAPSHOTS")
+    again = build({"index.rst": two}, srcdir=src, freshenv=True)
+    assert again.app.statuscode == 0 and again.warnings == ""

@@ -58,8 +58,8 @@ def status(srcdir: Path) -> int:
         facts = snapshots.lacks(data, specs[name])
         if facts:
             lacking += 1
-            print(f"{'lacks':8} {name}: {', '.join(facts)} (shown on the page; "
-                  "TLSTAGES_SNAPSHOTS=update records it)")
+            print(f"{'lacks':8} {name}: {', '.join(facts)} (the page reads them; "
+                  "TLSTAGES_SNAPSHOTS=update records them)")
         else:
             print(f"{'current':8} {name}")
         recorded = data.get("tilelang")
