@@ -192,8 +192,9 @@ def test_every_compared_fact_that_changes_is_a_change(fact: str) -> None:
     assert old is not None
     new = json.loads(json.dumps(old))
     value = new["variants"]["2"][fact]
+    other = [{"name": "X", "shape": [1], "dtype": "int8", "instruction": "wgmma",
+              "stage": [9], "order": [9]}]
     new["variants"]["2"][fact] = (
         value + 1 if isinstance(value, int) else {k: 99 for k in value or {"x": 0}}
-        if isinstance(value, dict) or value is None else [{"name": "X", "shape": [1], "dtype": "int8", "instruction": "wgmma",
-                       "stage": [9], "order": [9]}])
+        if isinstance(value, dict) or value is None else other)
     assert {c.fact for c in snapshot_compare.changes(old, new)} == {fact}

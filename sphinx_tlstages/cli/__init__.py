@@ -1,8 +1,9 @@
 """The ``tlstages`` command (also ``python -m sphinx_tlstages``).
 
 ``tlstages snapshots accept [SRCDIR]`` accepts the pending results a failed check left
-beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists pending, missing and
-unused snapshots; ``tlstages bench SRCDIR`` times the book's kernels on this machine's GPU;
+beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists every snapshot with the
+shown facts it lacks, and pending, missing and unused ones; ``tlstages bench SRCDIR``
+times the book's kernels on this machine's GPU;
 ``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file;
 ``tlstages explain NAME`` says why a directive's variants were lowered again;
 ``tlstages workers status|stop`` shows or ends the lowering workers kept between builds.
@@ -33,7 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
     acc.add_argument("srcdir", nargs="?", default=".", type=Path)
     acc.add_argument("--name", action="append", default=[], help="only this directive")
     stat = snap_commands.add_parser("status", formatter_class=fmt,
-                                    help="list pending, missing, unused")
+                                    help="list every snapshot, the shown facts it lacks, "
+                                         "pending, missing, unused")
     stat.add_argument("srcdir", nargs="?", default=".", type=Path)
     bench = commands.add_parser("bench", formatter_class=fmt,
                                 help="time the book's kernels on this GPU")
