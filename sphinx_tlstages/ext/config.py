@@ -79,8 +79,9 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
     ConfigValue(
         "tlstages_snapshots", "auto", "", (str,),
         "``auto`` records missing snapshots and fails on a mismatch (under ``CI`` or "
-        "``READTHEDOCS`` a missing one fails too and nothing is written); ``check`` never "
-        "records; ``update`` rewrites what changed and removes unused ones; ``off``. "
+        "``READTHEDOCS`` a missing one fails too, as does one that lacks a fact its page "
+        "shows, and nothing is written); ``check`` never records; ``update`` rewrites what "
+        "changed or is lacking and removes unused ones; ``off``. "
         "``TLSTAGES_SNAPSHOTS`` wins.",
     ),
     ConfigValue(
@@ -143,7 +144,8 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
     "TLSTAGES_SNAPSHOTS": "Snapshot mode (``auto``, ``check``, ``update``, ``off``); wins "
                           "over ``tlstages_snapshots``.",
     "CI": "When set (and not ``0``/``false``), snapshots are checked strictly: a missing "
-          "one fails the build and nothing is written.",
+          "one, or one that lacks a fact its page shows, fails the build and nothing is "
+          "written.",
     "READTHEDOCS": "Set by Read the Docs; the same strict checking as ``CI``.",
 }
 
