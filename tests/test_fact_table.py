@@ -198,3 +198,14 @@ def test_every_compared_fact_that_changes_is_a_change(fact: str) -> None:
         value + 1 if isinstance(value, int) else {k: 99 for k in value or {"x": 0}}
         if isinstance(value, dict) or value is None else other)
     assert {c.fact for c in snapshot_compare.changes(old, new)} == {fact}
+
+
+def test_a_claim_alone_makes_a_fact_read_and_says_so() -> None:
+    spec = _spec(show=("shared",), asserts=('gemm == ["mma_sync"]',))
+    recorded = snapshots.build(spec, {"2": _lowered()}, "0.1.15")
+    assert recorded is not None and "gemm" in recorded["variants"]["2"]
+    del recorded["variants"]["2"]["gemm"]
+    assert snapshots.lacks(recorded, spec) == ["gemm"]
+    said = snapshots.unguarded(spec, recorded, Path("d.json"))
+    assert said == ("d: d.json does not keep gemm (read by :assert: gemm), so nothing "
+                    "checks what the page shows")
