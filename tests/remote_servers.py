@@ -73,7 +73,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.wfile.write(data)
 
-    do_HEAD = do_GET  # noqa: N815
+    do_HEAD = do_GET
 
     def do_PUT(self) -> None:
         length = int(self.headers.get("Content-Length", 0))

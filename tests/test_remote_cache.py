@@ -259,3 +259,44 @@ def test_helper_modules_are_recorded_relative_to_the_source(tmp_path, own_cache)
     shutil.rmtree(first)  # as on another machine: the first folder is nowhere
     again = build_once(second, page)
     assert ": lowered in" not in again.status and ": cached" in again.status
+
+
+def test_cache_export_import_and_status(s3, tmp_path, monkeypatch, reference, capsys) -> None:
+    from sphinx_tlstages.cli import main
+
+    source = tmp_path / "source"
+    for key, body in reference[1].items():
+        (source / key[:2]).mkdir(parents=True, exist_ok=True)
+        (source / key[:2] / f"{key}.json").write_bytes(body)
+    archive = tmp_path / "cache.tar.gz"
+    assert main(["cache", "export", str(archive), "--cache-dir", str(source)]) == 0
+    target = tmp_path / "target"
+    assert main(["cache", "import", str(archive), "--cache-dir", str(target)]) == 0
+    assert {p.stem: p.read_bytes() for p in target.glob("??/*.json")} == reference[1]
+    # An archive with one entry altered: that entry is skipped, the other kept.
+    import tarfile
+
+    tampered = tmp_path / "tampered.tar"
+    with tarfile.open(archive) as tar, tarfile.open(tampered, "w") as out:
+        for number, member in enumerate(tar):
+            data = tar.extractfile(member).read()  # type: ignore[union-attr]
+            if number == 0:
+                data = data[:-1] + bytes([data[-1] ^ 1])
+            member.size = len(data)
+            out.addfile(member, __import__("io").BytesIO(data))
+    again = tmp_path / "again"
+    assert main(["cache", "import", str(tampered), "--cache-dir", str(again)]) == 1
+    assert len(list(again.glob("??/*.json"))) == 1
+    assert not list(again.rglob("*.tmp"))
+    # Status: local and remote (moto, written by a writing build's entries).
+    import boto3
+
+    for key, body in reference[1].items():
+        boto3.client("s3").put_object(Bucket="books", Key=f"status/{object_name(key)}",
+                                      Body=pack(key, body))
+    capsys.readouterr()
+    assert main(["cache", "status", "--cache-dir", str(target),
+                 "--url", "s3://books/status"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"local .*: 2 entries, .*schema 2: 2", out), out
+    assert re.search(r"remote s3://books/status: 2 entries, .*schema 2: 2", out), out
