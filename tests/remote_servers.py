@@ -4,6 +4,7 @@ and a plain HTTP server of our own that serves entries or injects one fault."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 import time
@@ -118,6 +119,7 @@ def s3_server() -> Iterator[str]:
     after :data:`LIFETIME`); yields its endpoint URL."""
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -108,9 +108,10 @@ def connect(config: Settings) -> Remote | None:
     url = str(config.cache_url)
     try:
         store = open_store(url, config.cache_timeout)
-    except ImportError:
-        warn(f"remote cache {shown_url(url)}: not used, obstore is not installed (pip "
-             "install 'sphinx-tlstages[cache]')", "cache")
+    except ImportError as exc:
+        needed = "boto3 (for AWS_PROFILE)" if exc.name == "boto3" else \
+            "obstore (pip install 'sphinx-tlstages[cache]')"
+        warn(f"remote cache {shown_url(url)}: not used, {needed} is not installed", "cache")
         return None
     except Exception as exc:
         warn(f"remote cache {shown_url(url)}: not used: {type(exc).__name__}: {exc}",

@@ -211,7 +211,7 @@ class Remote:
         try:
             try:
                 obstore.put(self.store, name, data, mode="overwrite" if replace else "create")
-            except NotSupportedError:  # HTTP (WebDAV): a PUT is whole or absent all the same
+            except (NotSupportedError, NotImplementedError):  # HTTP: a PUT is whole or absent
                 obstore.put(self.store, name, data)
         except AlreadyExistsError:
             return  # another build wrote it first
