@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FAULTS = ("404", "403", "429", "500", "truncated", "digest", "slow", "refused", "dies")
-SLOW_SECONDS = 3.0  # past the tests' 0.5 s timeout
+SLOW_SECONDS = 1.5  # three times the tests' 0.5 s timeout
 LIFETIME = 300.0  # a server of the tests never outlives this
 
 
