@@ -4,11 +4,14 @@ without the remote, nothing half-written is visible and the log line counts it."
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -78,7 +81,7 @@ def assert_whole(built: Built, tmp_path: Path, reference: tuple[bytes, dict[str,
     found = {path.stem: path.read_bytes() for path in local.glob("??/*.json")}
     assert set(found) == set(entries)
     for data in found.values():
-        assert validate(__import__("json").loads(data)) is not None
+        assert validate(json.loads(data)) is not None
 
 
 def serve(server: FaultServer, entries: dict[str, bytes]) -> None:
@@ -201,7 +204,7 @@ def test_s3_main_writes_a_fresh_folder_reads(s3, tmp_path, monkeypatch, referenc
     assert len(stored) == 2
     for name, data in stored.items():
         key = name.rsplit("/", 1)[1].split(".")[0]
-        validate(__import__("json").loads(unpack(key, data)))
+        validate(json.loads(unpack(key, data)))
     monkeypatch.delenv("TLSTAGES_CACHE_WRITE")
     with monkeypatch.context() as patch:
         no_workers(patch)
@@ -241,7 +244,7 @@ def test_two_builds_writing_one_remote_at_once(s3, tmp_path, reference) -> None:
     assert len(stored) == 2 and 2 <= written <= 4
     for name, data in stored.items():
         key = name.rsplit("/", 1)[1].split(".")[0]
-        assert validate(__import__("json").loads(unpack(key, data))) is not None
+        assert validate(json.loads(unpack(key, data))) is not None
     for name in ("first", "second"):
         assert (tmp_path / name / "_build" / "index.html").read_bytes() == reference[0]
 
@@ -290,7 +293,7 @@ def test_cache_export_import_and_status(s3, tmp_path, monkeypatch, reference, ca
     assert main(["cache", "import", str(archive), "--cache-dir", str(target)]) == 0
     assert {p.stem: p.read_bytes() for p in target.glob("??/*.json")} == reference[1]
     # An archive with one entry altered: that entry is skipped, the other kept.
-    import tarfile
+
 
     tampered = tmp_path / "tampered.tar"
     with tarfile.open(archive) as tar, tarfile.open(tampered, "w") as out:
@@ -299,7 +302,7 @@ def test_cache_export_import_and_status(s3, tmp_path, monkeypatch, reference, ca
             if number == 0:
                 data = data[:-1] + bytes([data[-1] ^ 1])
             member.size = len(data)
-            out.addfile(member, __import__("io").BytesIO(data))
+            out.addfile(member, io.BytesIO(data))
     again = tmp_path / "again"
     assert main(["cache", "import", str(tampered), "--cache-dir", str(again)]) == 1
     assert len(list(again.glob("??/*.json"))) == 1
