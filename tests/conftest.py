@@ -56,7 +56,9 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         patch.setenv("TLSTAGES_CACHE_DIR", str(cache))
         patch.setenv("TLSTAGES_WORKERS_DIR", str(sockets))
         for name in ("CI", "READTHEDOCS", "TLSTAGES_JOBS", "TLSTAGES_SNAPSHOTS",
-                     "TLSTAGES_KEEP_WORKERS"):
+                     "TLSTAGES_KEEP_WORKERS", "TLSTAGES_CACHE_URL", "TLSTAGES_CACHE_WRITE",
+                     "TLSTAGES_CACHE_TIMEOUT", "READTHEDOCS_VERSION_TYPE",
+                     "GITHUB_EVENT_NAME", "CI_MERGE_REQUEST_IID"):
             patch.delenv(name, raising=False)
         try:
             yield cache

@@ -6,13 +6,16 @@ shown facts it lacks, and pending, missing and unused ones; ``tlstages bench SRC
 times the book's kernels on this machine's GPU;
 ``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file;
 ``tlstages explain NAME`` says why a directive's variants were lowered again;
-``tlstages workers status|stop`` shows or ends the lowering workers kept between builds.
+``tlstages workers status|stop`` shows or ends the lowering workers kept between builds;
+``tlstages cache export|import FILE`` moves the lowering cache as one archive, ``tlstages
+cache status`` says what the local and the remote cache hold.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,6 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="the lowering workers kept between builds (tlstages_keep_workers)")
     kept.add_argument("action", choices=("status", "stop"))
     kept.add_argument("keys", nargs="*", help="only the servers whose key starts so")
+    store = commands.add_parser(
+        "cache", formatter_class=fmt,
+        help="the lowering cache: one archive of it, or what it holds here and remotely")
+    store.add_argument("action", choices=("export", "import", "status"))
+    store.add_argument("file", nargs="?", type=Path, help="the archive (export, import)")
+    store.add_argument("--cache-dir", type=Path,
+                       help="the local cache (default: TLSTAGES_CACHE_DIR)")
+    store.add_argument("--url", help="the remote cache (default: TLSTAGES_CACHE_URL)")
     return parser
 
 
@@ -91,6 +102,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .workers import workers
 
         return workers(args.action, args.keys)
+    if args.command == "cache":
+        from . import cache
+
+        if args.action != "status" and args.file is None:
+            parser.error(f"tlstages cache {args.action} needs a FILE")
+        if args.action == "status":
+            url = args.url or os.environ.get("TLSTAGES_CACHE_URL")
+            folder = args.cache_dir or (Path(os.environ["TLSTAGES_CACHE_DIR"])
+                                        if os.environ.get("TLSTAGES_CACHE_DIR") else None)
+            if folder is None and not url:
+                parser.error("say which cache: --cache-dir, --url, or their variables")
+            return cache.status(folder, url, float(os.environ.get("TLSTAGES_CACHE_TIMEOUT", 5)))
+        folder = cache.cache_dir(args.cache_dir)
+        if folder is None:
+            return 2
+        if args.action == "export":
+            return cache.export(folder, args.file)
+        return cache.import_(folder, args.file)
     if args.command == "bench":
         from .bench import run
 

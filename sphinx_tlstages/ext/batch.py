@@ -24,8 +24,9 @@ from ..core.stamps import (
 from ..runner.pool import Job, PoolStats, default_jobs, run_jobs, start_server
 from .cache import Cache
 from .collector import all_directives
-from .config import settings
+from .config import Settings, pull_request, settings
 from .messages import error, info, verbose, warn
+from .remote import Remote, open_store, shown_url
 from .snapshot_check import fill_from_snapshots
 from .state import BuildState, start_build
 from .workers import take
@@ -58,7 +59,8 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         return []
     specs = project_directives(env)
     stamp = tilelang_stamp()
-    state = BuildState(stamp or "missing", tilelang_version(), Cache(config.cache_dir))
+    state = BuildState(stamp or "missing", tilelang_version(),
+                       Cache(config.cache_dir, config.srcdir))
     start_build(app, state)
     wanted: dict[str, tuple[VariantSpec, DirectiveSpec]] = {}
     for spec in specs:
@@ -75,7 +77,13 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         warn(message, "tilelang")
         state.results = {key: failure("unavailable", message, None) for key in wanted}
     else:
-        _lower(app, state, wanted)
+        remote = connect(config) if config.cache_url else None
+        try:
+            _lower(app, state, wanted, remote)
+        finally:
+            if remote is not None:
+                remote.finish()
+                _report_remote(remote, len(state.lowered))
         # Before any report: the record must say why even when the build then fails.
         _record_why(app, specs, state)
     if any(failure_kind(r) == "unavailable" for r in state.results.values()):
@@ -95,23 +103,84 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     return []
 
 
+def connect(config: Settings) -> Remote | None:
+    """This build's remote level, or None (with a warning) where it cannot be used."""
+    url = str(config.cache_url)
+    try:
+        store = open_store(url, config.cache_timeout)
+    except ImportError as exc:
+        needed = "boto3 (for AWS_PROFILE)" if exc.name == "boto3" else \
+            "obstore (pip install 'sphinx-tlstages[cache]')"
+        warn(f"remote cache {shown_url(url)}: not used, {needed} is not installed", "cache")
+        return None
+    except Exception as exc:
+        warn(f"remote cache {shown_url(url)}: not used: {type(exc).__name__}: {exc}",
+             "cache")
+        return None
+    why = pull_request()
+    read_only = "" if config.cache_write and not why else \
+        "read-only: pull request" if config.cache_write else "read-only"
+    return Remote(url, store, config.cache_timeout, read_only)
+
+
+def _report_remote(remote: Remote, lowered: int) -> None:
+    info(f"tl-pipeline: {remote.line(lowered)}")
+    counts = remote.counts
+    if counts.errors:
+        what = f"{counts.bad} bad entries" if counts.bad == counts.errors else \
+            f"{counts.errors} failed requests" + (
+                f" and bad entries ({counts.bad})" if counts.bad else "")
+        warn(f"remote cache {shown_url(remote.url)}: {what} (first: {counts.first_error})"
+             + (f"; switched off: {counts.off}" if counts.off else "")
+             + "; what it could not give was lowered here", "cache")
+
+
+def _from_remote(state: BuildState, remote: Remote | None, keys: list[str],
+                 count_misses: bool = True) -> None:
+    """Fill ``state.results`` with what the remote holds of ``keys`` (kept locally)."""
+    if remote is None or not keys:
+        return
+
+    def accept(key: str, body: bytes) -> bool:
+        result = state.cache.decode(key, body)
+        if result is None:
+            return False
+        state.cache.put_raw(key, body)
+        state.results[key] = result
+        return True
+
+    remote.fetch(keys, accept, count_misses)
+
+
 def _lower(app: Sphinx, state: BuildState,
-           wanted: dict[str, tuple[VariantSpec, DirectiveSpec]]) -> None:
+           wanted: dict[str, tuple[VariantSpec, DirectiveSpec]],
+           remote: Remote | None = None) -> None:
     cache = state.cache
     jobs = []
     # A result that records pass changes holds all of one that does not: a variant that
     # records none takes its recording twin's, lowered in this batch or cached, rather
     # than being lowered a second time (key -> the twin's key, filled in at the end).
     twins: dict[str, str] = {}
-    for key, (variant, spec) in wanted.items():
+    for key in wanted:
         cached = cache.get(key)
-        twin = None  # asked for on a miss only: a warm build computes no second key
-        if cached is None and not variant.record_passes:
-            twin = variant.recording().key(state.stamp)
-            if twin not in wanted:
-                cached = cache.get(twin)
-                if cached is not None:
-                    cache.put(key, cached)  # its own entry: the next lookups need no twin
+        if cached is not None:
+            state.results[key] = cached
+    _from_remote(state, remote, [key for key in wanted if key not in state.results])
+    missing = {key: wanted[key][0].recording().key(state.stamp) for key in wanted
+               if key not in state.results and not wanted[key][0].record_passes}
+    _from_remote(state, remote, [twin for twin in missing.values()
+                                 if twin not in wanted and cache.get(twin) is None],
+                 count_misses=False)  # the variants' misses are counted already
+    for key, (variant, spec) in wanted.items():
+        cached = state.results.get(key)
+        twin = missing.get(key)  # asked for on a miss only: a warm build computes no second key
+        if cached is None and twin is not None and twin not in wanted:
+            cached = state.results.pop(twin, None) or cache.get(twin)
+            if cached is not None:
+                # Its own entry: the next lookups (and other machines) need no twin.
+                raw = cache.put(key, cached)
+                if raw is not None and remote is not None:
+                    remote.write(key, raw)
         if cached is not None:
             state.results[key] = cached
             info(f"tl-pipeline: {spec.name} {variant.label} [{variant.target.label}]: "
@@ -126,7 +195,7 @@ def _lower(app: Sphinx, state: BuildState,
         if job is not None:
             job.timeout = max(job.timeout, wanted[key][1].timeout or settings(app).timeout)
     try:
-        _run(app, state, wanted, jobs)
+        _run(app, state, wanted, jobs, remote)
     finally:
         for key, twin in twins.items():
             if twin in state.results:
@@ -134,7 +203,9 @@ def _lower(app: Sphinx, state: BuildState,
                 # key on disk (and starts no worker), explain and the pages' digests
                 # read it as any other.
                 state.results[key] = state.results[twin]
-                cache.put(key, state.results[key])
+                raw = cache.put(key, state.results[key])
+                if raw is not None and remote is not None:
+                    remote.write(key, raw)
                 if twin in state.lowered:
                     state.lowered.add(key)
                 variant, spec = wanted[key]
@@ -144,7 +215,7 @@ def _lower(app: Sphinx, state: BuildState,
 
 
 def _run(app: Sphinx, state: BuildState, wanted: dict[str, tuple[VariantSpec, DirectiveSpec]],
-         jobs: list[Job]) -> None:
+         jobs: list[Job], remote: Remote | None) -> None:
     """Lower ``jobs`` in the worker pool, each result cached and kept as it comes."""
     cache = state.cache
     if not jobs:  # workers started while reading are not needed after all
@@ -155,7 +226,9 @@ def _run(app: Sphinx, state: BuildState, wanted: dict[str, tuple[VariantSpec, Di
 
     def done(job: Job, result: Result) -> None:
         variant, spec = wanted[job.id]
-        cache.put(job.id, result)
+        raw = cache.put(job.id, result)
+        if raw is not None and remote is not None:
+            remote.write(job.id, raw)
         state.results[job.id] = result
         state.lowered.add(job.id)
         status = "lowered" if result.get("ok") else f"failed ({result['error']['kind']})"

@@ -105,6 +105,25 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "which survives ``-E``). The environment variable ``TLSTAGES_CACHE_DIR`` wins.",
     ),
     ConfigValue(
+        "tlstages_cache_url", None, "", (str, type(None)),
+        "A shared second level of the lowering cache: ``s3://bucket/prefix``, "
+        "``gs://``, ``az://``, ``https://`` or ``file://`` (needs the ``cache`` extra: "
+        "``pip install sphinx-tlstages[cache]``). A local miss reads it, a hit is kept "
+        "locally, and only what neither holds is lowered. Read-only unless "
+        "``tlstages_cache_write``; ``TLSTAGES_CACHE_URL`` wins.",
+    ),
+    ConfigValue(
+        "tlstages_cache_write", False, "", (bool,),
+        "Write what this build lowers to ``tlstages_cache_url`` (never in a build of a pull "
+        "request, as far as the CI says so). ``TLSTAGES_CACHE_WRITE=1`` wins.",
+    ),
+    ConfigValue(
+        "tlstages_cache_timeout", 5.0, "", (int, float),
+        "Seconds one request to ``tlstages_cache_url`` may take (connecting: a fifth of "
+        "it, at least one second); a build waits at most six times this for the remote "
+        "in all. ``TLSTAGES_CACHE_TIMEOUT`` wins.",
+    ),
+    ConfigValue(
         "tlstages_jobs", None, "", (int, type(None)),
         "Worker processes that lower cache misses (default: the CPUs this process may "
         "use, capped so the workers fit in memory). ``TLSTAGES_JOBS`` wins.",
@@ -133,6 +152,17 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
 
 ENVIRONMENT_VARIABLES: dict[str, str] = {
     "TLSTAGES_CACHE_DIR": "Folder of the lowering cache; wins over ``tlstages_cache_dir``.",
+    "TLSTAGES_CACHE_URL": "The shared cache's URL; wins over ``tlstages_cache_url``.",
+    "TLSTAGES_CACHE_WRITE": "``1`` lets this build write to the shared cache; wins over "
+                            "``tlstages_cache_write``.",
+    "TLSTAGES_CACHE_TIMEOUT": "Seconds per request to the shared cache; wins over "
+                              "``tlstages_cache_timeout``.",
+    "READTHEDOCS_VERSION_TYPE": "``external`` (a pull request's build on Read the Docs): "
+                                "the shared cache is read, never written.",
+    "GITHUB_EVENT_NAME": "``pull_request`` or ``pull_request_target``: the shared cache "
+                         "is read, never written.",
+    "CI_MERGE_REQUEST_IID": "Set by GitLab in a merge request's pipeline: the shared "
+                            "cache is read, never written.",
     "TLSTAGES_JOBS": "Number of lowering workers; wins over ``tlstages_jobs``.",
     "TLSTAGES_KEEP_WORKERS": "Seconds kept workers outlive a build; wins over "
                              "``tlstages_keep_workers`` (ignored under ``CI`` and "
@@ -164,6 +194,7 @@ class Settings:
     environment overrides applied and every folder absolute."""
 
     confdir: Path
+    srcdir: Path
     num_stages: str | list[int] | tuple[int, ...]
     target: str
     file_roots: tuple[Path, ...]
@@ -178,6 +209,9 @@ class Settings:
     bench_gpus: list[str] | None
     bench_stale: str
     cache_dir: Path
+    cache_url: str | None
+    cache_write: bool
+    cache_timeout: float
     jobs: int | None
     keep_workers: float  # seconds; 0: the workers end with the build
     timeout: float
@@ -227,6 +261,27 @@ def _keep_workers(configured: object, strict: bool) -> float:
         return 0.0
 
 
+def _seconds(text: object) -> float:
+    try:
+        return max(0.1, float(str(text)))
+    except ValueError:
+        warn("TLSTAGES_CACHE_TIMEOUT / tlstages_cache_timeout must be a number of seconds, "
+             f"not {text!r}", "option")
+        return 5.0
+
+
+def pull_request() -> str | None:
+    """What says this build is a pull request's (best effort: what the CI sets), if so."""
+    if os.environ.get("READTHEDOCS_VERSION_TYPE") == "external":
+        return "READTHEDOCS_VERSION_TYPE=external"
+    event = os.environ.get("GITHUB_EVENT_NAME", "")
+    if event in ("pull_request", "pull_request_target"):
+        return f"GITHUB_EVENT_NAME={event}"
+    if os.environ.get("CI_MERGE_REQUEST_IID"):
+        return "CI_MERGE_REQUEST_IID"
+    return None
+
+
 def read_settings(app: Sphinx, config: Config) -> Settings:
     """Validate ``config`` (and the environment) into :class:`Settings`."""
     confdir, srcdir = Path(app.confdir), Path(app.srcdir)
@@ -237,6 +292,7 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
     strict = _flag("CI") or _flag("READTHEDOCS")
     return Settings(
         confdir=confdir.resolve(),
+        srcdir=srcdir.resolve(),
         num_stages=config.tlstages_num_stages,
         target=config.tlstages_target,
         file_roots=roots,
@@ -254,6 +310,11 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
                             "tlstages_bench_stale", "mark"),
         cache_dir=Path(confdir, cache).resolve() if cache
         else Path(app.doctreedir, "tlstages-cache").resolve(),
+        cache_url=os.environ.get("TLSTAGES_CACHE_URL") or config.tlstages_cache_url or None,
+        cache_write=_flag("TLSTAGES_CACHE_WRITE") if "TLSTAGES_CACHE_WRITE" in os.environ
+        else bool(config.tlstages_cache_write),
+        cache_timeout=_seconds(os.environ.get("TLSTAGES_CACHE_TIMEOUT")
+                               or config.tlstages_cache_timeout),
         jobs=_jobs(config.tlstages_jobs),
         keep_workers=_keep_workers(config.tlstages_keep_workers, strict),
         timeout=float(config.tlstages_timeout),

@@ -8,7 +8,9 @@ plainly cannot answer what they hold (the last build's variants not all in it), 
 server starts then; when it may or may not (a first build against a shared cache, an
 edited page), the first directive read whose variants are not all cached starts it.
 The batch after reading (:mod:`.batch`) forks its workers from it. A warm ``-E`` rebuild
-or a no-op rebuild starts nothing.
+or a no-op rebuild starts nothing. With a remote cache (``tlstages_cache_url``) nothing
+starts early: a fresh machine's empty local cache says nothing about what the remote
+holds, so the batch starts the workers for what neither level has, if anything.
 """
 
 from __future__ import annotations
@@ -62,8 +64,8 @@ def early(app: Sphinx, config: Config) -> None:
     """``config-inited``: a cold build of a book with directives starts its workers now,
     before Sphinx sets up its builder and environment."""
     chosen = settings(config)
-    if chosen.collect_only or config in _STARTED or tilelang_stamp() is None \
-            or not _cold(app):
+    if chosen.collect_only or chosen.cache_url or config in _STARTED \
+            or tilelang_stamp() is None or not _cold(app):
         return
     suffixes = tuple(config.source_suffix) if isinstance(config.source_suffix, dict) \
         else (".rst", ".md")
@@ -100,7 +102,8 @@ def _decide(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> str:
 def prestart(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     """``env-before-read-docs``: start the workers now if the batch will want them."""
     config = settings(app)
-    if config.collect_only or app.config in _STARTED or tilelang_stamp() is None:
+    if config.collect_only or config.cache_url or app.config in _STARTED \
+            or tilelang_stamp() is None:
         return
     decision = _decide(app, env, docnames)
     if decision == "now":
