@@ -14,6 +14,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from sphinx.config import Config
+
+from sphinx_tlstages.ext.listing import ListingError, read_listing
 
 from .conftest import CONF, Built, build_once
 from .html_tree import parse
@@ -265,3 +268,29 @@ def test_no_listing_option_lists_the_whole_file_as_before(tmp_path: Path,
     count = len((KERNELS / "fused_kernels.py").read_text(encoding="utf-8").splitlines())
     assert [n for n, _ in _listed(built, 0)] == list(range(1, count + 1))
     assert parse(built.html()).iter(cls="code-block-caption") == []
+
+
+@pytest.mark.parametrize(("given", "option", "says"), [
+    ({"lines": "16,18"}, "lines", "not one run of lines"),
+    ({"pyobject": "FusedMLP.forward", "dedent": "8"}, "dedent", "would strip text"),
+    ({"start-after": "@T.macro", "start-at": "@T.macro"}, "start-at", "Cannot use both"),
+    ({"end-at": "never written"}, "end-at", "pattern not found"),
+    ({"pyobject": "", "emphasize-lines": "30"}, "emphasize-lines", "lines 1-18"),
+])
+def test_each_bad_value_names_its_option(given: dict[str, str], option: str,
+                                         says: str) -> None:
+    source = (KERNELS / "fused_kernels.py").read_text(encoding="utf-8")
+    with pytest.raises(ListingError) as caught:
+        read_listing(source, "fused_kernels.py", given, "gemm_bias", Config())
+    assert caught.value.option == option
+    assert says in str(caught.value)
+
+
+def test_the_factory_is_the_default_object_and_numbers_follow_the_file() -> None:
+    source = (KERNELS / "fused_kernels.py").read_text(encoding="utf-8")
+    listing = read_listing(source, "fused_kernels.py", {"pyobject": "", "lines": "3-4"},
+                           "row_softmax", Config())
+    assert listing is not None and listing.cut
+    assert listing.start == 37
+    assert listing.text.splitlines() == source.splitlines()[36:38]
+    assert listing.shows(38) and not listing.shows(39) and not listing.shows(36)

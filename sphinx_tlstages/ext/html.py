@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import functools
-from html import escape as html_escape
 import hashlib
 import json
+from html import escape as html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
