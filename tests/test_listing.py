@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -294,3 +296,25 @@ def test_the_factory_is_the_default_object_and_numbers_follow_the_file() -> None
     assert listing.start == 37
     assert listing.text.splitlines() == source.splitlines()[36:38]
     assert listing.shows(38) and not listing.shows(39) and not listing.shows(36)
+
+
+def tlstages(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "sphinx_tlstages", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_tlstages_lower_prints_the_listed_part(tmp_path: Path) -> None:
+    kernel = tmp_path / "fused_kernels.py"
+    shutil.copy(KERNELS / "fused_kernels.py", kernel)
+    common = ["lower", str(kernel), "--factory", "gemm_bias", "--params", "M=256", "N=256",
+              "K=256", "--num-stages", "2"]
+    done = tlstages(*common, "--pyobject", "--lines", "1-5")
+    assert done.returncode == 0, done.stderr
+    listed = done.stdout.split("\n\n")[0].splitlines()
+    assert listed[0] == "Kernel, lines 15-19 of fused_kernels.py"
+    assert listed[1:] == [f"{n:>5}  {_file_line('fused_kernels.py', n)}".rstrip()
+                          for n in range(15, 20)]
+    assert "fused_kernels.py:27 (not shown)" in done.stdout
+    bad = tlstages(*common, "--pyobject", "nope")
+    assert bad.returncode == 2
+    assert "tlstages lower: --pyobject: the kernel defines no 'nope'" in bad.stderr
