@@ -59,14 +59,13 @@ def for_latex(app: Sphinx, spec: DirectiveSpec, root: nodes.Element) -> None:
 
 def _for_pdflatex(app: Sphinx, spec: DirectiveSpec, root: nodes.Element) -> None:
     """Under pdflatex, replace what it cannot print (a CJK comment in a kernel, say) by
-    ``?`` in one directive's nodes, and say so once, at the first such kernel line:
+    ``?`` in one directive's nodes, and say so once, at the first such listed line:
     pdflatex would otherwise stop at it with "Unicode character ... not set up"."""
     if app.config.latex_engine != "pdflatex":
         return
     listing = spec.listing or Listing(spec.variants[0].source)
     lines: list[int] = []  # kernel lines of the listing that had some
     chars: dict[str, None] = {}
-    elsewhere = False
     listed = [block for part in root.findall(nodes.container) if "tl-source" in part["classes"]
               for block in part.findall(nodes.literal_block)]
     for block in list(root.findall(nodes.literal_block)):
@@ -75,20 +74,20 @@ def _for_pdflatex(app: Sphinx, spec: DirectiveSpec, root: nodes.Element) -> None
             continue
         if block in listed:
             lines += [listing.start + number - 1 for number, _ in found]
-        else:
-            elsewhere = True
         chars.update(dict.fromkeys("".join(bad for _, bad in found)))
         block.rawsource = text
         block.children = []
         block += nodes.Text(text)
     for text_node in list(root.findall(nodes.Text)):
         found = _replace_text(text_node)
-        elsewhere = elsewhere or bool(found)
         chars.update(dict.fromkeys("".join(bad for _, bad in found)))
     if not chars:
         return
     shown = "".join(list(chars)[:8]) + ("…" if len(chars) > 8 else "")
-    numbers = ", ".join(map(str, lines[:6])) + (", ..." if len(lines) > 6 else "")
+    # Numbered as the listing numbers them: the file's lines, or the document's.
+    first = spec.kernel_line or 1
+    numbers = ", ".join(str(first + n - 1) for n in lines[:6]) \
+        + (", ..." if len(lines) > 6 else "")
     where = (f"line {numbers} of the kernel has" if len(lines) == 1 else
              f"lines {numbers} of the kernel have") if lines else "its text has"
     warn(f"tl-pipeline {spec.name}: {where} characters pdflatex cannot "
