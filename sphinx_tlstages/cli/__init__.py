@@ -63,6 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one or more targets (each lowers every variant)")
     lower.add_argument("--dump-dir", type=Path, help="write each variant's CUDA here")
     lower.add_argument("--json", action="store_true", help="print the results as JSON")
+    lower.add_argument("--pyobject", nargs="?", const="", metavar="NAME",
+                       help="print this function or class of the file first, numbered as "
+                            "in the file (no NAME: the factory), as :pyobject:")
+    lower.add_argument("--lines", metavar="SPEC",
+                       help="print these lines of the file (or of --pyobject's) first, as "
+                            ":lines:")
     why = commands.add_parser(
         "explain", formatter_class=fmt,
         help="why a directive's variants were lowered again instead of taken from the cache")
@@ -93,7 +99,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .lower import lower_file
 
         return lower_file(args.kernel, args.factory, args.params, args.num_stages,
-                          args.target, args.dump_dir, args.json, args.sweep)
+                          args.target, args.dump_dir, args.json, args.sweep,
+                          listing={name: value for name, value in
+                                   (("pyobject", args.pyobject), ("lines", args.lines))
+                                   if value is not None})
     if args.command == "explain":
         from .explain import explain
 

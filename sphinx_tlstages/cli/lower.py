@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TextIO
 
 from docutils import nodes
+from sphinx.config import Config
 
 from ..core import options
 from ..core.errors import OptionError, SourceError
@@ -24,6 +25,7 @@ from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params
 from ..core.stamps import tilelang_version
 from ..core.targets import parse_target
 from ..core.variants import OptionClash, depths, kernel_factory, matrix
+from ..ext.listing import ListingError, read_listing
 from ..ext.render import Context, render
 from ..runner.pool import Job, default_jobs, run_jobs
 
@@ -65,10 +67,12 @@ def _flags(exc: Exception) -> str:
 
 def lower_file(path: Path, factory: str | None, params: Sequence[str],
                num_stages: Sequence[int] | None, targets: Sequence[str], dump_dir: Path | None,
-               as_json: bool, sweep: Sequence[str] = (), out: TextIO = sys.stdout) -> int:
+               as_json: bool, sweep: Sequence[str] = (), out: TextIO = sys.stdout,
+               listing: dict[str, str] | None = None) -> int:
     """Lower ``path`` for each variant (num_stages x swept values x targets, as a
     directive would) and print what the compiler did. ``num_stages`` None: 1-4, or the
-    depth a kernel sets itself."""
+    depth a kernel sets itself. ``listing``: the directive's listing options
+    (``pyobject``, ``lines``), to print that part of the file first."""
     try:
         source = normalise_source(path.read_text(encoding="utf-8"))
         values = options.parse_params(" ".join(params))
@@ -86,8 +90,14 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                           # The JSON carries every result whole, pass changes included;
                           # the text output does not show them.
                           record_passes=as_json)
+        cut = read_listing(source, str(path), listing, chosen.name, Config()) \
+            if listing else None
     except OptionClash as exc:
         print(f"tlstages lower: --{exc.option}: {_flags(exc)}", file=sys.stderr)
+        return 2
+    except ListingError as exc:
+        print(f"tlstages lower: --{exc.option}: {str(exc).split(': ', 1)[1]}",
+              file=sys.stderr)
         return 2
     except (OSError, OptionError) as exc:
         print(f"tlstages lower: {_flags(exc)}", file=sys.stderr)
@@ -102,7 +112,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                          diff="none", sweep=tuple((k, tuple(map(repr, v)))
                                                   for k, v in swept.items()),
                          params=canonical_params(values),
-                         written_depth=chosen.written_depth)
+                         written_depth=chosen.written_depth, listing=cut)
     by_id = {variant.id: variant for variant in variants}
     results: dict[str, Result] = {}
 
@@ -120,6 +130,11 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         json.dump({v.id: r for v, r in rows}, out, indent=1, sort_keys=True)
         print(file=out)
     else:
+        if cut is not None:
+            print(f"Kernel, lines {cut.start}-{cut.end} of {path.name}", file=out)
+            for number, text in enumerate(cut.text.splitlines(), start=cut.start):
+                print(f"{number:>5}  {text}".rstrip(), file=out)
+            print(file=out)
         print_nodes(render(spec, rows, Context(tilelang_version(), 0)), out)
     if dump_dir is not None:
         written = []

@@ -23,6 +23,8 @@ SUBTYPES: dict[str, str] = {
     "assert": "an :assert: claim is false for a variant (an error: the build fails)",
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
     "figure": "a figure cannot be put in the PDF (no SVG-to-PDF converter, or it failed)",
+    "latex": "kernel text has characters pdflatex cannot print (CJK, Greek...): the PDF "
+             "shows them as ?; xelatex and lualatex print them",
 }
 
 

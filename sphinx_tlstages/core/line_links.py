@@ -16,7 +16,7 @@ import ast
 import functools
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .cuda import Mapped
@@ -94,9 +94,15 @@ def counts(links: Sequence[Link]) -> dict[int, int]:
 
 
 def cuda_html(mapped: Sequence[Mapped], links: Sequence[Link], first_line: int,
-              heading: str) -> str:
+              heading: str,
+              unshown: tuple[str, Callable[[int], bool]] | None = None) -> str:
     """A CUDA listing, one span per line with its kernel line as data and in a gutter
-    (document numbering: ``first_line`` is the number of the kernel's first line)."""
+    (document numbering: ``first_line`` is the number of the kernel's first line).
+
+    ``unshown``: (the kernel file's name, whether a kernel line is listed) when the page
+    lists part of the kernel; a line from outside that part keeps its true number and
+    says it is not shown.
+    """
     out = [f'<div class="highlight-text notranslate tl-linked" '
            f'data-tl-variant="{html.escape(heading)}"><div class="highlight"><pre>']
     for item, link in zip(mapped, links, strict=True):
@@ -113,6 +119,11 @@ def cuda_html(mapped: Sequence[Mapped], links: Sequence[Link], first_line: int,
         # Only inferred lines say more than their number (thousands of lines per page).
         title = f' title="through TileLang\'s {html.escape(link.template or "")}"' \
             if link.inferred else ""
+        if unshown is not None and not unshown[1](link.line):
+            kind += " tl-unshown"
+            how = f"through TileLang's {link.template}, " if link.inferred else ""
+            title = f' title="{html.escape(how)}line {shown} of ' \
+                    f'{html.escape(unshown[0])}, not shown"'
         out.append(f'<span class="tl-cu{kind}" data-tl-line="{link.line}">'
                    f'<span class="tl-gutter"{title}>{shown}</span>{text}\n</span>')
     out.append("</pre></div></div>\n")

@@ -14,6 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 
+from .listing import Listing
 from .options import Expected
 from .result import RESULT_SCHEMA
 from .stamps import lowering_stamp
@@ -216,6 +217,9 @@ class DirectiveSpec:
     params: tuple[tuple[str, str], ...] = ()  # :params: alone, without the swept ones
     # (kernel line, what it says) of each loop depth a kernel lowered as written sets.
     written_depth: tuple[tuple[int, str], ...] = ()
+    # What the Kernel part lists, when the listing options cut it or caption it (None:
+    # the whole kernel, as lowered).
+    listing: Listing | None = None
 
     @property
     def target(self) -> Target:

@@ -20,11 +20,14 @@ from ..core import options
 from ..core.assertions import reads_passes
 from ..core.errors import OptionError, SourceError
 from ..core.kernel_source import normalise_source
+from ..core.listing import Listing
 from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
 from ..core.targets import parse_targets
 from ..core.variants import OptionClash, depths, kernel_factory, matrix
 from .collector import directives as directives_of
 from .config import settings
+from .listing import OPTIONS as LISTING_OPTIONS
+from .listing import ListingError, read_listing
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
 from .workers import directive_read
@@ -54,6 +57,9 @@ OPTIONS: dict[str, str] = {
     "factory": "Which top-level function builds the kernel, when the source defines several.",
     "file": "A ``.py`` file instead of inline content, resolved like ``literalinclude``; it "
             "must be inside the source directory or a folder of ``tlstages_file_roots``.",
+    # Listing options: literalinclude's, cutting what the Kernel part lists (not what is
+    # lowered).
+    **LISTING_OPTIONS,
     "name": "Stable identifier, unique in the project: the snapshot's file name and a "
             "``:ref:`` target (default ``<docname>-<n>``, which moves when a directive is "
             "inserted above: name every directive).",
@@ -250,7 +256,20 @@ class TlPipelineDirective(SphinxDirective):
             passes_line=self._option_line("passes"),
             params=canonical_params(params),
             written_depth=factory.written_depth,
+            listing=self._listing(source, factory.name),
         )
+
+    def _listing(self, source: str, factory: str) -> Listing | None:
+        """The part of the kernel to list; on a bad value, a warning at the option's line
+        and the whole kernel (with the caption, if one was given)."""
+        path = str(self._kernel_path) if self._kernel_path else None
+        try:
+            return read_listing(source, path, self.options, factory, self.config)
+        except ListingError as exc:
+            warn(f"{exc}; the whole kernel is listed", "option",
+                 location=(self.env.docname, self._option_line(exc.option)))
+        caption = " ".join(self.options.get("caption", "").split())
+        return Listing(source, caption=caption) if caption else None
 
     def _origin(self) -> KernelOrigin:
         """The kernel's folders for imports: a :file: kernel's own, then

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from html import escape as html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from sphinx.util.osutil import relative_uri
 from ..core import line_links
 from ..core.cuda import source_map
 from ..core.files import write_if_changed
+from ..core.listing import Listing
 from ..core.stamps import code_digest
 from ..core.variants import merge_unchanged
 from ..version import __version__
@@ -125,6 +127,8 @@ _HINT = ("The number at the left of each CUDA line is the kernel line it came fr
          "the compiler's <code>#line</code> directives say (<em>in italics</em>: expanded "
          "from a TileLang template for the tile operation on that line; TL: a template line "
          "no single kernel line accounts for; blank: inserted by the compiler).")
+_UNSHOWN_HINT = (" A number underlined with dots is a line of the kernel file that this listing "
+                 "leaves out; its tooltip says which.")
 
 
 def link_listings(app: Sphinx, spec: DirectiveSpec,
@@ -139,6 +143,7 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
         return
     first = spec.kernel_line or 1
     kernel = spec.variants[0].source
+    listing = spec.listing or Listing(kernel)
     per_variant = []
     for node in listings:
         variant, result = ok[node["variant"]]
@@ -146,19 +151,34 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
         links = line_links.attribute(mapped, kernel)
         per_variant.append((variant.heading, line_links.counts(links), variant.target.language))
         block = next(iter(node.findall(nodes.literal_block)))
+        unshown = None if not listing.cut else (variant.source_name, listing.shows)
         block.replace_self(nodes.raw("", line_links.cuda_html(mapped, links, first,
-                                                                variant.heading),
+                                                                variant.heading, unshown),
                                      format="html"))
     block = next(iter(source.findall(nodes.literal_block)))
     prefix = f"{spec.node_id}-src"
+    # The listed part only, numbered as in the whole kernel: the spans' numbers stay
+    # the kernel's (see line_links.source_html).
     highlighted = app.builder.highlighter.highlight_block(  # type: ignore[attr-defined]
-        kernel, "python", linenos="inline", linenostart=first, linespans=prefix,
-        location=block)
+        listing.text, "python", linenos="inline", linenostart=first + listing.start - 1,
+        linespans=prefix, location=block, hl_lines=list(listing.emphasize))
     html = line_links.source_html(highlighted, prefix, first, per_variant)
+    hint = _UNSHOWN_HINT if listing.cut else ""
     block.replace_self(nodes.raw(
         "", f'<div class="highlight-python notranslate tl-linked-source">{html}</div>\n'
-            f'<p class="tl-note tl-link-hint">{_HINT}</p>\n'
+            f'<p class="tl-note tl-link-hint">{_HINT}{hint}</p>\n'
             '<p class="tl-link-status" aria-live="polite"></p>\n', format="html"))
+
+
+def _captions(holder: nodes.Element) -> None:
+    """The kernel listing's caption as Sphinx writes a code block's: the translator's own
+    visitor would look the caption up among the page's numbered figures, which a
+    fragment written here (perhaps before the page) has no access to."""
+    for caption in list(holder.findall(nodes.caption)):
+        text = html_escape(caption.astext())
+        caption.replace_self(nodes.raw(
+            "", f'<div class="code-block-caption"><span class="caption-text">{text}'
+                "</span></div>\n", format="html"))
 
 
 @functools.cache
@@ -228,6 +248,7 @@ def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
     if html is None:
         holder = nodes.container("", *render_parts(spec, rows, context))
         replace_undrawable(app, holder)
+        _captions(holder)
         link_listings(app, spec, rows, holder, context.max_lines)
         highlight_cached(app, cache, holder)
         html = _write_html(app, doctree, list(holder.children))

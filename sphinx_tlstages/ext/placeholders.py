@@ -25,6 +25,7 @@ from docutils import nodes
 from .collector import directives
 from .config import settings
 from .html import cuda_downloads, has_downloads, is_html, render_html
+from .latex import for_latex
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
 from .plain import for_print
@@ -80,5 +81,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         else:
             rendered = render(spec, rows, context)
             for_print(app, rendered)
+            if app.builder.format == "latex":
+                for_latex(app, spec, rendered)
         rendered.source, rendered.line = placeholder.source, placeholder.line
         placeholder.replace_self(rendered)

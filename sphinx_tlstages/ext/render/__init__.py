@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from docutils import nodes
 
 from ...core.bench_data import Attached
+from ...core.listing import Listing
 from ...core.result import Result
 from ...core.spec import DirectiveSpec, VariantSpec
 from ...core.variants import merge_unchanged, unchanged_sentence
@@ -86,6 +87,26 @@ def _written_note(spec: DirectiveSpec, factory: str) -> nodes.Node | None:
     return para
 
 
+def kernel_listing(spec: DirectiveSpec) -> nodes.Element:
+    """The kernel as listed: whole, or the part the listing options cut, each line
+    numbered as the tables number statements (document lines, or the file's own)."""
+    listing = spec.listing or Listing(spec.variants[0].source)
+    block = literal(listing.text, "python")
+    block["linenos"] = True
+    block["highlight_args"] = {"linenostart": (spec.kernel_line or 1) + listing.start - 1}
+    if listing.emphasize:
+        block["highlight_args"]["hl_lines"] = list(listing.emphasize)
+    if not listing.caption:
+        return block
+    # What literalinclude's :caption: makes: every writer captions such a container.
+    # An id, which writers of numbered code blocks require of a captioned one.
+    wrapper = nodes.container("", literal_block=True, classes=["literal-block-wrapper"],
+                              ids=[f"{spec.node_id}-listing"])
+    wrapper += nodes.caption(listing.caption, listing.caption)
+    wrapper += block
+    return wrapper
+
+
 def _part(cls: str, title: str, *body: nodes.Node) -> nodes.container:
     part = nodes.container(classes=[cls])
     part += nodes.rubric(text=title)
@@ -144,12 +165,7 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     rows = merge_unchanged(rows)[0]
     root: list[nodes.Node] = []
     if "source" in spec.show:
-        source = spec.variants[0].source
-        block = literal(source, "python")
-        # Numbered as the tables number statements: document lines, or the file's own.
-        block["linenos"] = True
-        block["highlight_args"] = {"linenostart": spec.kernel_line or 1}
-        root.append(_part("tl-source", "Kernel", block))
+        root.append(_part("tl-source", "Kernel", kernel_listing(spec)))
     numbers = [node for data, entry, stale in context.bench
                for node in bench_table(spec, data, entry, stale, context.bench_stale)]
     root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *numbers))

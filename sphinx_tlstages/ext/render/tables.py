@@ -74,5 +74,8 @@ def doc_line(spec: DirectiveSpec, line: int | None) -> str:
     if line is None:
         return ""
     if spec.kernel_line is None:
-        return f"{spec.variants[0].source_name}:{line}"
+        where = f"{spec.variants[0].source_name}:{line}"
+        # A line the listing leaves out: the file's number all the same, and said so.
+        return where if spec.listing is None or spec.listing.shows(line) \
+            else f"{where} (not shown)"
     return str(spec.kernel_line + line - 1)
