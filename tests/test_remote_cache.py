@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sphinx_tlstages.core.entry import BadEntry, object_name, pack, unpack
-from sphinx_tlstages.core.result import validate
+from sphinx_tlstages.core.result import RESULT_SCHEMA, validate
 from sphinx_tlstages.runner import pool
 
 from .conftest import CONF, Built, build_once, write_project
@@ -317,5 +317,5 @@ def test_cache_export_import_and_status(s3, tmp_path, monkeypatch, reference, ca
     assert main(["cache", "status", "--cache-dir", str(target),
                  "--url", "s3://books/status"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"local .*: 2 entries, .*schema 2: 2", out), out
-    assert re.search(r"remote s3://books/status: 2 entries, .*schema 2: 2", out), out
+    assert re.search(rf"local .*: 2 entries, .*schema {RESULT_SCHEMA}: 2", out), out
+    assert re.search(rf"remote s3://books/status: 2 entries, .*schema {RESULT_SCHEMA}: 2", out), out
