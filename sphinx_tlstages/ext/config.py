@@ -252,22 +252,18 @@ def _jobs(configured: object) -> int | None:
 def _keep_workers(configured: object, strict: bool) -> float:
     if strict:  # a CI or Read the Docs build is the last one on that machine
         return 0.0
-    text = os.environ.get("TLSTAGES_KEEP_WORKERS") or configured
-    try:
-        return max(0.0, float(str(text)))
-    except ValueError:
-        warn("TLSTAGES_KEEP_WORKERS / tlstages_keep_workers must be a number of seconds, "
-             f"not {text!r}", "option")
-        return 0.0
+    return _seconds(os.environ.get("TLSTAGES_KEEP_WORKERS") or configured,
+                    "TLSTAGES_KEEP_WORKERS / tlstages_keep_workers", 0.0, 0.0)
 
 
-def _seconds(text: object) -> float:
+def _seconds(text: object, names: str, least: float, default: float) -> float:
+    """``text`` as seconds (at least ``least``); else a warning naming ``names`` and
+    ``default``."""
     try:
-        return max(0.1, float(str(text)))
+        return max(least, float(str(text)))
     except ValueError:
-        warn("TLSTAGES_CACHE_TIMEOUT / tlstages_cache_timeout must be a number of seconds, "
-             f"not {text!r}", "option")
-        return 5.0
+        warn(f"{names} must be a number of seconds, not {text!r}", "option")
+        return default
 
 
 def pull_request() -> str | None:
@@ -314,7 +310,8 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
         cache_write=_flag("TLSTAGES_CACHE_WRITE") if "TLSTAGES_CACHE_WRITE" in os.environ
         else bool(config.tlstages_cache_write),
         cache_timeout=_seconds(os.environ.get("TLSTAGES_CACHE_TIMEOUT")
-                               or config.tlstages_cache_timeout),
+                               or config.tlstages_cache_timeout,
+                               "TLSTAGES_CACHE_TIMEOUT / tlstages_cache_timeout", 0.1, 5.0),
         jobs=_jobs(config.tlstages_jobs),
         keep_workers=_keep_workers(config.tlstages_keep_workers, strict),
         timeout=float(config.tlstages_timeout),
