@@ -36,6 +36,7 @@ BOOK_OUT = "book/_build/html"
 DOCTREES = "book/_build/doctrees"
 LATEX_OUT = "book/_build/latex"
 PDF_ENGINES = ("pdflatex", "xelatex")  # Sphinx's default, and the Unicode one
+# texlive-latex-extra brings PGF/TikZ (texlive-pictures), which draws the figures.
 TEX_PACKAGES = ("latexmk texlive-latex-recommended texlive-latex-extra "
                 "texlive-fonts-recommended tex-gyre texlive-xetex fonts-freefont-otf")
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sphinx_tlstages.core.figures import schedule_sentence, schedule_svg
-from sphinx_tlstages.core.figures.chart import chart_input, chart_svg, sentence
+from sphinx_tlstages.core.figures import chart_svg, schedule_sentence, schedule_svg
+from sphinx_tlstages.core.figures.chart import chart_input, sentence
 from sphinx_tlstages.core.figures.lanes import drawn_schedule
 from sphinx_tlstages.core.figures.model import group_variants, schedule_figures
 from sphinx_tlstages.core.result import failure
@@ -197,7 +197,7 @@ def test_figures_are_the_same_bytes_in_another_process() -> None:
     """No ordering, address or hash seed leaks into a figure."""
     script = ("import json, sys; from tests.test_figure_drawing import gemm, _chart; "
               "from sphinx_tlstages.core.figures import schedule_svg; "
-              "from sphinx_tlstages.core.figures.chart import chart_svg; "
+              "from sphinx_tlstages.core.figures import chart_svg; "
               "sys.stdout.write(schedule_svg(gemm(4, 16), ['a', 'b'])"
               " + chart_svg(_chart(('2',))))")
     runs = [subprocess.run([sys.executable, "-c", script], cwd=ROOT, check=True,

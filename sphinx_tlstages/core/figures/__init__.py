@@ -1,7 +1,7 @@
 """Pictures of what the compiler did: the pipeline schedule as a figure, the benchmark
 numbers as a chart. Plain data in, one SVG string out; no Sphinx, no TileLang.
 
-**Why SVG written by hand.** The figures are boxes, lines and text on a grid this code
+**Why drawn by hand.** The figures are boxes, lines and text on a grid this code
 computes anyway (lanes, steps, ring slots, bars). Weighed against it: drawsvg (a thin
 builder: 77 ms to import and no help with theming or accessibility, which would still be
 ours) and matplotlib (pyplot costs 1.4 s to import warm, 9 s with a cold font cache, about
@@ -18,13 +18,15 @@ colour from ``var(--tl-fig-*, fallback)``; text and strokes fall back to ``curre
 so a dark theme needs nothing at all, and the extension's stylesheet maps the variables
 to furo's. Data colours are Okabe and Ito's colour-blind-safe palette, and colour is never
 the only cue: a box says its version (``v2``), a wait has a bar, a stale bar is hatched and
-labelled. No script. For print (LaTeX) the same drawing gets fixed colours on white
-(:mod:`.svg`), converted to PDF by :mod:`.pdf`.
+labelled. No script. For print (LaTeX) the same drawing gets fixed colours on white and is written
+as TikZ picture code (:mod:`.tikz`): LaTeX draws it in the document's fonts, with no
+converter.
 
 Modules: :mod:`.model` (figure data from results, one figure per distinct schedule),
 :mod:`.lanes` and :mod:`.cp_async` (the cp.async pipeline), :mod:`.warp_chips` and
 :mod:`.warp` (warp-specialised loops), :mod:`.chart` and :mod:`.chart_panel` (benchmark
-numbers), :mod:`.svg` (the writing), :mod:`.pdf` (print).
+numbers), :mod:`.drawing` (shapes and layout helpers), :mod:`.svg` and :mod:`.tikz`
+(the writers).
 """
 
 from __future__ import annotations
@@ -32,16 +34,33 @@ from __future__ import annotations
 from typing import Any
 
 from . import lanes, warp_chips
-from .cp_async import cp_async_svg
-from .warp import warp_specialized_svg
+from .chart import chart_drawing
+from .cp_async import cp_async_drawing
+from .drawing import Drawing
+from .svg import to_svg
+from .warp import warp_specialized_drawing
+
+__all__ = ["Drawing", "chart_drawing", "chart_svg", "schedule_drawing", "schedule_sentence",
+           "schedule_svg", "to_svg"]
+
+
+def schedule_drawing(fig: dict[str, Any], covers: list[str], theme: str = "html",
+                     ident: str = "") -> Drawing:
+    """One schedule figure (:func:`.model.schedule_figures`' data), drawn."""
+    if fig.get("kind") == "warp_specialized":
+        return warp_specialized_drawing(fig, covers, theme, ident)
+    return cp_async_drawing(fig, covers, theme, ident)
 
 
 def schedule_svg(fig: dict[str, Any], covers: list[str], theme: str = "html",
                  ident: str = "") -> str:
-    """The SVG of one schedule figure (:func:`.model.schedule_figures`' data)."""
-    if fig.get("kind") == "warp_specialized":
-        return warp_specialized_svg(fig, covers, theme, ident)
-    return cp_async_svg(fig, covers, theme, ident)
+    """The SVG of one schedule figure."""
+    return to_svg(schedule_drawing(fig, covers, theme, ident))
+
+
+def chart_svg(data: dict[str, Any], theme: str = "html", ident: str = "") -> str:
+    """The SVG of one benchmark chart (:func:`.chart.chart_input`'s data)."""
+    return to_svg(chart_drawing(data, theme, ident))
 
 
 def schedule_sentence(fig: dict[str, Any], covers: list[str]) -> str:

@@ -14,7 +14,7 @@ import math
 from typing import Any
 
 from .chart_panel import Panel, draw_panel, fmt, value
-from .svg import Svg, clip, digest, sans_width, wrap
+from .drawing import Drawing, clip, digest, sans_width, wrap
 
 Json = dict[str, Any]
 
@@ -84,7 +84,7 @@ def _nice_step(top: float, ticks: int = 5) -> float:
     return 10 * magnitude
 
 
-def chart_svg(data: Json, theme: str = "html", ident: str = "") -> str:
+def chart_drawing(data: Json, theme: str = "html", ident: str = "") -> Drawing:
     """The chart of :func:`chart_input`'s data."""
     unit = metric(data)
     higher = unit == "tflops"
@@ -103,13 +103,7 @@ def chart_svg(data: Json, theme: str = "html", ident: str = "") -> str:
     else:
         width = MAX_WIDTH
     prefix = "tlc-" + digest([data, theme, ident])
-    svg = Svg(prefix)
-    hatch = f"{prefix}-h"
-    if any(v["stale"] for v in data["variants"]):
-        svg.defs.append(f'<pattern id="{hatch}" patternUnits="userSpaceOnUse" width="6" '
-                        'height="6" patternTransform="rotate(45)"><rect width="6" '
-                        'height="6" class="stale" fill-opacity="0.35"/><line x1="1" y1="0" '
-                        'x2="1" y2="6" class="grid" stroke-width="2.2"/></pattern>')
+    pic = Drawing(prefix, theme)
     panels = [(None, series)] if grouped else [(name, {name: vs}) for name, vs in series.items()]
     cols = 1 if grouped else max(1, min(3, int((width - MARGIN) // 230)))
     panel_w = (width - 2 * MARGIN) / cols
@@ -119,29 +113,29 @@ def chart_svg(data: Json, theme: str = "html", ident: str = "") -> str:
 
     title = (f"{data['gpu']}: {data['directive']}, "
              f"{'TFLOP/s' if higher else 'latency (ms)'} per variant")
-    svg.text(MARGIN, 16, clip(title, int((width - 16) / 6.6)), "fg", weight="bold")
+    pic.text(MARGIN, 16, clip(title, int((width - 16) / 6.6)), "fg", weight="bold")
     said = [f"median, whisker 20th–80th percentile ({'higher' if higher else 'lower'} "
             "is better)"]
     if ref and not grouped:
         said.append(f"dashed: {ref['label']} {fmt(value(ref, unit)[0], unit)}")
     subtitle = "; ".join(said)
     for n, line in enumerate(wrap(subtitle, width - 2 * MARGIN, 10)[:2]):
-        svg.text(MARGIN, 32 + 12 * n, line, "muted", size=10)
+        pic.text(MARGIN, 32 + 12 * n, line, "muted", size=10)
     y0 += 12 * (len(wrap(subtitle, width - 2 * MARGIN, 10)[:2]) - 1)
     if legend_h:
         x = MARGIN
         for n, label in enumerate(series):
-            svg.rect(x, y0 - legend_h + 4, 12, 10, f"v{n}", rx=2)
-            svg.text(x + 16, y0 - legend_h + 13, label, "fg", size=10)
+            pic.rect(x, y0 - legend_h + 4, 12, 10, f"v{n}", rx=2)
+            pic.text(x + 16, y0 - legend_h + 13, label, "fg", size=10)
             x += 16 + sans_width(label, 10) + 14
     chosen = best(data)
     for p, (name, group) in enumerate(panels):
         panel = Panel(x=MARGIN + (p % cols) * panel_w, y=y0 + (p // cols) * (panel_h + 8),
                       w=panel_w - 6, h=panel_h, name=name, group=group,
                       colour={s: list(series).index(s) for s in group}, stages=stages,
-                      unit=unit, y_max=y_max, step=step, ref=ref, best=chosen, hatch=hatch,
+                      unit=unit, y_max=y_max, step=step, ref=ref, best=chosen,
                       axis_title=p % cols == 0, label_ref=grouped)
-        draw_panel(svg, panel)
+        draw_panel(pic, panel)
     height = y0 + math.ceil(len(panels) / cols) * (panel_h + 8)
     notes = []
     if any(v["stale"] for v in data["variants"]):
@@ -150,9 +144,9 @@ def chart_svg(data: Json, theme: str = "html", ident: str = "") -> str:
     if any(not v["correct"] for v in data["variants"]):
         notes.append("✗: the output did not match the reference")
     for line in wrap(" · ".join(notes), width - 2 * MARGIN, 10) if notes else []:
-        svg.text(MARGIN, height + 4, line, "muted", size=10)
+        pic.text(MARGIN, height + 4, line, "muted", size=10)
         height += 14
-    return svg.render(width, height + 4, title, describe(data), theme,
+    return pic.finish(width, height + 4, title, describe(data),
                       max(len(series), 1) if bars else 1)
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .drawing import Drawing, caption, digest, join_names, mono_width, sans_width, wrap
 from .lanes import Part, Slot, describe, last_iteration, parts, times
-from .svg import Svg, caption, digest, join_names, mono_width, num, sans_width, wrap
 
 Json = dict[str, Any]
 
@@ -78,14 +78,15 @@ def _layout(drawn: list[Part], x0: float, limit: float,
     return pieces, right
 
 
-def cp_async_svg(fig: Json, covers: list[str], theme: str = "html", ident: str = "") -> str:
+def cp_async_drawing(fig: Json, covers: list[str], theme: str = "html",
+                     ident: str = "") -> Drawing:
     """The figure of one cp.async schedule (``fig``: :mod:`.model`'s cp_async data;
     ``covers``: the variants it stands for; ``ident``: what makes its ids unique on a
     page, e.g. the directive's name)."""
     found, drawn = parts(fig)
     dims = fig.get("version_dims", {})
     versions = max(dims.values(), default=0)
-    svg = Svg("tlf-" + digest([fig, covers, theme, ident]))
+    pic = Drawing("tlf-" + digest([fig, covers, theme, ident]), theme)
 
     label_w = max((mono_width(lane.label, 11) for lane in found), default=60) + 10
     x0 = MARGIN + label_w
@@ -93,7 +94,7 @@ def cp_async_svg(fig: Json, covers: list[str], theme: str = "html", ident: str =
     names = ["prologue", f"steady state {times(loop)}", "epilogue"]
     pieces, end = _layout(drawn, x0, MAX_WIDTH - MARGIN, names)
     right = max(end + MARGIN, MIN_WIDTH)
-    top = 20.0 + caption(svg, fig.get("num_stages"), covers, right, MARGIN)
+    top = 20.0 + caption(pic, fig.get("num_stages"), covers, right, MARGIN)
     lanes_h = LANE * len(found)
     row_h = 48 + lanes_h + 16  # part names, sync marks, lanes, the repeat arrow
     rows = max((piece.row for piece in pieces), default=0) + 1
@@ -101,8 +102,8 @@ def cp_async_svg(fig: Json, covers: list[str], theme: str = "html", ident: str =
         head = top + r * row_h + 40  # the sync marks' baseline; part names above it
         for n, lane in enumerate(found):
             y = head + 8 + n * LANE
-            svg.line(x0 - 4, y + LANE - 0.5, right - MARGIN, y + LANE - 0.5, "grid", 0.6)
-            svg.text(MARGIN, y + 15, lane.label, "fg m", title=lane.title)
+            pic.line(x0 - 4, y + LANE - 0.5, right - MARGIN, y + LANE - 0.5, "grid", 0.6)
+            pic.text(MARGIN, y + 15, lane.label, "fg m", title=lane.title)
     named: set[tuple[int, int]] = set()
     for piece in pieces:
         part, step = drawn[piece.part], drawn[piece.part].steps[piece.step]
@@ -113,48 +114,48 @@ def cp_async_svg(fig: Json, covers: list[str], theme: str = "html", ident: str =
             more = " (continued)" if piece.step and part.name != "steady state" else ""
             name = f"steady state {times(loop)}" if part.name == "steady state" \
                 else part.name + more
-            svg.text(piece.xs[0] if piece.xs else x0, head - 20, name, "fg", weight="bold")
+            pic.text(piece.xs[0] if piece.xs else x0, head - 20, name, "fg", weight="bold")
         if part.name == "steady state" and piece.xs:
             start, stop = piece.xs[0], piece.xs[0] + _width(step)
-            svg.rect(start - 3, head - 14, stop - start + 6, lanes_h + 26, "band", rx=4)
+            pic.rect(start - 3, head - 14, stop - start + 6, lanes_h + 26, "band", rx=4)
             # the repeat arrow under the lanes, from the end back to the start
             yb = lanes_top + lanes_h + 8
-            svg.path(f"M{num(stop - 4)} {num(yb - 6)} V{num(yb)} H{num(start + 4)} "
-                     f"V{num(yb - 6)}", "stroke", 1.2)
-            svg.path(f"M{num(start + 1)} {num(yb - 3)} L{num(start + 4)} {num(yb - 8)} "
-                     f"L{num(start + 7)} {num(yb - 3)}", "stroke", 1.2)
+            pic.path((stop - 4, yb - 6), [(stop - 4, yb), (start + 4, yb),
+                                          (start + 4, yb - 6)], "stroke", 1.2)
+            pic.path((start + 1, yb - 3), [(start + 4, yb - 8), (start + 7, yb - 3)],
+                     "stroke", 1.2)
         for slot, x in zip(step, piece.xs, strict=True):
-            _slot(svg, slot, x, head, lanes_top, lanes_h)
+            _slot(pic, slot, x, head, lanes_top, lanes_h)
 
-    y = _legend(svg, fig, dims, versions, top + rows * row_h + 6, right, theme,
+    y = _legend(pic, fig, dims, versions, top + rows * row_h + 6, right, theme,
                 any(len(lane.stmts) > 1 for lane in found))
     title = (f"Pipeline schedule, num_stages = {fig.get('num_stages')}: "
              f"{len(fig['prologue'])} prologue step(s), steady state {times(loop)}, "
              f"{len(fig['epilogue'])} epilogue step(s)")
-    return svg.render(right, y + 4, title, describe(fig, covers), theme, max(versions, 1))
+    return pic.finish(right, y + 4, title, describe(fig, covers), versions)
 
 
-def _slot(svg: Svg, slot: Slot, x: float, head: float, lanes_top: float,
+def _slot(pic: Drawing, slot: Slot, x: float, head: float, lanes_top: float,
           lanes_h: float) -> None:
     if slot.kind == "sync":
         cx = x + SYNC / 2
         commit = slot.sync == "C"
-        svg.line(cx, head + 2, cx, lanes_top + lanes_h, "stroke", 1 if commit else 1.6,
-                 dash="3 2" if commit else None)
-        svg.rect(cx - 8.5, head - 10, 17, 13, "band" if commit else "neutral", rx=3,
+        pic.line(cx, head + 2, cx, lanes_top + lanes_h, "stroke", 1 if commit else 1.6,
+                 dash=(3, 2) if commit else ())
+        pic.rect(cx - 8.5, head - 10, 17, 13, "band" if commit else "neutral", rx=3,
                  title=slot.title)
-        svg.text(cx, head, slot.sync, "fg m" if commit else "on-neutral m", "middle", 9.5,
+        pic.text(cx, head, slot.sync, "fg m" if commit else "on-neutral m", "middle", 9.5,
                  "bold")
         return
     y = lanes_top + slot.lane * LANE + (LANE - BOX) / 2
     fill = f"v{slot.version}" if slot.version is not None else "neutral"
     ink = f"t{slot.version}" if slot.version is not None else "on-neutral"
-    svg.rect(x + 1, y, SLOT - 2, BOX, fill, rx=2.5, title=slot.title)
+    pic.rect(x + 1, y, SLOT - 2, BOX, fill, rx=2.5, title=slot.title)
     size = next((size for size in (10.0, 9.0) if mono_width(slot.label, size) <= SLOT - 4),
                 8.0)
-    svg.text(x + SLOT / 2, y + 11.5, slot.label, f"{ink} m", "middle", size)
+    pic.text(x + SLOT / 2, y + 11.5, slot.label, f"{ink} m", "middle", size)
     if slot.version is not None:
-        svg.text(x + SLOT - 2, y - 1.5, f"v{slot.version}", "muted m", "end", 8.5)
+        pic.text(x + SLOT - 2, y - 1.5, f"v{slot.version}", "muted m", "end", 8.5)
 
 
 def _unit(text: str) -> str:
@@ -162,20 +163,20 @@ def _unit(text: str) -> str:
     return text.replace(" ", "\u00a0")
 
 
-def _legend(svg: Svg, fig: Json, dims: dict[str, int], versions: int, y: float,
+def _legend(pic: Drawing, fig: Json, dims: dict[str, int], versions: int, y: float,
             right: float, theme: str, folded: bool) -> float:
     x = MARGIN
     if dims:
         key = f"{join_names(sorted(dims))} version (tile mod {versions}):"
-        svg.text(x, y, key, "muted")
+        pic.text(x, y, key, "muted")
         x += sans_width(key, 11) + 6
         for v in range(versions):
-            svg.rect(x, y - 10, 14, 12, f"v{v}", rx=2)
-            svg.text(x + 7, y - 1, str(v), f"t{v} m", "middle", 9)
+            pic.rect(x, y - 10, 14, 12, f"v{v}", rx=2)
+            pic.text(x + 7, y - 1, str(v), f"t{v} m", "middle", 9)
             x += 18
         x += 8
-    svg.rect(x, y - 10, 14, 12, "neutral", rx=2)
-    svg.text(x + 18, y, "no versioned buffer" if dims else "no version dimension: one buffer",
+    pic.rect(x, y - 10, 14, 12, "neutral", rx=2)
+    pic.text(x + 18, y, "no versioned buffer" if dims else "no version dimension: one buffer",
              "muted")
     y += 16
     trip, loop = fig.get("trip_count"), fig["loop"]
@@ -196,6 +197,6 @@ def _legend(svg: Svg, fig: Json, dims: dict[str, int], versions: int, y: float,
                                                else ""))
     for item in items:
         for line in wrap(item, min(right, READABLE) - 2 * MARGIN, 11):
-            svg.text(MARGIN, y, line, "muted")
+            pic.text(MARGIN, y, line, "muted")
             y += 15
     return y - 9

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .svg import clip
+from .drawing import clip
 
 Json = dict[str, Any]
 

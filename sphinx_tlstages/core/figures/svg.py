@@ -1,4 +1,4 @@
-"""The SVG writing the figures share: escaping, numbers, text widths, themes, a builder.
+"""A :class:`~.drawing.Drawing` written as SVG, and the colours of both themes.
 
 Standard library only. Two themes draw the same picture:
 
@@ -7,7 +7,7 @@ Standard library only. Two themes draw the same picture:
   and a theme may restyle it by setting ``--tl-fig-*`` (the extension's stylesheet maps
   them to furo's own variables);
 - ``print``: fixed colours on a white background, no ``var()`` and no ``currentColor``
-  (PDF converters and paper have no page to inherit from).
+  (paper has no page to inherit from; :mod:`.tikz` uses them too).
 
 Every selector of a figure's ``<style>`` is under the figure's own class, which is also
 the prefix of its ids: several figures inlined in one page neither restyle one another
@@ -17,10 +17,7 @@ on every machine.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import re
-from typing import Any
+from .drawing import Drawing, Line, Path, Rect, Shape, Text, num
 
 THEMES = ("html", "print")
 # Okabe & Ito's colour-blind-safe palette, in the order versions and series use it
@@ -31,8 +28,6 @@ _ON = ("#000", "#000", "#000", "#000", "#000", "#000", "#fff", "#000")
 
 FONT_SANS = "system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', Arial, sans-serif"
 FONT_MONO = "ui-monospace, 'SFMono-Regular', Menlo, Consolas, 'DejaVu Sans Mono', monospace"
-MONO_EM = 0.62  # advance of one monospace character, in em (a little generous)
-SANS_EM = 0.6   # average advance of a sans-serif character, in em (generous)
 
 # (class, property, custom property, HTML fallback, print colour)
 _THEME: tuple[tuple[str, str, str, str, str], ...] = (
@@ -49,65 +44,24 @@ _THEME: tuple[tuple[str, str, str, str, str], ...] = (
 )
 
 
+def print_colours(colours: int) -> dict[str, str]:
+    """The print theme's colour of each class (``#rrggbb``), data colours included."""
+    found = {cls: printed for cls, _, _, _, printed in _THEME}
+    for v in range(max(colours, 1)):
+        found[f"v{v}"] = OKABE_ITO[v % len(OKABE_ITO)]
+        found[f"t{v}"] = _ON[v % len(_ON)]
+    found["on-neutral"] = "#000"
+    return {cls: _long(colour) for cls, colour in found.items()}
+
+
+def _long(colour: str) -> str:
+    """``#abc`` -> ``#aabbcc``."""
+    return "#" + "".join(c * 2 for c in colour[1:]) if len(colour) == 4 else colour
+
+
 def esc(text: str) -> str:
     return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;"))
-
-
-def num(value: float) -> str:
-    """A coordinate, deterministic and short: at most one decimal."""
-    text = f"{value:.1f}"
-    if text == "-0.0":
-        return "0"
-    return text[:-2] if text.endswith(".0") else text
-
-
-def mono_width(text: str, size: float) -> float:
-    return len(text) * size * MONO_EM
-
-
-def sans_width(text: str, size: float) -> float:
-    return len(text) * size * SANS_EM
-
-
-def clip(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[:max(chars - 1, 1)] + "…"
-
-
-def wrap(text: str, width: float, size: float) -> list[str]:
-    """``text`` broken at spaces into lines of at most ``width`` pixels (estimated)."""
-    chars = max(int(width / (size * SANS_EM)), 8)
-    lines: list[str] = []
-    line = ""
-    for word in text.split(" "):
-        if line and len(line) + 1 + len(word) > chars:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    if line:
-        lines.append(line)
-    return lines
-
-
-def join_names(names: list[str]) -> str:
-    """``["A_shared", "B_shared"]`` -> ``"A/B_shared"`` (a common suffix said once)."""
-    if len(names) < 2:
-        return "".join(names)
-    suffix = names[0]
-    for name in names[1:]:
-        while suffix and not name.endswith(suffix):
-            suffix = suffix[1:]
-    cut = suffix.find("_")
-    suffix = suffix[cut:] if cut >= 0 else ""
-    if not suffix or any(len(n) <= len(suffix) for n in names):
-        return "/".join(names)
-    return "/".join(n[:-len(suffix)] for n in names) + suffix
-
-
-def digest(data: Any) -> str:
-    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:10]
 
 
 def style(prefix: str, theme: str, colours: int, used: set[str] | None = None) -> str:
@@ -136,71 +90,80 @@ def style(prefix: str, theme: str, colours: int, used: set[str] | None = None) -
     return "".join(rules)
 
 
-class Svg:
-    """Collects elements; :meth:`render` wraps them with the accessible header."""
-
-    def __init__(self, prefix: str) -> None:
-        self.prefix = prefix
-        self.parts: list[str] = []
-        self.defs: list[str] = []
-
-    def add(self, markup: str) -> None:
-        self.parts.append(markup)
-
-    def rect(self, x: float, y: float, w: float, h: float, cls: str, rx: float = 0,
-             title: str | None = None, extra: str = "") -> None:
-        r = f' rx="{num(rx)}"' if rx else ""
-        body = (f'<rect x="{num(x)}" y="{num(y)}" width="{num(w)}" height="{num(h)}"'
-                f' class="{cls}"{r}{extra}')
-        self.add(f"{body}><title>{esc(title)}</title></rect>" if title else f"{body}/>")
-
-    def text(self, x: float, y: float, text: str, cls: str = "fg", anchor: str = "start",
-             size: float | None = None, weight: str | None = None,
-             title: str | None = None) -> None:
-        a = "" if anchor == "start" else f' text-anchor="{anchor}"'
-        s = f' font-size="{num(size)}"' if size else ""
-        w = f' font-weight="{weight}"' if weight else ""
-        tip = f"<title>{esc(title)}</title>" if title else ""
-        self.add(f'<text x="{num(x)}" y="{num(y)}" class="{cls}"{a}{s}{w}>'
-                 f"{esc(text)}{tip}</text>")
-
-    def line(self, x1: float, y1: float, x2: float, y2: float, cls: str = "stroke",
-             width: float = 1, dash: str | None = None) -> None:
-        d = f' stroke-dasharray="{dash}"' if dash else ""
-        self.add(f'<line x1="{num(x1)}" y1="{num(y1)}" x2="{num(x2)}" y2="{num(y2)}"'
-                 f' class="{cls}" stroke-width="{num(width)}"{d}/>')
-
-    def path(self, d: str, cls: str, width: float = 1, extra: str = "") -> None:
-        self.add(f'<path d="{d}" class="{cls}" stroke-width="{num(width)}" fill="none"'
-                 f"{extra}/>")
-
-    def render(self, width: float, height: float, title: str, desc: str, theme: str,
-               colours: int) -> str:
-        p = self.prefix
-        body = "".join(self.defs) + "".join(self.parts)
-        used = {word for found in re.findall(r'class="([^"]+)"', body) for word in found.split()}
-        used.add("paper")
-        head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="{p}" role="img"'
-                f' aria-labelledby="{p}-t {p}-d" width="{num(width)}" height="{num(height)}"'
-                f' viewBox="0 0 {num(width)} {num(height)}">'
-                f'<title id="{p}-t">{esc(title)}</title><desc id="{p}-d">{esc(desc)}</desc>'
-                f"<style>{style(p, theme, colours, used)}</style>")
-        defs = f"<defs>{''.join(self.defs)}</defs>" if self.defs else ""
-        background = (f'<rect width="{num(width)}" height="{num(height)}" class="paper"/>'
-                      if theme == "print" else "")
-        return head + defs + background + "".join(self.parts) + "</svg>\n"
+def _dash(dash: tuple[float, ...]) -> str:
+    return f' stroke-dasharray="{" ".join(num(d) for d in dash)}"' if dash else ""
 
 
-def caption(svg: Svg, num_stages: object, covers: list[str], width: float,
-            margin: float) -> float:
-    """A schedule figure's first line: ``num_stages = N`` in bold, then the variants it
-    covers, wrapped (at most four lines; the ``<desc>`` has them all). Returns how much
-    lower than one line the drawing below must start."""
-    svg.text(margin, 16, f"num_stages = {num_stages}", "fg", weight="bold")
-    lines = wrap("covers " + "; ".join(covers), width - 2 * margin - 104, 11)
-    if len(lines) > 4:
-        lines = [*lines[:3], clip(lines[3], len(lines[3]) - 1) + " …"]
-    for n, line in enumerate(lines):
-        svg.text(margin + 104, 16 + 14 * n, line, "muted",
-                 title="; ".join(covers) if n == 0 else None)
-    return 14.0 * (len(lines) - 1)
+def _tip(title: str | None) -> str:
+    return f"<title>{esc(title)}</title>" if title else ""
+
+
+def _rect(r: Rect, prefix: str) -> str:
+    rx = f' rx="{num(r.rx)}"' if r.rx else ""
+    box = f'<rect x="{num(r.x)}" y="{num(r.y)}" width="{num(r.w)}" height="{num(r.h)}"{rx}'
+    if r.hatch:  # no class: a class's CSS fill would win over the pattern
+        box += f' fill="url(#{prefix}-h)"'
+    elif r.outline:
+        box += f' class="{r.cls}" fill="none" stroke-width="{num(r.outline)}"'
+    else:
+        box += f' class="{r.cls}"'
+    return f"{box}>{_tip(r.title)}</rect>" if r.title else f"{box}/>"
+
+
+def _text(t: Text) -> str:
+    a = "" if t.anchor == "start" else f' text-anchor="{t.anchor}"'
+    s = f' font-size="{num(t.size)}"' if t.size else ""
+    w = f' font-weight="{t.weight}"' if t.weight else ""
+    turn = (f' transform="rotate({num(t.rotate)} {num(t.x)} {num(t.y)})"'
+            if t.rotate else "")
+    return (f'<text x="{num(t.x)}" y="{num(t.y)}" class="{t.cls}"{a}{s}{w}{turn}>'
+            f"{esc(t.text)}{_tip(t.title)}</text>")
+
+
+def _path(p: Path, prefix: str) -> str:
+    d = f"M{num(p.start[0])} {num(p.start[1])}"
+    for seg in p.to:
+        d += ("L" if len(seg) == 2 else "C") + " ".join(num(v) for v in seg)
+    marker = f' marker-end="url(#{prefix}-a)"' if p.arrow else ""
+    return (f'<path d="{d}" class="{p.cls}" stroke-width="{num(p.width)}" fill="none"'
+            f"{marker}{_dash(p.dash)}/>")
+
+
+def _shape(shape: Shape, prefix: str) -> str:
+    if isinstance(shape, Rect):
+        return _rect(shape, prefix)
+    if isinstance(shape, Text):
+        return _text(shape)
+    if isinstance(shape, Line):
+        return (f'<line x1="{num(shape.x1)}" y1="{num(shape.y1)}" x2="{num(shape.x2)}"'
+                f' y2="{num(shape.y2)}" class="{shape.cls}"'
+                f' stroke-width="{num(shape.width)}"{_dash(shape.dash)}/>')
+    return _path(shape, prefix)
+
+
+def to_svg(pic: Drawing) -> str:
+    """The drawing as one self-contained ``<svg>`` element, with its accessible header."""
+    p = pic.prefix
+    used = pic.classes() | {"paper"}
+    defs = []
+    if any(isinstance(s, Rect) and s.hatch for s in pic.shapes):
+        used |= {"stale", "grid"}
+        defs.append(f'<pattern id="{p}-h" patternUnits="userSpaceOnUse" width="6" '
+                    'height="6" patternTransform="rotate(45)"><rect width="6" '
+                    'height="6" class="stale" fill-opacity="0.35"/><line x1="1" y1="0" '
+                    'x2="1" y2="6" class="grid" stroke-width="2.2"/></pattern>')
+    if any(isinstance(s, Path) and s.arrow for s in pic.shapes):
+        used.add("accentfill")
+        defs.append(f'<marker id="{p}-a" viewBox="0 0 8 8" refX="7" refY="4" '
+                    'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+                    '<path d="M0 0L8 4L0 8z" class="accentfill"/></marker>')
+    width, height = num(pic.width), num(pic.height)
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" class="{p}" role="img"'
+            f' aria-labelledby="{p}-t {p}-d" width="{width}" height="{height}"'
+            f' viewBox="0 0 {width} {height}">'
+            f'<title id="{p}-t">{esc(pic.title)}</title><desc id="{p}-d">{esc(pic.desc)}</desc>'
+            f"<style>{style(p, pic.theme, pic.colours, used)}</style>")
+    background = (f'<rect width="{width}" height="{height}" class="paper"/>'
+                  if pic.theme == "print" else "")
+    return (head + (f"<defs>{''.join(defs)}</defs>" if defs else "") + background
+            + "".join(_shape(s, p) for s in pic.shapes) + "</svg>\n")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .svg import Svg, caption, clip, digest, num, wrap
+from .drawing import Drawing, caption, clip, digest, wrap
 from .warp_chips import (
     ROLES,
     Chip,
@@ -50,8 +50,8 @@ def _iterations(count: int, col_w: float) -> list[int]:
     return [*range(max(fit - 1, 1)), count - 1]
 
 
-def warp_specialized_svg(fig: Json, covers: list[str], theme: str = "html",
-                         ident: str = "") -> str:
+def warp_specialized_drawing(fig: Json, covers: list[str], theme: str = "html",
+                             ident: str = "") -> Drawing:
     """The figure of one warp-specialised loop (``fig``: :mod:`.model`'s data)."""
     ring = stages(fig)
     every = {role: [chips(fig, role, k) for k in range(columns(fig))] for role in ROLES}
@@ -68,9 +68,9 @@ def warp_specialized_svg(fig: Json, covers: list[str], theme: str = "html",
 
     width = max(left(len(ks)) + MARGIN, MIN_WIDTH)
     prefix = "tlf-" + digest([fig, covers, theme, ident])
-    svg = Svg(prefix)
+    pic = Drawing(prefix, theme)
     var = str(fig.get("loop_var") or "k")
-    head = 44.0 + caption(svg, fig["num_stages"], covers, width, MARGIN)
+    head = 44.0 + caption(pic, fig["num_stages"], covers, width, MARGIN)
     bands: dict[str, tuple[float, float]] = {}
     y = head + 8
     for role in ROLES:
@@ -78,20 +78,20 @@ def warp_specialized_svg(fig: Json, covers: list[str], theme: str = "html",
         bands[role] = (y, height)
         y += height + 22
     for i, k in enumerate(ks):
-        svg.text(left(i) + col_w / 2, head, f"{var} = {k} (slot {k % ring})", "fg",
+        pic.text(left(i) + col_w / 2, head, f"{var} = {k} (slot {k % ring})", "fg",
                  "middle", weight="bold")
     positions: dict[tuple[str, int, int], tuple[float, float]] = {}
     threads = {"producer": fig.get("producer_threads"), "consumer": fig.get("consumer_threads")}
     w = col_w - 12
     for role in ROLES:
         top, height = bands[role]
-        svg.rect(x0 - 4, top, left(len(ks)) - x0 + 4, height, "band", rx=4)
-        svg.text(MARGIN, top + 14, role, "fg", weight="bold")
+        pic.rect(x0 - 4, top, left(len(ks)) - x0 + 4, height, "band", rx=4)
+        pic.text(MARGIN, top + 14, role, "fg", weight="bold")
         if threads.get(role):
-            svg.text(MARGIN, top + 28, f"{threads[role]} threads", "muted", size=10)
+            pic.text(MARGIN, top + 28, f"{threads[role]} threads", "muted", size=10)
         if gap is not None:
             hidden = ", ".join(str(k) for k in range(ks[gap - 1] + 1, ks[gap]))
-            svg.text(left(gap) - ELIDED / 2 - 2, top + height / 2 + 4, "…", "muted", "middle",
+            pic.text(left(gap) - ELIDED / 2 - 2, top + height / 2 + 4, "…", "muted", "middle",
                      14, title=f"{var} = {hidden}: alike, left out to fit the page")
         for i, col in enumerate(drawn[role]):
             cx = left(i) + 4
@@ -99,26 +99,21 @@ def warp_specialized_svg(fig: Json, covers: list[str], theme: str = "html",
                 cy = top + 5 + n * (CHIP + CHIP_GAP)
                 fill = f"v{chip.slot}" if chip.slot is not None else "neutral"
                 ink = f"t{chip.slot}" if chip.slot is not None else "on-neutral"
-                svg.rect(cx, cy, w, CHIP, fill, rx=3, title=chip.title)
+                pic.rect(cx, cy, w, CHIP, fill, rx=3, title=chip.title)
                 if chip.op == "wait":
-                    svg.rect(cx, cy, 3.5, CHIP, "accentfill", rx=1)
-                svg.text(cx + 7, cy + 11, chip.text, ink, size=CHIP_FONT)
+                    pic.rect(cx, cy, 3.5, CHIP, "accentfill", rx=1)
+                pic.text(cx + 7, cy + 11, chip.text, ink, size=CHIP_FONT)
                 positions[(role, i, n)] = (cx, cy)
-    _arrows(svg, prefix, drawn, positions, ks, ring, w)
-    y = _ring(svg, fig, ring, y + 2, width, ks)
+    _arrows(pic, drawn, positions, ks, ring, w)
+    y = _ring(pic, fig, ring, y + 2, width, ks)
     title = (f"Warp-specialised loop, num_stages = {fig['num_stages']}: producer and "
              f"consumer warp groups over a ring of {ring} slot(s)")
-    return svg.render(width, y + 4, title, describe(fig, drawn, ks, covers), theme, ring)
+    return pic.finish(width, y + 4, title, describe(fig, drawn, ks, covers), ring)
 
 
-def _arrows(svg: Svg, prefix: str, drawn: dict[str, list[list[Chip]]],
+def _arrows(pic: Drawing, drawn: dict[str, list[list[Chip]]],
             positions: dict[tuple[str, int, int], tuple[float, float]], ks: list[int],
             ring: int, w: float) -> None:
-    arrow = f"{prefix}-a"
-    svg.defs.append(f'<marker id="{arrow}" viewBox="0 0 8 8" refX="7" refY="4" '
-                    'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
-                    '<path d="M0 0L8 4L0 8z" class="accentfill"/></marker>')
-    marker = f' marker-end="url(#{arrow})"'
     mid = CHIP / 2
     for i, k in enumerate(ks):
         for n, chip in enumerate(drawn["producer"][i]):
@@ -128,8 +123,10 @@ def _arrows(svg: Svg, prefix: str, drawn: dict[str, list[list[Chip]]],
                 if other.op == "wait" and other.barrier == chip.barrier:
                     x1, y1 = positions[("producer", i, n)]
                     x2, y2 = positions[("consumer", i, m)]
-                    svg.path(f"M{num(x1 + w)} {num(y1 + mid)} H{num(x1 + w + 4)} "
-                             f"V{num(y2 + mid)} H{num(x2 + w + 1)}", "accent", 1.2, marker)
+                    pic.path((x1 + w, y1 + mid), [(x1 + w + 4, y1 + mid),
+                                                  (x1 + w + 4, y2 + mid),
+                                                  (x2 + w + 1, y2 + mid)],
+                             "accent", 1.2, arrow=True)
         for n, chip in enumerate(drawn["consumer"][i]):
             if chip.op != "arrive":
                 continue
@@ -141,22 +138,22 @@ def _arrows(svg: Svg, prefix: str, drawn: dict[str, list[list[Chip]]],
                     if other.op == "wait" and other.barrier == chip.barrier:
                         hit = positions[("producer", j, m)]
             if hit is None:
-                svg.path(f"M{num(x1 + w)} {num(y1 + mid)} h7", "accent", 1.1,
-                         marker + ' stroke-dasharray="3 2"')
+                pic.path((x1 + w, y1 + mid), [(x1 + w + 7, y1 + mid)], "accent", 1.1,
+                         (3, 2), arrow=True)
                 continue
             x2, y2 = hit
-            svg.path(f"M{num(x1 + w)} {num(y1 + mid)} C{num(x1 + w + 30)} {num(y1 + mid)} "
-                     f"{num(x2 - 30)} {num(y2 + mid)} {num(x2 - 1)} {num(y2 + mid)}",
-                     "accent", 1.1, marker + ' stroke-dasharray="4 2"')
+            pic.path((x1 + w, y1 + mid), [(x1 + w + 30, y1 + mid, x2 - 30, y2 + mid,
+                                           x2 - 1, y2 + mid)], "accent", 1.1, (4, 2),
+                     arrow=True)
 
 
-def _ring(svg: Svg, fig: Json, ring: int, y: float, width: float, ks: list[int]) -> float:
+def _ring(pic: Drawing, fig: Json, ring: int, y: float, width: float, ks: list[int]) -> float:
     kinds, slots = barrier_kinds(fig), barrier_slots(fig)
     barriers = fig.get("barriers") or []
     init = barriers[0]["init"] if barriers else []
     dims = fig.get("version_dims", {})
     names = ring_buffers(fig)
-    svg.text(MARGIN, y + 10, "ring", "fg", weight="bold")
+    pic.text(MARGIN, y + 10, "ring", "fg", weight="bold")
     x = MARGIN + LABEL
     card_w = min(150.0, (width - x - MARGIN) / ring - 6)
     heights = []
@@ -168,9 +165,9 @@ def _ring(svg: Svg, fig: Json, ring: int, y: float, width: float, ks: list[int])
             lines.append(f"bar {b} {kinds.get(b, '?')}{arrivals}")
         height = 14 * len(lines) + 6
         heights.append(height)
-        svg.rect(x, y, card_w, height, f"v{s}", rx=4, title=f"slot {s}: " + "; ".join(lines))
+        pic.rect(x, y, card_w, height, f"v{s}", rx=4, title=f"slot {s}: " + "; ".join(lines))
         for n, text in enumerate(lines):
-            svg.text(x + 6, y + 14 + 14 * n, clip(text, int(card_w / 5.8)), f"t{s}", size=10)
+            pic.text(x + 6, y + 14 + 14 * n, clip(text, int(card_w / 5.8)), f"t{s}", size=10)
         x += card_w + 6
     y += max(heights, default=20) + 16
     note = ("bar n ×c: mbarrier n, expecting c arrivals per phase · full: the producer's "
@@ -190,6 +187,6 @@ def _ring(svg: Svg, fig: Json, ring: int, y: float, width: float, ks: list[int])
         note += (f" · before the loop: {item.get('op', '')} {what}, completing on barrier "
                  f"{item.get('barrier')}")
     for line in wrap(note, min(width, READABLE) - 2 * MARGIN, 10):
-        svg.text(MARGIN, y, line, "muted", size=10)
+        pic.text(MARGIN, y, line, "muted", size=10)
         y += 14
     return y - 8

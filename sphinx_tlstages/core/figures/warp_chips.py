@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .drawing import clip, join_names
 from .lanes import FOLD_MIN, FOLD_OVER, stmt_line, stmt_text
-from .svg import clip, join_names
 
 Json = dict[str, Any]
 ROLES = ("producer", "consumer")
