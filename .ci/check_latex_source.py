@@ -18,6 +18,8 @@ DIRECTIVE = re.compile(r"^(?:\.\. tl-pipeline::|```\{tl-pipeline\})[ \t]*(.*)$",
 SHOW = re.compile(r"^\s*:show:\s*(.*)$", re.MULTILINE)
 TABLE = re.compile(r"\\begin\{(?:tabular|tabulary|longtable)\}")
 ROOT = r"\begin{sphinxuseclass}{tl-pipeline}"
+# A fenced code block of a Markdown page (an example of the directive, not one).
+FENCE = re.compile(r"^```(?!\{tl-pipeline\})[^\n]*\n.*?^```[ \t]*$", re.MULTILINE | re.DOTALL)
 
 
 def titles(source: Path, order: list[str]) -> list[tuple[str, bool]]:
@@ -28,6 +30,8 @@ def titles(source: Path, order: list[str]) -> list[tuple[str, bool]]:
         path = next(p for p in (source / f"{docname}.rst", source / f"{docname}.md")
                     if p.is_file())
         text = path.read_text("utf-8")
+        if path.suffix == ".md":
+            text = FENCE.sub("", text)
         starts = list(DIRECTIVE.finditer(text))
         for i, match in enumerate(starts):
             block = text[match.end():starts[i + 1].start() if i + 1 < len(starts) else None]

@@ -12,6 +12,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
 extensions = ["myst_parser", "sphinx_tlstages", "tlstages_reference"]
+myst_heading_anchors = 3  # links to a section of a Markdown page (guide/builds.md#speed)
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "kernels", "_ext", "README.md"]
 

@@ -1,0 +1,36 @@
+"""Every warning subtype the reference documents is raised somewhere, and every subtype
+raised is documented: the reference page (generated from ``SUBTYPES``) promises nothing
+dead."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from sphinx_tlstages.core.errors import SUBTYPES
+
+PACKAGE = Path(__file__).resolve().parent.parent / "sphinx_tlstages"
+
+
+def raised_subtypes() -> dict[str, list[str]]:
+    """Subtype -> the places (``file:line``) that pass it to ``warn`` or ``error``."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("warn", "error")):
+                continue
+            args = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "subtype")]
+            for arg in args:
+                assert isinstance(arg, ast.Constant) and isinstance(arg.value, str), (
+                    f"{path}:{node.lineno}: the subtype must be written out, so this "
+                    "test can see it")
+                where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+                found.setdefault(arg.value, []).append(where)
+    return found
+
+
+def test_every_documented_subtype_is_raised_and_every_raised_one_documented() -> None:
+    raised = raised_subtypes()
+    assert sorted(set(SUBTYPES) - set(raised)) == [], "documented, never raised"
+    assert sorted(set(raised) - set(SUBTYPES)) == [], "raised, not documented"
