@@ -90,6 +90,16 @@ def newest(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def quick(session: nox.Session) -> None:
+    """The tests that need neither TileLang nor torch (marked ``quick``), in an environment
+    without them: the package without its dependencies, then Sphinx and pytest. Seconds."""
+    session.install("--no-deps", "-e", ".")
+    session.install("sphinx>=8.1.3", "docutils>=0.20.1", "pytest>=8", "sphinx-pytest>=0.2",
+                    "myst-parser>=4.0.1")
+    session.run("pytest", "-m", "quick", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def docs(session: nox.Session) -> None:
     """Build the book as Read the Docs does, warnings as errors: HTML, then EPUB and the
     LaTeX source (checked for every directive's caption and tables; ``pdf`` runs LaTeX).

@@ -23,13 +23,21 @@ pytest_plugins = ("sphinx.testing.fixtures",)
 # GEMM through the directive, kernels in every style, snapshots, the layout, every builder.
 SMOKE_MODULES = ("test_seed_gemm", "test_real_kernels", "test_snapshots", "test_layout",
                  "test_options", "test_builders")
+# The quick tier (``nox -s quick``, ``pytest -m quick``): modules that import neither
+# TileLang nor torch and build no project that lowers; they run where neither is installed.
+QUICK_MODULES = ("test_core_units", "test_fact_table", "test_figure_drawing",
+                 "test_kernel_source", "test_options", "test_table_fit", "test_tikz",
+                 "test_warning_subtypes")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         module = getattr(item, "module", None)
-        if module is not None and module.__name__.rsplit(".", 1)[-1] in SMOKE_MODULES:
+        name = module.__name__.rsplit(".", 1)[-1] if module is not None else ""
+        if name in SMOKE_MODULES:
             item.add_marker(pytest.mark.smoke)
+        if name in QUICK_MODULES:
+            item.add_marker(pytest.mark.quick)
 
 # html_theme is set because the test app swaps an unset one after loading, which makes
 # every incremental build look like a configuration change.

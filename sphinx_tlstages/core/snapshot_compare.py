@@ -15,6 +15,7 @@ from typing import Any
 
 from .cuda import visible_cuda
 from .fact_table import COMPARED
+from .variants import alike_group, lowered_alike
 
 
 @dataclass(frozen=True)
@@ -139,17 +140,15 @@ def _order(variant_id: str) -> tuple[int, str]:
 
 
 def _alike(variants: dict[str, Any], ids: Sequence[str]) -> str | None:
-    """The variants that lowered to the same planned IR and code, as the page merges them
-    (``2,3; 4``-style groups), or None when the snapshot did not record it."""
-    chosen = [variants[i] for i in ids]
-    if any("error" not in v and "planned_ir" not in v for v in chosen):
+    """The variants the page shows as one (``1,2,3,4``-style groups, by the page's own
+    rule, :func:`.variants.lowered_alike`), or None when the snapshot did not record it."""
+    if any("error" not in variants[i] and "planned_ir" not in variants[i] for i in ids):
         return None
-    groups: dict[tuple[str, tuple[str, ...]], list[str]] = {}
-    for i, v in zip(ids, chosen, strict=True):
-        if "error" not in v and v["planned_ir"] is not None:
-            groups.setdefault((v["planned_ir"], tuple(v.get("cuda", []))), []).append(i)
-    merged = sorted((g for g in groups.values() if len(g) > 1), key=lambda g: _order(g[0]))
-    return "; ".join(",".join(g) for g in merged) or "none"
+    groups: dict[str, list[str]] = {}
+    for i in ids:
+        groups.setdefault(alike_group(i), []).append(i)
+    merged = [g for g in groups.values() if lowered_alike([variants[i] for i in g])]
+    return "; ".join(",".join(g) for g in sorted(merged, key=lambda g: _order(g[0]))) or "none"
 
 
 def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .errors import OptionError, SourceError
 from .kernel_source import Factory, check_params, choose_factory, find_factories, parse_kernel
@@ -89,12 +90,26 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
     return tuple(variants)
 
 
-def _alike(results: Sequence[Result]) -> bool:
-    """Lowered, to the same IR after pipeline planning and to the same code."""
+def lowered_alike(results: Sequence[Mapping[str, Any]]) -> bool:
+    """The one rule for "num_stages had no effect": two or more variants, every one
+    lowered (a result's ``ok``; a snapshot entry without an ``error``), to the same IR
+    after pipeline planning and to the same code. The page merges such columns and
+    snapshots compare which were merged, both by this rule, within :func:`alike_group`."""
+    if len(results) < 2:
+        return False
     first = results[0]
-    return all(r.get("ok") for r in results) and first.get("planned_ir") is not None \
+    return all(r.get("ok", "error" not in r) for r in results) \
+        and first.get("planned_ir") is not None \
         and all(r.get("planned_ir") == first.get("planned_ir")
                 and r.get("cuda") == first.get("cuda") for r in results)
+
+
+def alike_group(variant_id: str) -> str:
+    """Which variants may be merged with this one: those whose id differs only in
+    num_stages (same target, same other swept values). Ids as snapshots write them:
+    ``2``, or ``target=sm_80,block_K=64,num_stages=2``."""
+    return ",".join(part for part in variant_id.split(",")
+                    if not part.startswith("num_stages=") and not part.isdigit())
 
 
 def merge_unchanged(rows: Sequence[tuple[VariantSpec, Result]]
@@ -117,7 +132,7 @@ def merge_unchanged(rows: Sequence[tuple[VariantSpec, Result]]
     for variant, result in rows:
         key = (variant.target, tuple(a for a in variant.axes if a[0] != "num_stages"))
         group = groups[key]
-        if len(group) < 2 or not _alike([r for _, r in group]):
+        if not lowered_alike([r for _, r in group]):
             shown.append((variant, result))
         elif key not in done:
             done.add(key)
@@ -139,5 +154,5 @@ def unchanged_sentence(variant: VariantSpec) -> str:
             f"shown once as num_stages={variant.stages}.")
 
 
-__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "depths", "kernel_factory", "matrix",
-           "merge_unchanged", "unchanged_sentence"]
+__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "alike_group", "depths",
+           "kernel_factory", "lowered_alike", "matrix", "merge_unchanged", "unchanged_sentence"]

@@ -1,0 +1,170 @@
+"""The core's pure rules, on the book's committed snapshots as recorded results: lowering
+keys, which variants lowered alike (one rule for the page and the snapshots), snapshot
+comparison in words, and the CUDA diffs between variants. No TileLang, no Sphinx build."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sphinx_tlstages.core import snapshot_compare
+from sphinx_tlstages.core.diffs import diff, pairs
+from sphinx_tlstages.core.result import RESULT_SCHEMA
+from sphinx_tlstages.core.spec import KernelOrigin, VariantSpec
+from sphinx_tlstages.core.targets import parse_target
+from sphinx_tlstages.core.variants import alike_group, lowered_alike, merge_unchanged
+
+SNAPSHOTS = Path(__file__).resolve().parent.parent / "book" / "_tlstages" / "snapshots"
+SOURCE = "def matmul(M, num_stages):\n    return M\n"
+
+
+def snapshot(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((SNAPSHOTS / f"{name}.json").read_text("utf-8"))
+    return data
+
+
+def spec(**change: Any) -> VariantSpec:
+    base = VariantSpec(SOURCE, "kernel.py", "matmul", (("M", "1024"),), 2,
+                       parse_target("sm_80"))
+    return dataclasses.replace(base, **change)
+
+
+# Keys -----------------------------------------------------------------------------------
+
+def test_a_key_is_its_inputs_and_nothing_else() -> None:
+    key = spec().key("tl")
+    assert key == spec().key("tl") and len(key) == 64
+    assert spec(params=(("N", "8"), ("M", "1024"))).key("tl") \
+        == spec(params=(("M", "1024"), ("N", "8"))).key("tl")  # keyword order is noise
+    for changed in (spec(num_stages=3), spec(target=parse_target("sm_90a")),
+                    spec(source=SOURCE + "\n"), spec(factory="other"),
+                    spec(ir_passes=("tl.Simplify",)), spec(record_passes=True),
+                    spec(depth_param="stages")):
+        assert changed.key("tl") != key
+    assert spec().key("another TileLang") != key
+    # Names and page-only fields are not inputs; absolute folders are machine-specific.
+    assert spec(axes=(("num_stages", "2"),), merged=(1, 2)).key("tl") == key
+    here = KernelOrigin(folders=("/home/a/book",), where=("kernels",))
+    there = KernelOrigin(folders=("/srv/b/book",), where=("kernels",))
+    assert spec(origin=here).key("tl") == spec(origin=there).key("tl") != key
+
+
+def test_key_parts_name_every_input_readably() -> None:
+    parts = spec().key_parts("0.1.15+abc")
+    assert parts["num_stages"] == "2" and parts["target"] == spec().target.canonical
+    assert parts["result schema"] == str(RESULT_SCHEMA)
+    assert parts["kernel source"].endswith("(2 lines)")
+
+
+# Lowered alike: the page and the snapshots agree ---------------------------------------
+
+def rows_of(name: str) -> list[tuple[VariantSpec, dict[str, Any]]]:
+    """The snapshot's variants as the page's rows: specs with their axes, and the
+    recorded facts as results."""
+    rows = []
+    for vid, facts in snapshot(name)["variants"].items():
+        axes = tuple(tuple(part.split("=", 1)) for part in vid.split(",")) \
+            if "=" in vid else (("num_stages", vid),)
+        values = dict(axes)
+        target = parse_target(values.get("target", "sm_80"))
+        variant = spec(num_stages=int(values["num_stages"]), target=target, axes=axes)
+        rows.append((variant, {"ok": "error" not in facts, **facts}))
+    return rows
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in SNAPSHOTS.glob("*.json")))
+def test_the_page_and_the_snapshot_merge_the_same_variants(name: str) -> None:
+    rows = rows_of(name)
+    shown, merged = merge_unchanged(rows)  # type: ignore[arg-type]
+    page = sorted(",".join(v.id for v, _ in rows if v.target == m.target
+                           and v.num_stages in m.merged
+                           and alike_group(v.id) == alike_group(m.id)) for m in merged)
+    variants = snapshot(name)["variants"]
+    said = snapshot_compare._alike(variants, list(variants))
+    assert said is not None
+    assert sorted(said.split("; ")) == (page or ["none"])
+    assert len(shown) == len(rows) - sum(len(m.merged) - 1 for m in merged)
+
+
+def test_num_stages_had_no_effect_on_gfx942_only() -> None:
+    _, merged = merge_unchanged(rows_of("gemm-amd"))  # type: ignore[arg-type]
+    assert [(m.target.arch, m.merged) for m in merged] == [("gfx942", (1, 2, 3, 4))]
+
+
+def test_the_rule_wants_every_member_lowered_and_two_of_them() -> None:
+    one = {"ok": True, "planned_ir": "ab", "cuda": "x"}
+    assert lowered_alike([one, dict(one)])
+    assert not lowered_alike([one])
+    assert not lowered_alike([one, {**one, "ok": False}])
+    assert not lowered_alike([one, {"error": "boom", "planned_ir": "ab", "cuda": "x"}])
+    assert not lowered_alike([one, {**one, "cuda": "y"}])
+    assert not lowered_alike([{**one, "planned_ir": None}] * 2)
+    assert alike_group("target=sm_80,block_K=64,num_stages=2") == "target=sm_80,block_K=64"
+    assert alike_group("3") == ""
+
+
+# Snapshot comparison, in words -----------------------------------------------------------
+
+def test_a_visible_change_is_said_in_words_and_provenance_is_not() -> None:
+    old = snapshot("gemm-sm80")
+    new = copy.deepcopy(old)
+    new["tilelang"] = "0.1.99"
+    new["schema"] = old["schema"] + 1
+    assert snapshot_compare.changes(old, new) == []
+    assert snapshot_compare.version_change(old, new) == f"TileLang {old['tilelang']} -> 0.1.99"
+    shared = new["variants"]["3"]["shared"]
+    a = next(b for b in shared if b["name"] == "A_shared")
+    a["shape"] = [4, *a["shape"][1:]]
+    new["variants"]["3"]["sync"]["cp_async_wait"] = [3, 2, 1, 0]
+    found = snapshot_compare.changes(old, new)
+    assert {(c.variant, c.fact) for c in found} == {("3", "shared"), ("3", "sync")}
+    words = " | ".join(c.words for c in found)
+    assert "A_shared (3, 128, 64) -> (4, 128, 64) float16" in words
+    assert "cp_async_wait 2,1,0 -> 3,2,1,0" in words
+
+
+def test_a_fact_one_side_did_not_keep_is_not_a_change() -> None:
+    old = snapshot("gemm-sm80")
+    new = copy.deepcopy(old)
+    for facts in old["variants"].values():
+        facts.pop("gemm", None)
+    assert snapshot_compare.changes(old, new) == []
+
+
+def test_merging_that_changes_is_a_change() -> None:
+    old = snapshot("gemm-amd")
+    new = copy.deepcopy(old)
+    new["variants"]["target=gfx942,num_stages=4"]["planned_ir"] = "0000"
+    said = [c.words for c in snapshot_compare.changes(old, new) if c.fact == "planned_ir"]
+    assert len(said) == 1 and "shown as one" in said[0]
+
+
+# Diffs ---------------------------------------------------------------------------------
+
+def test_pairs_follow_the_innermost_varying_axis() -> None:
+    variants = [(f"k{k}-ns{n}", (("block_K", str(k)), ("num_stages", str(n))))
+                for k in (32, 64) for n in (2, 3, 4)]
+    assert [t for _, _, t in pairs(variants, "consecutive")] == [
+        "block_K=32: num_stages 2 → 3", "block_K=32: num_stages 3 → 4",
+        "block_K=64: num_stages 2 → 3", "block_K=64: num_stages 3 → 4"]
+    assert [(o, n) for o, n, _ in pairs(variants, "baseline")][:2] == [
+        ("k32-ns2", "k32-ns3"), ("k32-ns2", "k32-ns4")]
+    assert pairs(variants, "none") == [] and pairs(variants[:1], "consecutive") == []
+
+
+def test_a_diff_counts_what_it_caps_and_ignores_line_directives() -> None:
+    cuda = snapshot("gemm-sm80")["variants"]
+    old, new = "\n".join(cuda["2"]["cuda"]), "\n".join(cuda["3"]["cuda"])
+    full = diff("ns2", old, "ns3", new, 10_000)
+    assert full.added > 0 and full.removed > 0 and full.hidden_lines == 0
+    assert full.counts == f"+{full.added} -{full.removed} lines"
+    assert "#line" not in full.text
+    capped = diff("ns2", old, "ns3", new, 10)
+    assert capped.text.count("\n") == 9 and capped.hidden_lines == len(
+        full.text.splitlines()) - 10
+    assert (capped.added, capped.removed) == (full.added, full.removed)
