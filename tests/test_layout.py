@@ -42,8 +42,8 @@ def _edit(path: Path) -> None:
     ("core/pass_compare.py", False, True),
     ("worker/schedule.py", True, False),      # the schedule reader
     ("core/figures/cp_async.py", False, True),  # a figure's drawing
-    ("ext/figures.py", False, True),          # the HTML visitor of figures
-    ("ext/latex_figures.py", False, False),   # figures in LaTeX only
+    ("ext/figures.py", False, True),          # the visitors of figures
+    ("core/figures/tikz.py", False, True),    # imported by the visitors
 ])
 def test_stamps_cover_exactly_what_they_depend_on(package_copy: Path, edited: str,
                                                    lowering_changes: bool,

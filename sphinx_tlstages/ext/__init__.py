@@ -18,9 +18,9 @@ from .checks import CHECK_PRIORITY, check_project, set_exit_status
 from .collector import TlPipelineCollector
 from .config import setup_config
 from .directive import TlPipelineDirective
+from .figures import setup_figures
 from .html import setup_html
 from .latex import setup_latex
-from .latex_figures import setup_figures
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
 from .plain import setup_plain
