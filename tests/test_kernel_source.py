@@ -11,8 +11,8 @@ from sphinx_tlstages.core.kernel_source import (
     find_factories,
     normalise_source,
     parse_kernel,
-    pipelined_loops,
 )
+from sphinx_tlstages.core.kernel_statements import pipelined_loops
 
 from .kernels import GEMM, GEMM_AUTOTUNE, GEMM_PLAIN
 

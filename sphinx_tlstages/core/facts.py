@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import cuda as cuda_text
-from .kernel_source import Statement, gemm_statements, pipelined_loops
+from .kernel_statements import Statement, gemm_statements, pipelined_loops
 from .result import RESULT_SCHEMA, Result
 
 # Calls that the compiler inserts to synchronise; they have no source statement.

@@ -182,7 +182,7 @@ class VariantSpec:
 
     @property
     def as_written(self) -> bool:
-        """The kernel sets its own pipeline depth (see :class:`~.kernel_source.Depth`)."""
+        """The kernel sets its own pipeline depth (see :class:`~.pipeline_depth.Depth`)."""
         return self.depth_param is None
 
 
