@@ -1,5 +1,5 @@
 """The visitors of :class:`~.nodes.tl_figure`, one per builder, in one place as
-``sphinx.ext.graphviz`` keeps its own; the nodes are made in :mod:`.render.figures`, the
+``sphinx.ext.graphviz`` keeps its own; the nodes are made in :mod:`.render.figure`, the
 drawings in :mod:`..core.figures`.
 
 - HTML (and singlehtml, epub): the figure inlined as SVG in a ``<div class="tl-figure">``,

@@ -20,14 +20,15 @@ from ...core.listing import Listing
 from ...core.result import Result
 from ...core.spec import DirectiveSpec, VariantSpec
 from ...core.variants import merge_unchanged, unchanged_sentence
+from .annotations import annotation_part
 from .bench import bench_table
-from .buffers import has_tensor_memory, shared_table, sync_part
 from .cuda import cuda_part, literal
-from .figures import schedule_figures
+from .figure import schedule_figures
 from .gemm import gemm_part
 from .passes import passes_part
-from .schedule import annotation_part
+from .shared import has_tensor_memory, shared_table
 from .summary import code_name, summary_table
+from .sync import sync_part
 from .tables import code
 
 
@@ -176,7 +177,7 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     if gemm is not None:
         root.append(_part("tl-gemm", "Matrix multiply instructions", *gemm))
     if "annotations" in spec.show and any_ok:
-        root.append(_part("tl-annotations", "Pipeline schedule", annotation_part(spec, rows)))
+        root.append(_part("tl-annotations", "Pipeline annotations", annotation_part(spec, rows)))
     if "shared" in spec.show and any_ok:
         title = "Shared buffers" + (" and tensor memory" if has_tensor_memory(rows) else "")
         root.append(_part("tl-shared", title, shared_table(rows)))

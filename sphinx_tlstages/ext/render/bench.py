@@ -14,7 +14,7 @@ from docutils import nodes
 
 from ...core.bench_data import benched
 from ...core.spec import DirectiveSpec
-from .figures import chart_figure
+from .figure import chart_figure
 from .tables import Cell, Span, code, table
 
 

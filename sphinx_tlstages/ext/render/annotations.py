@@ -1,4 +1,5 @@
-"""The "Pipeline schedule" part: each statement's stage and order, or its warp group."""
+"""The ``annotations`` part, "Pipeline annotations": each statement's stage and order as
+``tl.PipelinePlanning`` annotated the loop, or its warp group."""
 
 from __future__ import annotations
 

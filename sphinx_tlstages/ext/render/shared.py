@@ -1,0 +1,74 @@
+"""The ``shared`` part, "Shared buffers" (and tensor memory on Blackwell)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docutils import nodes
+
+from ...core.result import Result
+from ...core.spec import VariantSpec
+from ...core.targets import TENSOR_MEMORY_COLUMNS
+from .tables import Cell, Span, code, number, table
+
+NOT_RECORDED = "not recorded"
+
+
+def _tmem_cell(buf: dict[str, Any] | None) -> str:
+    if buf is None:
+        return "—"
+    columns = buf.get("columns")
+    taken = f"{columns} of {TENSOR_MEMORY_COLUMNS} columns" if columns is not None \
+        else "columns not read"
+    return f"{tuple(buf['shape'])} {buf['dtype']}, {taken}"
+
+
+def _tmem_rows(ok: list[tuple[VariantSpec, Result]]) -> list[list[Cell | Span]]:
+    """Tensor memory (Blackwell) is not shared memory: its buffers get rows of their own,
+    with the columns they take of the SM's 512, and stay out of the totals."""
+    names: list[str] = []
+    for _, result in ok:
+        names += [b["name"] for b in result.get("tmem") or [] if b["name"] not in names]
+    rows: list[list[Cell | Span]] = []
+    for name in names:
+        cells: list[Cell | Span] = [[code(name), nodes.emphasis(text=" (tensor memory)")]]
+        for _, result in ok:
+            if "tmem" not in result:
+                cells.append(NOT_RECORDED)
+                continue
+            cells.append(_tmem_cell(next((b for b in result["tmem"] if b["name"] == name),
+                                         None)))
+        rows.append(cells)
+    return rows
+
+
+def has_tensor_memory(rows: list[tuple[VariantSpec, Result]]) -> bool:
+    return any(r.get("tmem") for _, r in rows if r.get("ok"))
+
+
+def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
+    ok = [(v, r) for v, r in rows if r.get("ok")]
+    names: list[str] = []
+    for _, result in ok:
+        names += [b["name"] for b in result["shared"] if b["name"] not in names]
+    body: list[list[Cell | Span]] = []
+    for name in names:
+        cells: list[Cell | Span] = [code(name)]
+        for _, result in ok:
+            buf = next((b for b in result["shared"] if b["name"] == name), None)
+            cells.append(f"{tuple(buf['shape'])} {buf['dtype']}, {number(buf['bytes'])} B"
+                         if buf else "—")
+        body.append(cells)
+    body.append([nodes.strong(text="total"),
+                 *(f"{number(sum(b['bytes'] for b in r['shared']))} B" for _, r in ok)])
+    body.append(["merged dynamic allocation", *(f"{number(r['dynamic_shared_bytes'])} B"
+                                                 for _, r in ok)])
+    if any(r["static_shared_bytes"] for _, r in ok):
+        # Tensor memory leaves one 32-bit address per buffer in shared memory.
+        what = "barriers, tensor-memory addresses" if has_tensor_memory(ok) else "barriers"
+        body.append([f"static shared ({what})",
+                     *(f"{number(r['static_shared_bytes'])} B" for _, r in ok)])
+    body += _tmem_rows(ok)
+    headers: list[Cell] = ["buffer", *(v.heading for v, _ in ok)]
+    return table(headers, body, ["tl-table"], widths=[20, *[20] * len(ok)],
+                 key_columns=1)
