@@ -15,7 +15,10 @@ from typing import Any, Literal
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
+from ..core import options
+from ..core.errors import OptionError
 from ..core.options import DEFAULT_SHOW
+from ..core.targets import Target, parse_targets
 from .messages import warn
 
 DEFAULT_SNAPSHOT_DIR = "_tlstages/snapshots"
@@ -195,11 +198,13 @@ class Settings:
 
     confdir: Path
     srcdir: Path
-    num_stages: str | list[int] | tuple[int, ...]
-    target: str
+    # The directives' defaults, parsed here once: a bad value is one warning, not one per
+    # directive.
+    num_stages: tuple[int, ...]
+    targets: tuple[Target, ...]
     file_roots: tuple[Path, ...]
     python_path: tuple[Path, ...]
-    show: str | list[str] | tuple[str, ...]
+    show: tuple[str, ...]
     diff: str
     max_lines: int
     snapshot_dir: Path
@@ -266,6 +271,19 @@ def _seconds(text: object, names: str, least: float, default: float) -> float:
         return default
 
 
+_DEFAULTS = {value.name: value.default for value in CONFIG_VALUES}
+
+
+def _parsed(parser: Any, config: Config, name: str) -> Any:
+    """``conf.py``'s ``name`` through ``parser``; else one warning naming ``conf.py``, and
+    the value's default."""
+    try:
+        return parser(getattr(config, name))
+    except (OptionError, TypeError, ValueError) as exc:
+        warn(f"conf.py {name}: {exc}; using the default {_DEFAULTS[name]!r}", "option")
+        return parser(_DEFAULTS[name])
+
+
 def pull_request() -> str | None:
     """What says this build is a pull request's (best effort: what the CI sets), if so."""
     if os.environ.get("READTHEDOCS_VERSION_TYPE") == "external":
@@ -289,12 +307,12 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
     return Settings(
         confdir=confdir.resolve(),
         srcdir=srcdir.resolve(),
-        num_stages=config.tlstages_num_stages,
-        target=config.tlstages_target,
+        num_stages=_parsed(options.parse_num_stages, config, "tlstages_num_stages"),
+        targets=_parsed(parse_targets, config, "tlstages_target"),
         file_roots=roots,
         python_path=tuple(Path(confdir, p).resolve() for p in config.tlstages_python_path),
-        show=config.tlstages_show,
-        diff=config.tlstages_diff,
+        show=_parsed(options.parse_show, config, "tlstages_show"),
+        diff=_parsed(options.parse_diff, config, "tlstages_diff"),
         max_lines=int(config.tlstages_max_lines),
         snapshot_dir=Path(srcdir, config.tlstages_snapshot_dir),
         snapshot_mode=_choice(str(mode), SNAPSHOT_MODES,
@@ -314,7 +332,7 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
                                "TLSTAGES_CACHE_TIMEOUT / tlstages_cache_timeout", 0.1, 5.0),
         jobs=_jobs(config.tlstages_jobs),
         keep_workers=_keep_workers(config.tlstages_keep_workers, strict),
-        timeout=float(config.tlstages_timeout),
+        timeout=_parsed(lambda v: options.parse_timeout(str(v)), config, "tlstages_timeout"),
         collect_only=bool(config.tlstages_collect_only),
     )
 

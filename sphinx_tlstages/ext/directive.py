@@ -147,13 +147,16 @@ class TlPipelineDirective(SphinxDirective):
 
     # --- reading the options -------------------------------------------------------
 
-    def _option(self, option: str, parser: Callable[[str], _T], default: object,
-                config_name: str = "") -> _T:
+    def _option(self, option: str, parser: Callable[[str], _T], default: str) -> _T:
         if option not in self.options:
-            try:
-                return parser(default)  # type: ignore[arg-type]
-            except OptionError as exc:
-                raise OptionError(f"conf.py {config_name}: {exc}") from None
+            return parser(default)
+        return self._given(option, parser)
+
+    def _or(self, option: str, parser: Callable[[str], _T], configured: _T) -> _T:
+        """The option's value, else the configured default (parsed once, in config)."""
+        return self._given(option, parser) if option in self.options else configured
+
+    def _given(self, option: str, parser: Callable[[str], _T]) -> _T:
         try:
             return parser(self.options[option])
         except OptionError as exc:
@@ -191,15 +194,12 @@ class TlPipelineDirective(SphinxDirective):
         config = settings(self.config)
         default_name = f"{self.env.docname.replace('/', '-')}-{count}"
         name = self._option("name", options.parse_name, default_name)
-        num_stages = self._option("num-stages", options.parse_num_stages,
-                                  config.num_stages, "tlstages_num_stages")
-        targets = self._option("target", parse_targets, config.target,
-                               "tlstages_target")
+        num_stages = self._or("num-stages", options.parse_num_stages, config.num_stages)
+        targets = self._or("target", parse_targets, config.targets)
         params = self._option("params", options.parse_params, "")
-        show = self._option("show", options.parse_show, config.show, "tlstages_show")
-        diff = self._option("diff", options.parse_diff, config.diff, "tlstages_diff")
-        timeout = self._option("timeout", options.parse_timeout, str(config.timeout),
-                               "tlstages_timeout")
+        show = self._or("show", options.parse_show, config.show)
+        diff = self._or("diff", options.parse_diff, config.diff)
+        timeout = self._or("timeout", options.parse_timeout, config.timeout)
         expected, pattern = self._option("expect-error", options.parse_expect_error, "") \
             if "expect-error" in self.options else ((), None)
         source, source_name = self._kernel()
@@ -296,4 +296,4 @@ class TlPipelineDirective(SphinxDirective):
         return tuple(found)
 
     def _optional(self, option: str, parser: Callable[[str], _T]) -> _T | None:
-        return self._option(option, parser, None) if option in self.options else None
+        return self._given(option, parser) if option in self.options else None
