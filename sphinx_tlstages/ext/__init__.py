@@ -13,8 +13,9 @@ from typing import Any
 from sphinx.application import Sphinx
 
 from ..version import __version__
-from .batch import PRIORITY, lower_project
-from .checks import CHECK_PRIORITY, check_project, set_exit_status
+from . import priorities
+from .batch import lower_project
+from .checks import check_project, set_exit_status
 from .collector import TlPipelineCollector
 from .config import setup_config
 from .directive import TlPipelineDirective
@@ -41,13 +42,13 @@ def setup_directive(app: Sphinx) -> None:
 def setup_batch(app: Sphinx) -> None:
     # Workers start while Sphinx reads, when the reading will leave something to lower
     # (a cold build: as soon as the configuration is read, after Settings are made).
-    app.connect("config-inited", early, priority=600)
+    app.connect("config-inited", early, priority=priorities.EARLY_WORKERS)
     app.connect("env-before-read-docs", prestart)
     app.connect("build-finished", close_workers)
     # env-updated: every document is read (and merged, with -j), nothing written yet.
     # Lowering first, the checks on its results after (a later priority).
-    app.connect("env-updated", lower_project, priority=PRIORITY)
-    app.connect("env-updated", check_project, priority=CHECK_PRIORITY)
+    app.connect("env-updated", lower_project, priority=priorities.LOWER)
+    app.connect("env-updated", check_project, priority=priorities.CHECK)
     app.connect("build-finished", set_exit_status)
 
 

@@ -37,10 +37,6 @@ if TYPE_CHECKING:
 
     from ..runner.forkserver import ForkServer
 
-# env-updated priorities: lowering first, then the checks that read its results.
-PRIORITY = 500
-
-
 def project_directives(env: BuildEnvironment) -> list[DirectiveSpec]:
     """Every directive, the first of each :name: only (:mod:`.checks` reports the rest)."""
     seen: set[str] = set()

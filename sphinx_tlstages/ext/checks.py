@@ -21,7 +21,7 @@ from ..core.pass_compare import unmatched
 from ..core.result import Result, over_limit, shared_bytes
 from ..core.spec import DirectiveSpec, VariantSpec
 from ..core.variants import merge_unchanged, unchanged_sentence
-from .batch import PRIORITY, project_directives
+from .batch import project_directives
 from .collector import all_directives
 from .config import settings
 from .messages import error, info, warn
@@ -31,9 +31,6 @@ from .state import BuildState, build_state
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
     from sphinx.environment import BuildEnvironment
-
-CHECK_PRIORITY = PRIORITY + 10
-
 
 def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     """Run every check; return the documents whose results changed."""

@@ -19,6 +19,7 @@ from ..core import options
 from ..core.errors import OptionError
 from ..core.options import DEFAULT_SHOW
 from ..core.targets import Target, parse_targets
+from . import priorities
 from .messages import warn
 
 DEFAULT_SNAPSHOT_DIR = "_tlstages/snapshots"
@@ -346,4 +347,4 @@ def setup_config(app: Sphinx) -> None:
     for value in CONFIG_VALUES:
         app.add_config_value(value.name, value.default, value.rebuild, types=value.types,
                              description=value.doc)
-    app.connect("config-inited", _on_config_inited)
+    app.connect("config-inited", _on_config_inited, priority=priorities.SETTINGS)

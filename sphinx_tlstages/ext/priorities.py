@@ -1,0 +1,16 @@
+"""Every event priority the extension connects with, in one place (Sphinx runs a lower
+priority first; its default is 500).
+
+- ``config-inited``: :data:`SETTINGS` validates the configuration into ``Settings``;
+  :data:`EARLY_WORKERS` then starts the lowering workers of a cold build, which read them.
+- ``env-updated`` (every document read and merged, nothing written): :data:`LOWER` lowers
+  what the cache lacks; :data:`CHECK` then checks the results (snapshots, ``:assert:``,
+  names, attached numbers).
+"""
+
+from __future__ import annotations
+
+SETTINGS = 500
+EARLY_WORKERS = 600
+LOWER = 500
+CHECK = 510
