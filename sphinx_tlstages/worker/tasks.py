@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 # A worker whose memory has grown this much since it was ready finishes the variant in
-# hand and retires; the pool starts a fresh one for the rest (see the README's "Speed").
+# hand and retires; the pool starts a fresh one for the rest (see "Speed" in book/guide/builds.md).
 RECYCLE_GROWTH_MB = 512
 
 
