@@ -19,7 +19,7 @@ from sphinx_tlstages.cli import main as cli
 from sphinx_tlstages.core import wire
 from sphinx_tlstages.core.stamps import lowering_stamp, tilelang_stamp
 from sphinx_tlstages.runner import kept
-from sphinx_tlstages.runner.pool import worker_environment
+from sphinx_tlstages.runner.launch import worker_environment
 
 from .conftest import CONF, Built, write_project
 from .kernels import GEMM, GEMM_PARAMS, rst

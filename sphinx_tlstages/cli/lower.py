@@ -27,7 +27,8 @@ from ..core.targets import parse_target
 from ..core.variants import OptionClash, depths, kernel_factory, matrix
 from ..ext.listing import ListingError, read_listing
 from ..ext.render import Context, render
-from ..runner.pool import Job, default_jobs, run_jobs
+from ..runner.launch import Job, default_jobs
+from ..runner.pool import run_jobs
 
 
 def _print_table(table: nodes.table, out: TextIO) -> None:

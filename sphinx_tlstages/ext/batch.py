@@ -21,7 +21,8 @@ from ..core.stamps import (
     tilelang_version,
     untested_tilelang,
 )
-from ..runner.pool import Job, PoolStats, default_jobs, run_jobs, start_server
+from ..runner.launch import Job, default_jobs, start_server
+from ..runner.pool import PoolStats, run_jobs
 from .cache import Cache
 from .collector import all_directives
 from .config import Settings, pull_request, settings

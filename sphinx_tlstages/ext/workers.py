@@ -25,7 +25,7 @@ from ..core import explain
 from ..core.spec import DirectiveSpec
 from ..core.stamps import tilelang_stamp
 from ..runner.forkserver import ForkServer
-from ..runner.pool import start_server
+from ..runner.launch import start_server
 from .cache import Cache
 from .collector import directives
 from .config import settings

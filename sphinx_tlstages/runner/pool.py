@@ -2,7 +2,7 @@
 
 Workers are separate processes, each taking many variants. On Linux they are forks of a
 fork server (:mod:`.forkserver`) that imported TileLang once: the build's own, started
-while Sphinx still reads (:func:`start_server`), or a kept one that outlives builds
+while Sphinx still reads (:func:`.launch.start_server`), or a kept one that outlives builds
 (:mod:`.kept`). Elsewhere, or when no fork server can serve, each worker is a fresh
 interpreter (``python -m sphinx_tlstages.worker``) paying the TileLang import itself, and
 only as many are started as the work is worth.
@@ -23,74 +23,31 @@ import os
 import selectors
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ..core.result import Result, failure
-from ..core.stamps import lowering_stamp, tilelang_stamp
-from . import kept
-from .forkserver import Forked, ForkServer, forking_supported
+from .forkserver import ForkServer
+from .launch import (
+    Job,
+    Worker,
+    exit_reason,
+    spawn_worker,
+    start_server,
+    stderr_tail,
+    worker_environment,
+)
 
-_PER_WORKER_MB = 600  # measured: 400-500 MB after importing TileLang, plus lowering
 # How long to wait for a forked worker's exit status after its channel closed.
 _STATUS_WAIT = 5.0
 # A spawned worker pays a TileLang import (about 1.8 s on the reference machine); one
 # lowering of the seed GEMM takes about 0.7 s. Another spawned worker is started only
 # for every this many variants, so that the import it costs is worth it.
 _VARIANTS_PER_SPAWN = 2
-
-
-@dataclass
-class Job:
-    """One variant to lower: its key, the worker payload and its time limit."""
-
-    id: str
-    payload: dict[str, Any]
-    timeout: float
-    attempts: int = 0  # lowered again after a fork server went away under it
-
-
-@dataclass(eq=False)
-class _Worker:
-    read_fd: int
-    stderr: IO[bytes]
-    proc: subprocess.Popen[bytes] | None = None  # a spawned worker
-    forked: Forked | None = None  # a forked one: our end of its channel
-    pid: int | None = None
-    job: Job | None = None
-    started: float | None = None
-    ready: bool = False
-    buffer: bytes = b""
-    peak_rss_mb: float = 0.0
-    lowered: int = 0
-    closed_at: float | None = None  # when its channel closed (a forked worker's status
-    code: int | None = None  # comes from the server, later)
-    kill_when_known: bool = False
-
-    def write(self, data: bytes) -> None:
-        if self.forked is not None:
-            self.forked.channel.sendall(data)
-        else:
-            assert self.proc is not None and self.proc.stdin is not None
-            self.proc.stdin.write(data)
-            self.proc.stdin.flush()
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-        elif self.pid is not None and self.closed_at is None:
-            # Its channel is open, so it is alive and the pid is still its own.
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGKILL)
-        else:
-            self.kill_when_known = True
 
 
 @dataclass
@@ -107,93 +64,6 @@ class PoolStats:
     fallback: str | None = None  # why workers were spawned instead of forked
 
 
-def default_jobs() -> int:
-    """CPUs this process may use, capped so that the workers fit in available memory."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    try:
-        with open("/proc/meminfo", encoding="ascii") as handle:
-            info = dict(line.split(":", 1) for line in handle)
-        available_mb = int(info["MemAvailable"].split()[0]) // 1024
-        cpus = min(cpus, max(1, available_mb // _PER_WORKER_MB))
-    except (OSError, KeyError, ValueError):
-        pass
-    return max(1, cpus)
-
-
-def worker_environment() -> dict[str, str]:
-    """The environment every worker (and fork server) runs in."""
-    env = dict(os.environ)
-    package_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
-    env["PYTHONHASHSEED"] = "0"  # the compiler's own set/dict order must not vary by run
-    # A kernel's helper modules are imported from the book's folders: leave no
-    # __pycache__ behind in the sources.
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
-def _stamps() -> dict[str, str]:
-    return {"lowering": lowering_stamp(), "tilelang": tilelang_stamp() or "missing"}
-
-
-def start_server(keep: float = 0.0, python_path: Sequence[str] = ()
-                 ) -> tuple[ForkServer | None, str]:
-    """A fork server for the coming batch, started now so that its TileLang import runs
-    while Sphinx reads: a kept one (reached, or started to outlive this build) when
-    ``keep`` seconds are asked for, else one of this build's own. Returns it (``None``
-    where forking is not supported or no server could start) and a line for the log."""
-    if not forking_supported():
-        return None, "forked workers need Linux; spawning workers"
-    env = worker_environment()
-    stamps = _stamps()
-    if keep > 0:
-        parts = kept.key_parts(env, stamps, python_path)
-        try:
-            server = kept.reach(parts, stamps, env, keep)
-        except (OSError, kept.KeptUnavailable) as exc:
-            note = f"no kept workers ({exc}); starting this build's own"
-        else:
-            if server.reused:
-                return server, f"reaching kept TileLang workers ({server.key})"
-            return server, (f"kept TileLang workers started ({server.key}), kept for "
-                            f"{keep:g} s after their last use")
-    else:
-        note = "TileLang workers started"
-    try:
-        server = ForkServer.private("private", stamps, env,
-                                    tempfile.mkdtemp(prefix="tlstages-"))
-    except OSError as exc:
-        return None, f"{note}; no fork server ({exc}), spawning workers"
-    return server, note
-
-
-def _tail(handle: IO[bytes], limit: int = 2000) -> str:
-    with contextlib.suppress(OSError, ValueError):
-        handle.seek(0)
-        return handle.read().decode("utf-8", "replace").strip()[-limit:]
-    return ""
-
-
-def _reason(code: int | None) -> str:
-    if code is None:
-        return "an unknown cause"
-    if code < 0:
-        with contextlib.suppress(ValueError):
-            return f"signal {signal.Signals(-code).name}"
-        return f"signal {-code}"
-    return f"exit status {code}"
-
-
-def _stages(job: Job) -> int:
-    try:
-        return int(job.payload.get("num_stages", 0))
-    except (TypeError, ValueError):
-        return 0
-
-
 class _Batch:
     """One call of :func:`run_jobs`: the event loop over workers and a fork server."""
 
@@ -202,17 +72,17 @@ class _Batch:
         # Longest first, so that no worker is left with a long variant at the end while
         # the others idle; deeper pipelines unroll more IR, so num_stages stands in for
         # the cost (stable: otherwise in the order given).
-        self.pending = deque(sorted(jobs, key=lambda job: -_stages(job)))
+        self.pending = deque(sorted(jobs, key=lambda job: -job.stages))
         self.limit = max(1, workers)
         self.on_done = on_done
         self.server = server
         self.stats = PoolStats()
         self.selector = selectors.DefaultSelector()
-        self.live: list[_Worker] = []
+        self.live: list[Worker] = []
         self.workdir = tempfile.mkdtemp(prefix="tlstages-")
         self.env = worker_environment()
         self.fork_failures = 0
-        self.unnamed: list[_Worker] = []  # forked workers whose pid is not known yet
+        self.unnamed: list[Worker] = []  # forked workers whose pid is not known yet
         if server is not None:
             self.selector.register(server.sock, selectors.EVENT_READ, server)
 
@@ -241,7 +111,7 @@ class _Batch:
             except OSError as exc:
                 self.give_up_forking(f"the fork server did not answer ({exc})")
             else:
-                worker = _Worker(forked.channel.fileno(), forked.stderr, forked=forked)
+                worker = Worker(forked.channel.fileno(), forked.stderr, forked=forked)
                 self.unnamed.append(worker)
                 self._add(worker)
                 self.stats.forked += 1
@@ -249,21 +119,15 @@ class _Batch:
         self.spawn()
 
     def spawn(self) -> None:
-        stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the worker retires
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sphinx_tlstages.worker"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=stderr, cwd=self.workdir, env=self.env,
-        )
-        assert proc.stdout is not None
-        self._add(_Worker(proc.stdout.fileno(), stderr, proc=proc))
+        self._add(spawn_worker(self.workdir, self.env))
 
-    def _add(self, worker: _Worker) -> None:
+    def _add(self, worker: Worker) -> None:
         self.selector.register(worker.read_fd, selectors.EVENT_READ, worker)
         self.live.append(worker)
         self.stats.workers += 1
         self.assign(worker)
 
-    def assign(self, worker: _Worker) -> None:
+    def assign(self, worker: Worker) -> None:
         worker.job, worker.started = (self.pending.popleft() if self.pending else None), None
         if worker.job is None:
             self.retire(worker)
@@ -272,7 +136,7 @@ class _Batch:
         with contextlib.suppress(OSError):  # it died; the selector reports the closed channel
             worker.write(line.encode())
 
-    def retire(self, worker: _Worker, kill: bool = False) -> None:
+    def retire(self, worker: Worker, kill: bool = False) -> None:
         if worker not in self.live:
             return
         with contextlib.suppress(KeyError, ValueError):
@@ -280,18 +144,10 @@ class _Batch:
         self.live.remove(worker)
         if kill:
             worker.kill()
-        if worker.proc is not None:
-            assert worker.proc.stdout is not None and worker.proc.stdin is not None
-            with contextlib.suppress(BrokenPipeError):
-                worker.proc.stdin.close()
-            worker.proc.wait()
-            worker.proc.stdout.close()
-        elif worker.forked is not None:
-            worker.forked.channel.close()  # it reads the end of its tasks and exits
-        worker.stderr.close()
+        worker.close()
         self.stats.peak_rss_mb = max(self.stats.peak_rss_mb, worker.peak_rss_mb)
 
-    def finish(self, worker: _Worker, result: Result) -> None:
+    def finish(self, worker: Worker, result: Result) -> None:
         job = worker.job
         assert job is not None
         worker.job = None
@@ -353,7 +209,7 @@ class _Batch:
                     if worker.closed_at is not None:
                         self.died(worker)
 
-    def channel_closed(self, worker: _Worker) -> None:
+    def channel_closed(self, worker: Worker) -> None:
         worker.closed_at = time.monotonic()
         with contextlib.suppress(KeyError, ValueError):
             self.selector.unregister(worker.read_fd)
@@ -362,12 +218,12 @@ class _Batch:
                 or worker.code is not None:
             self.died(worker)
 
-    def died(self, worker: _Worker) -> None:
+    def died(self, worker: Worker) -> None:
         if worker not in self.live:
             return
         if worker.proc is not None:
             worker.code = worker.proc.wait()
-        detail = _tail(worker.stderr)
+        detail = stderr_tail(worker.stderr)
         job = worker.job
         if job is not None and worker.forked is not None and (
                 not worker.ready or (self.server is not None and self.server.state == "gone"
@@ -382,7 +238,7 @@ class _Batch:
                 if self.fork_failures >= 2:
                     self.give_up_forking("the fork server could not start workers")
         elif job is not None and worker.ready:
-            message = f"the worker died while lowering ({_reason(worker.code)})"
+            message = f"the worker died while lowering ({exit_reason(worker.code)})"
             self.finish(worker, failure("crash", message + (f": {detail}" if detail else ""),
                                         None))
         elif job is not None:
@@ -390,13 +246,13 @@ class _Batch:
             self.pending.appendleft(job)
             worker.job = None
             self.retire(worker)
-            self.fail_remaining(f"a lowering worker could not start ({_reason(worker.code)}): "
+            self.fail_remaining(f"a lowering worker could not start ({exit_reason(worker.code)}): "
                                 f"{detail[-500:]}")
             return
         self.retire(worker)
         self.fill()
 
-    def handle(self, worker: _Worker, message: dict[str, Any]) -> None:
+    def handle(self, worker: Worker, message: dict[str, Any]) -> None:
         event = message.get("event")
         if event == "ready":
             worker.ready = True
@@ -490,7 +346,4 @@ def run_jobs(jobs: list[Job], workers: int, on_done: Callable[[Job, Result], Non
         if own is not None:
             own.close()
 
-
-__all__ = ["Job", "PoolStats", "default_jobs", "run_jobs", "start_server",
-           "worker_environment"]
 
