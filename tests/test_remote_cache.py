@@ -95,7 +95,7 @@ def no_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pool.subprocess, "Popen", refuse)
     monkeypatch.setattr(pool, "start_server", refuse)
     monkeypatch.setattr("sphinx_tlstages.ext.batch.start_server", refuse)
-    monkeypatch.setattr("sphinx_tlstages.ext.workers.start_server", refuse)
+    monkeypatch.setattr("sphinx_tlstages.ext.prestart.start_server", refuse)
 
 
 def test_entries_prove_themselves() -> None:

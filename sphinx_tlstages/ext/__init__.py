@@ -25,8 +25,8 @@ from .latex import setup_latex
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
 from .plain import setup_plain
-from .workers import close as close_workers
-from .workers import early, prestart
+from .prestart import close as close_workers
+from .prestart import early, prestart
 
 
 def setup_directive(app: Sphinx) -> None:

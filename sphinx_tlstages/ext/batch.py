@@ -27,10 +27,10 @@ from .cache import Cache
 from .collector import all_directives
 from .config import Settings, pull_request, settings
 from .messages import error, info, verbose, warn
+from .prestart import take
 from .remote import Remote, open_store, shown_url
 from .snapshot_check import fill_from_snapshots
 from .state import BuildState, start_build
-from .workers import take
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx

@@ -30,7 +30,7 @@ from .listing import OPTIONS as LISTING_OPTIONS
 from .listing import ListingError, read_listing
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
-from .workers import directive_read
+from .prestart import directive_read
 
 INLINE_SOURCE_NAME = "kernel.py"
 
