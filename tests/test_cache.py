@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sphinx_tlstages.core import files
-from sphinx_tlstages.runner import pool
+from sphinx_tlstages.runner import launch
 
 from .conftest import CONF, Built, write_project
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -73,7 +73,7 @@ def test_warm_build_starts_no_worker(build, tmp_path, own_cache, monkeypatch) ->
     def no_workers(*args: object, **kwargs: object) -> None:
         raise AssertionError("a warm build started a worker")
 
-    monkeypatch.setattr(pool.subprocess, "Popen", no_workers)
+    monkeypatch.setattr(launch.subprocess, "Popen", no_workers)
     warm = build({"index.rst": page()}, srcdir=src, freshenv=True)
     assert counts(warm) == (0, 2)
     assert warm.warnings == ""

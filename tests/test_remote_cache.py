@@ -19,7 +19,7 @@ import pytest
 
 from sphinx_tlstages.core.entry import BadEntry, object_name, pack, unpack
 from sphinx_tlstages.core.result import RESULT_SCHEMA, validate
-from sphinx_tlstages.runner import pool
+from sphinx_tlstages.runner import launch, pool
 
 from .conftest import CONF, Built, build_once, write_project
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -92,7 +92,7 @@ def no_workers(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a worker was started")
 
-    monkeypatch.setattr(pool.subprocess, "Popen", refuse)
+    monkeypatch.setattr(launch.subprocess, "Popen", refuse)
     monkeypatch.setattr(pool, "start_server", refuse)
     monkeypatch.setattr("sphinx_tlstages.ext.batch.start_server", refuse)
     monkeypatch.setattr("sphinx_tlstages.ext.prestart.start_server", refuse)

@@ -25,8 +25,9 @@ from .latex import setup_latex
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
 from .plain import setup_plain
+from .prestart import before_reading, early
 from .prestart import close as close_workers
-from .prestart import early, prestart
+from .state import setup_state
 
 
 def setup_directive(app: Sphinx) -> None:
@@ -43,7 +44,7 @@ def setup_batch(app: Sphinx) -> None:
     # Workers start while Sphinx reads, when the reading will leave something to lower
     # (a cold build: as soon as the configuration is read, after Settings are made).
     app.connect("config-inited", early, priority=priorities.EARLY_WORKERS)
-    app.connect("env-before-read-docs", prestart)
+    app.connect("env-before-read-docs", before_reading)
     app.connect("build-finished", close_workers)
     # env-updated: every document is read (and merged, with -j), nothing written yet.
     # Lowering first, the checks on its results after (a later priority).
@@ -60,6 +61,7 @@ def setup_render(app: Sphinx) -> None:
 def setup(app: Sphinx) -> dict[str, Any]:
     """Register the extension with ``app``."""
     setup_config(app)
+    setup_state(app)
     setup_directive(app)
     setup_batch(app)
     setup_render(app)

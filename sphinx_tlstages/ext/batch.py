@@ -25,12 +25,12 @@ from ..runner.launch import Job, default_jobs, start_server
 from ..runner.pool import PoolStats, run_jobs
 from .cache import Cache
 from .collector import all_directives
-from .config import Settings, pull_request, settings
+from .config import Settings, pull_request
 from .messages import error, info, verbose, warn
 from .prestart import take
 from .remote import Remote, open_store, shown_url
 from .snapshot_check import fill_from_snapshots
-from .state import BuildState, start_build
+from .state import BuildState, settings, start_build
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx

@@ -23,10 +23,9 @@ from ..core.spec import DirectiveSpec, VariantSpec
 from ..core.variants import merge_unchanged, unchanged_sentence
 from .batch import project_directives
 from .collector import all_directives
-from .config import settings
 from .messages import error, info, warn
 from .snapshot_check import check_snapshots
-from .state import BuildState, build_state
+from .state import BuildState, build_state, settings
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx

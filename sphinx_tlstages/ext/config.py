@@ -7,7 +7,6 @@ the same tuples, so the documentation cannot drift from the code.
 from __future__ import annotations
 
 import os
-import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -19,7 +18,6 @@ from ..core import options
 from ..core.errors import OptionError
 from ..core.options import DEFAULT_SHOW
 from ..core.targets import Target, parse_targets
-from . import priorities
 from .messages import warn
 
 DEFAULT_SNAPSHOT_DIR = "_tlstages/snapshots"
@@ -224,18 +222,6 @@ class Settings:
     collect_only: bool
 
 
-# Keyed by the Config object, which the app, the environment and every directive share
-# (and -j's forked readers and writers inherit).
-_SETTINGS: weakref.WeakKeyDictionary[Config, Settings] = weakref.WeakKeyDictionary()
-
-
-def settings(where: Sphinx | Config) -> Settings:
-    """This build's :class:`Settings` (made on ``config-inited``), from the app or its
-    configuration."""
-    config = where if isinstance(where, Config) else where.config
-    return _SETTINGS[config]
-
-
 def _choice(value: str, allowed: tuple[str, ...], what: str, fallback: str) -> str:
     if value in allowed:
         return value
@@ -338,13 +324,9 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
     )
 
 
-def _on_config_inited(app: Sphinx, config: Config) -> None:
-    _SETTINGS[config] = read_settings(app, config)
-
-
 def setup_config(app: Sphinx) -> None:
-    """Register every value of :data:`CONFIG_VALUES`; validate them once they are read."""
+    """Register every value of :data:`CONFIG_VALUES` (:mod:`.state` validates them into
+    :class:`Settings` once they are read)."""
     for value in CONFIG_VALUES:
         app.add_config_value(value.name, value.default, value.rebuild, types=value.types,
                              description=value.doc)
-    app.connect("config-inited", _on_config_inited, priority=priorities.SETTINGS)

@@ -25,12 +25,12 @@ from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_lo
 from ..core.targets import parse_targets
 from ..core.variants import OptionClash, depths, kernel_factory, matrix
 from .collector import directives as directives_of
-from .config import settings
 from .listing import OPTIONS as LISTING_OPTIONS
 from .listing import ListingError, read_listing
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
 from .prestart import directive_read
+from .state import settings
 
 INLINE_SOURCE_NAME = "kernel.py"
 

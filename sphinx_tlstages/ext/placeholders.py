@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING
 from docutils import nodes
 
 from .collector import directives
-from .config import settings
 from .html import cuda_downloads, has_downloads, is_html, render_html
 from .latex import for_latex
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
 from .plain import for_print
 from .render import Context, render
-from .state import build_state
+from .state import build_state, settings
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx

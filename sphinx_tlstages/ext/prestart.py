@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,8 +27,8 @@ from ..runner.forkserver import ForkServer
 from ..runner.launch import start_server
 from .cache import Cache
 from .collector import directives
-from .config import settings
 from .messages import verbose
+from .state import session, settings
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -38,10 +37,6 @@ if TYPE_CHECKING:
 
 _MARK = "tl-pipeline"
 _SCAN_LIMIT = 200  # source files read at start-up looking for a directive
-# By the build's Config, which the app and every directive share.
-_STARTED: weakref.WeakKeyDictionary[Config, tuple[ForkServer, str]] = \
-    weakref.WeakKeyDictionary()
-_WAITING: weakref.WeakKeyDictionary[Config, int] = weakref.WeakKeyDictionary()  # main pid
 
 
 def _mentions_directive(env: BuildEnvironment, docname: str) -> bool:
@@ -64,7 +59,7 @@ def early(app: Sphinx, config: Config) -> None:
     """``config-inited``: a cold build of a book with directives starts its workers now,
     before Sphinx sets up its builder and environment."""
     chosen = settings(config)
-    if chosen.collect_only or chosen.cache_url or config in _STARTED \
+    if chosen.collect_only or chosen.cache_url or session(config).server \
             or tilelang_stamp() is None or not _cold(app):
         return
     suffixes = tuple(config.source_suffix) if isinstance(config.source_suffix, dict) \
@@ -99,29 +94,29 @@ def _decide(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> str:
     return "on-miss"  # a first build against a cache shared with other projects
 
 
-def prestart(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
+def before_reading(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> None:
     """``env-before-read-docs``: start the workers now if the batch will want them."""
     config = settings(app)
-    if config.collect_only or config.cache_url or app.config in _STARTED \
+    if config.collect_only or config.cache_url or session(app).server \
             or tilelang_stamp() is None:
         return
     decision = _decide(app, env, docnames)
     if decision == "now":
         _start(app.config, "while Sphinx reads")
     elif decision == "on-miss":
-        _WAITING[app.config] = os.getpid()
+        session(app).waiting = os.getpid()
 
 
 def directive_read(config: Config, spec: DirectiveSpec) -> None:
     """A directive was read: the first one the cache cannot answer starts the workers
     (in Sphinx's own process; a ``-j`` reader is a fork that ends with its chunk)."""
-    if _WAITING.get(config) != os.getpid():
+    if session(config).waiting != os.getpid():
         return
     stamp = tilelang_stamp() or "missing"
     cache = Cache(settings(config).cache_dir)
     if all(cache.path(variant.key(stamp)).is_file() for variant in spec.variants):
         return
-    del _WAITING[config]
+    session(config).waiting = None
     _start(config, f"at {spec.name}, the first directive the cache cannot answer")
 
 
@@ -130,13 +125,13 @@ def _start(config: Config, when: str) -> None:
     server, note = start_server(chosen.keep_workers, [str(p) for p in chosen.python_path])
     verbose(f"tl-pipeline: {note}, {when}")
     if server is not None:
-        _STARTED[config] = (server, note)
+        session(config).server = (server, note)
 
 
 def take(app: Sphinx) -> tuple[ForkServer | None, str | None]:
     """The server started for this build, now the batch's to use and close."""
-    _WAITING.pop(app.config, None)
-    found = _STARTED.pop(app.config, None)
+    held = session(app)
+    found, held.server, held.waiting = held.server, None, None
     return found if found is not None else (None, None)
 
 

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from ..core import snapshot_compare, snapshots
 from ..core.pass_compare import moved, numbered
 from ..core.result import Result, depends_on_machine
-from .config import settings
 from .messages import error, info, warn
+from .state import settings
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx

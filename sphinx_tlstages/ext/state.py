@@ -1,8 +1,14 @@
-"""What one build knows after lowering: results by variant key, the checks' outcome.
+"""Everything one build holds in this process, behind one accessor, :func:`session`.
 
-The batch (:mod:`.batch`) makes it on ``env-updated``; the checks, the placeholders and
-the exit status read it through :func:`build_state`. Parallel writers are forks of the
-main process, so they see the state it made before writing began.
+A :class:`Session` is made on ``config-inited`` and keyed by the build's ``Config``,
+which the app, the environment and every directive share (and ``-j``'s forked readers and
+writers inherit): the validated settings (:mod:`.config`), the fork server started ahead
+and whether a directive may still start it (:mod:`.prestart`), and after lowering the
+:class:`BuildState` (results by variant key, the checks' outcome) that the batch
+(:mod:`.batch`) makes on ``env-updated`` and the checks, the placeholders and the exit
+status read. Parallel writers are forks of the main process, so they see the state it
+made before writing began. (What must outlive the process, the directives read and the
+keys they asked for, is kept on the environment by :mod:`.collector`.)
 """
 
 from __future__ import annotations
@@ -11,13 +17,18 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sphinx.config import Config
+
 from ..core.bench_data import Attached, BenchSet
 from ..core.result import Result, failure
+from . import priorities
+from .config import Settings, read_settings
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
     from ..core.spec import VariantSpec
+    from ..runner.forkserver import ForkServer
     from .cache import Cache
 
 
@@ -50,14 +61,45 @@ class BuildState:
         return found or failure("unavailable", "this variant was not lowered", None)
 
 
-_STATES: weakref.WeakKeyDictionary[Sphinx, BuildState] = weakref.WeakKeyDictionary()
+@dataclass
+class Session:
+    """One build's state in this process (see the module's docstring)."""
+
+    settings: Settings
+    build: BuildState | None = None
+    server: tuple[ForkServer, str] | None = None  # started ahead, with its log line
+    waiting: int | None = None  # the pid in which a directive read may start the server
+
+
+_SESSIONS: weakref.WeakKeyDictionary[Config, Session] = weakref.WeakKeyDictionary()
+
+
+def open_session(app: Sphinx, config: Config) -> None:
+    """``config-inited``: the build's session, with the configuration validated."""
+    _SESSIONS[config] = Session(read_settings(app, config))
+
+
+def setup_state(app: Sphinx) -> None:
+    app.connect("config-inited", open_session, priority=priorities.SETTINGS)
+
+
+def session(where: Sphinx | Config) -> Session:
+    """This build's :class:`Session`, from the app or its configuration."""
+    config = where if isinstance(where, Config) else where.config
+    return _SESSIONS[config]
+
+
+def settings(where: Sphinx | Config) -> Settings:
+    """This build's validated configuration, from the app or its ``Config``."""
+    return session(where).settings
 
 
 def build_state(app: Sphinx) -> BuildState | None:
     """This build's state, or None before (or without) lowering."""
-    return _STATES.get(app)
+    found = _SESSIONS.get(app.config)
+    return found.build if found is not None else None
 
 
 def start_build(app: Sphinx, state: BuildState) -> None:
     """Make ``state`` this build's state."""
-    _STATES[app] = state
+    session(app).build = state
