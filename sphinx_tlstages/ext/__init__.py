@@ -18,6 +18,7 @@ from .checks import CHECK_PRIORITY, check_project, set_exit_status
 from .collector import TlPipelineCollector
 from .config import setup_config
 from .directive import TlPipelineDirective
+from .drift_report import write_report
 from .html import setup_html
 from .latex import setup_latex
 from .latex_figures import setup_figures
@@ -49,6 +50,7 @@ def setup_batch(app: Sphinx) -> None:
     app.connect("env-updated", lower_project, priority=PRIORITY)
     app.connect("env-updated", check_project, priority=CHECK_PRIORITY)
     app.connect("build-finished", set_exit_status)
+    app.connect("build-finished", write_report)
 
 
 def setup_render(app: Sphinx) -> None:
