@@ -87,7 +87,7 @@ def test_a_drift_under_ci_leaves_a_summary_that_explains_itself(build, tmp_path,
     # The diff folded away, its summary said once (not HTML-escaped twice).
     folded = [d for d in page.iter("details") if "num_stages=3" in d.iter("summary")[0].astext()]
     assert folded[0].iter("summary")[0].astext() == \
-        f"CUDA diff of gemm-chapter, num_stages=3: {cuda[0][1]}"
+        f"The CUDA diff of gemm-chapter, num_stages=3 ({cuda[0][1][5:]})"
     diff = folded[0].iter("code")[0]
     assert diff.attrs["class"] == "language-diff"
     assert "-" in diff.astext() and "+" in diff.astext()

@@ -61,7 +61,8 @@ def _changed(entry: Directive, found: list[Finding]) -> list[str]:
         lines.append(f"| {text(f.variant) or '(directive)'} | {code(f.words, True)} |")
     for f in found:
         if f.detail:
-            summary = html.escape(f"CUDA diff of {entry.name}, {f.variant}: {f.words}")
+            summary = html.escape(f"The CUDA diff of {entry.name}, {f.variant} "
+                                  f"({f.words.removeprefix('CUDA ')})")
             lines += ["", f"<details><summary>{summary}</summary>", "",
                       *_fenced(f.detail, "diff"), "", "</details>"]
     return lines
