@@ -103,6 +103,9 @@ def _append_summary(path: Path, report: Report) -> None:
                    f"nothing new since the {drift_render.text(earlier[-1])} build.\n")
     else:
         room = drift_render.MAX_BYTES - len(before.encode())
-        section = drift_render.markdown(report, max(room, 4096), marker)
+        section = drift_render.markdown(report, room, marker) if room > 4096 else (
+            f"{marker}\n**tl-pipeline, {drift_render.text(report.title())}:** "
+            f"{drift_render.text(report.verdict())} The job summary is full: the whole "
+            f"report is the build's {MARKDOWN}.\n")
     with path.open("a", encoding="utf-8") as handle:
         handle.write(("\n" if before and not before.endswith("\n\n") else "") + section)
