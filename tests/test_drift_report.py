@@ -191,6 +191,14 @@ def test_a_report_fits_a_job_summary_however_many_directives_drift() -> None:
     kept = out.count("#### ")
     assert 0 < kept < 3000
     assert f"... and {3000 - kept} more directives with {3000 - kept} findings, not shown" in out
+    data = _big_report(3000).as_json()
+    assert len(data.encode()) <= drift_render.MAX_BYTES
+    again = from_json(data)
+    left = again.left_out[0]
+    assert 0 < left < 3000 and len(again.directives) == 3000 - left
+    assert again.verdict() == _big_report(3000).verdict()  # the directives left out counted
+    assert "3000 of 3000 directives changed" in again.verdict()
+    assert f"... and {left} more directives with {left} findings" in drift_render.markdown(again)
 
 
 def test_kernel_text_is_escaped_once_and_renders_as_written() -> None:

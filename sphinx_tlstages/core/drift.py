@@ -26,7 +26,11 @@ REPORT_SCHEMA = 1
 # A unified diff longer than this is cut, the rest counted: a report must fit GitHub's
 # job summary (1 MiB) however many directives drift.
 DIFF_LINES = 120
+DIFF_LINE_CHARS = 400
 WORDS_CHARS = 2000
+# The most a report may take, as Markdown or JSON: GitHub refuses a job summary over
+# 1 MiB (the whole step's), so a report leaves room.
+MAX_BYTES = (1 << 20) - (16 << 10)
 
 # What a directive's findings can be, in the order a report says them, with the heading
 # each is said under. A check that finds something new about a directive (hazard findings,
@@ -110,6 +114,10 @@ class Report:
     directives: dict[str, Directive] = field(default_factory=dict)
     new_snapshots: list[str] = field(default_factory=list)  # recorded by this build
     unused_snapshots: list[str] = field(default_factory=list)  # relative to the source folder
+    # (directives, findings) a JSON report left out to stay under MAX_BYTES
+    left_out: tuple[int, int] = (0, 0)
+    # (verdict, failing) as a JSON report said them, which counted what it left out
+    said: tuple[str, bool] | None = None
 
     def title(self) -> str:
         """What the report is of: ``html build``, or ``pending snapshots``."""
@@ -139,11 +147,15 @@ class Report:
         return sum(1 for d in self.listed() if any(f.kind == "changed" for f in d.findings))
 
     def failing(self) -> bool:
+        if self.said is not None:
+            return self.said[1]
         failing = FAILING_IN_CI if self.strict else FAILING
         return any(f.kind in failing for d in self.listed() for f in d.findings)
 
     def verdict(self) -> str:
         """The one line said first: how many directives changed, what was verified."""
+        if self.said is not None:
+            return self.said[0]
         versions = ""
         if self.recorded_with:
             versions = f", recorded with TileLang {', '.join(self.recorded_with)}"
@@ -166,12 +178,24 @@ class Report:
         return f"{'; '.join(said)}; {verified}."
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as JSON data: directives past :data:`MAX_BYTES` are counted in
+        ``left_out``, not listed."""
         data = asdict(self)
+        del data["said"]
         data["schema"] = REPORT_SCHEMA
         data["verdict"] = self.verdict()
         data["failing"] = self.failing()
-        data["directives"] = [{**asdict(d), "findings": [asdict(f) for f in d.ordered()]}
-                              for d in self.listed()]
+        data["directives"] = []
+        used, (directives, findings) = 4096, self.left_out
+        for entry in self.listed():
+            said = {**asdict(entry), "findings": [asdict(f) for f in entry.ordered()]}
+            written = json.dumps(said, indent=1, ensure_ascii=False)
+            used += len(written.encode()) + 2 * (written.count("\n") + 1)  # nested twice
+            if used > MAX_BYTES:
+                directives, findings = directives + 1, findings + len(entry.findings)
+            else:
+                data["directives"].append(said)
+        data["left_out"] = [directives, findings]
         return data
 
     def as_json(self) -> str:
@@ -197,7 +221,9 @@ def from_json(text: str) -> Report:
                         recorded_with=[str(v) for v in data["recorded_with"]],
                         built_with=data["built_with"],
                         new_snapshots=[str(n) for n in data["new_snapshots"]],
-                        unused_snapshots=[str(n) for n in data["unused_snapshots"]])
+                        unused_snapshots=[str(n) for n in data["unused_snapshots"]],
+                        left_out=(int(data["left_out"][0]), int(data["left_out"][1])),
+                        said=(str(data["verdict"]), bool(data["failing"])))
         for entry in data["directives"]:
             found = [Finding(f["kind"], f["variant"], f["words"], f["line"], tuple(f["detail"]))
                      for f in entry["findings"]]
@@ -218,6 +244,9 @@ def cuda_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
         "snapshot", "this build", lineterm="", n=2)
         # Unchanged #line directives say nothing a reader of the diff needs.
         if not line.startswith(" #line")]
+    diff = [line if len(line) <= DIFF_LINE_CHARS else
+            f"{line[:DIFF_LINE_CHARS]}... ({len(line) - DIFF_LINE_CHARS:,} more characters)"
+            for line in diff]
     if len(diff) > DIFF_LINES:
         rest = len(diff) - DIFF_LINES
         diff = [*diff[:DIFF_LINES], f"... {rest:,} more lines of the diff not shown"]

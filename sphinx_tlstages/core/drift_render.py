@@ -14,11 +14,9 @@ import html
 import re
 from urllib.parse import quote
 
-from .drift import KINDS, Directive, Finding, Report
+from .drift import KINDS, MAX_BYTES, Directive, Finding, Report
 
-# GitHub refuses a job summary over 1 MiB (the whole step's); a report leaves room.
-SUMMARY_LIMIT = 1 << 20
-MAX_BYTES = SUMMARY_LIMIT - (16 << 10)
+__all__ = ["MAX_BYTES", "code", "markdown", "plain", "text"]
 # What CommonMark reads as markup within a line (a text here never starts a line).
 _PUNCTUATION = re.compile(r"([\\`*_\[\]<>!&|~#])")
 
@@ -125,18 +123,20 @@ def markdown(report: Report, limit: int = MAX_BYTES, marker: str = "") -> str:
     tail = [_snapshots(report), _accept(report) if report.failing() else ""]
     used = sum(len(part.encode()) + 1 for part in head + tail) + 200
     body = []
+    directives, findings = report.left_out
     for i, entry in enumerate(listed):
         section = _directive(entry)
         size = len(section.encode()) + 1
         if used + size > limit:
             rest = listed[i:]
-            body.append(f"*... and {len(rest)} more directives with "
-                        f"{sum(len(d.findings) for d in rest)} findings, not shown: the "
-                        "report would not fit a job summary. The JSON report beside the "
-                        "build's records lists every one.*\n")
+            directives += len(rest)
+            findings += sum(len(d.findings) for d in rest)
             break
         body.append(section)
         used += size
+    if directives:
+        body.append(f"*... and {directives} more directives with {findings} findings, not "
+                    "shown: the report would not fit a job summary.*\n")
     return "\n".join([*head, *(part.rstrip("\n") + "\n" for part in body + tail if part)])
 
 
