@@ -69,7 +69,7 @@ def test_a_drift_under_ci_leaves_a_summary_that_explains_itself(build, tmp_path,
     assert section == report_md(src)  # the file a workflow posts as a comment
     version = tilelang_version()
     line = line_of(chapter(), ".. tl-pipeline::")
-    assert (f"**1 of 1 directives changed; 2 :assert: claims failed; 2 variants verified "
+    assert (f"**1 of 1 directive changed; 2 :assert: claims failed; 2 variants verified "
             f"against their snapshots, recorded with TileLang 0.1.0, built with "
             f"{version}.**") in summary
     assert tmp_path.as_posix() not in summary and str(Path.home()) not in summary
@@ -102,7 +102,7 @@ def test_a_drift_under_ci_leaves_a_summary_that_explains_itself(build, tmp_path,
     # The same report, read back from its JSON, in every format.
     data = json.loads(next(src.glob("_build/**/tlstages-report.json")).read_text())
     assert drift_render.markdown(from_json(json.dumps(data))) == section
-    assert data["verdict"].startswith("1 of 1 directives changed")
+    assert data["verdict"].startswith("1 of 1 directive changed")
 
 
 def test_report_command_prints_the_last_build(build, tmp_path, ci, capsys) -> None:
@@ -111,7 +111,7 @@ def test_report_command_prints_the_last_build(build, tmp_path, ci, capsys) -> No
     capsys.readouterr()
     assert cli.main(["report", str(src / "_build"), "--format", "text"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("tl-pipeline report, html build: 0 of 1 directives changed; "
+    assert out.startswith("tl-pipeline report, html build: 0 of 1 directive changed; "
                           "1 without a snapshot; 0 variants verified")
     assert f"index.rst:{line_of(chapter(), '.. tl-pipeline::')}: gemm-chapter" in out
     assert "no snapshot at _tlstages/snapshots/gemm-chapter.json" in out
@@ -128,7 +128,7 @@ def test_a_clean_build_leaves_one_line_and_a_later_builder_nothing_new(build, tm
     assert build({"index.rst": chapter()}, srcdir=src).app.statuscode == 0
     summary = ci.read_text(encoding="utf-8")
     shown = [line for line in summary.splitlines() if line and not line.startswith("<!--")]
-    assert shown == [f"**tl-pipeline, html build:** No drift: 1 directives, 2 variants "
+    assert shown == [f"**tl-pipeline, html build:** No drift: 1 directive, 2 variants "
                      f"verified against their snapshots, recorded with TileLang "
                      f"{tilelang_version()}."]
     assert len(rendered(summary).iter("p")) == 1
@@ -237,7 +237,7 @@ def test_stale_numbers_unguarded_facts_and_new_snapshots(build, tmp_path, monkey
     assert build({"index.rst": edited}, srcdir=src, freshenv=True).app.statuscode == 1
     md = report_md(src)
     assert md.splitlines()[2] == (
-        "**0 of 1 directives changed; 1 with a snapshot that does not guard what the page "
+        "**0 of 1 directive changed; 1 with a snapshot that does not guard what the page "
         f"shows; 2 variants verified against their snapshots, recorded with TileLang "
         f"{tilelang_version()}.**")
     said = rendered(md).astext()

@@ -53,12 +53,16 @@ FAILING_IN_CI = FAILING | {"unguarded"}
 # How a verdict counts the failing kinds besides a change (claims one by one, the rest
 # by directive).
 _COUNTED = {
-    "assert": ":assert: claims failed",
+    "assert": ":assert: claim(s) failed",
     "missing": "without a snapshot",
     "broken": "with an unreadable snapshot",
     "unverified": "not verified",
     "unguarded": "with a snapshot that does not guard what the page shows",
 }
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
 def _capped(text: str, limit: int = WORDS_CHARS) -> str:
@@ -163,18 +167,18 @@ class Report:
                 versions += f", built with {self.built_with}"
         elif self.built_with:
             versions = f", built with TileLang {self.built_with}"
-        verified = (f"{self.variants_verified} variants verified against their "
+        verified = (f"{_count(self.variants_verified, 'variant')} verified against their "
                     f"snapshots{versions}")
         if not self.failing():
-            return f"No drift: {self.directives_total} directives, {verified}."
+            return f"No drift: {_count(self.directives_total, 'directive')}, {verified}."
         failing = FAILING_IN_CI if self.strict else FAILING
-        said = [f"{self.changed()} of {self.directives_total} directives changed"]
+        said = [f"{self.changed()} of {_count(self.directives_total, 'directive')} changed"]
         for kind, words in _COUNTED.items():
             count = sum(1 for d in self.listed() for f in d.findings if f.kind == kind) \
                 if kind == "assert" else \
                 sum(1 for d in self.listed() if any(f.kind == kind for f in d.findings))
             if count and kind in failing:
-                said.append(f"{count} {words}")
+                said.append(f"{count} {words.replace('(s)', '' if count == 1 else 's')}")
         return f"{'; '.join(said)}; {verified}."
 
     def as_dict(self) -> dict[str, Any]:
