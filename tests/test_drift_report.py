@@ -141,12 +141,10 @@ def test_a_clean_build_leaves_one_line_and_a_later_builder_nothing_new(build, tm
 def test_snapshots_diff_prints_the_same_report(build, tmp_path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     src = tmp_path / "book"
-    plain = chapter().replace(f"   :assert: {CLAIM}\n", "")
-    build({"index.rst": plain}, srcdir=src, conf=CONF_URL)
+    build({"index.rst": chapter()}, srcdir=src, conf=CONF_URL)
     _as_if_recorded_elsewhere(golden(src))
     (src / SNAPSHOTS / "gone.json").write_text(golden(src).read_text())
-    drifted = build({"index.rst": plain.replace("block_K=64", "block_K=32")}, srcdir=src,
-                    conf=CONF_URL, freshenv=True)
+    drifted = build({"index.rst": chapter(32)}, srcdir=src, conf=CONF_URL, freshenv=True)
     assert drifted.app.statuscode == 1
     from_build = report_md(src)
     capsys.readouterr()
@@ -155,10 +153,14 @@ def test_snapshots_diff_prints_the_same_report(build, tmp_path, monkeypatch, cap
     assert printed.splitlines()[0] == "### tl-pipeline report: pending snapshots"
     assert from_build.splitlines()[0] == "### tl-pipeline report: html build"
     assert printed.splitlines()[1:] == from_build.splitlines()[1:]
+    assert f"num\\_stages=3: `{CLAIM!r} is false`" in printed  # checked on the snapshot
     assert "**Unused snapshots**" in printed and "`_tlstages/snapshots/gone.json`" in printed
     assert "Accept it** with `tlstages snapshots accept book`" in printed
     assert cli.main(["snapshots", "accept", str(src)]) == 0
-    assert cli.main(["snapshots", "diff", str(src), "--format", "json"]) == 0
+    capsys.readouterr()
+    assert cli.main(["snapshots", "diff", str(src), "--format", "json"]) == 1
+    after = json.loads(capsys.readouterr().out)
+    assert after["verdict"].startswith("0 of 1 directive changed; 2 :assert: claims failed;")
 
 
 def test_the_same_drift_gives_the_same_bytes_in_any_folder_serial_or_j(build, tmp_path, ci,

@@ -6,9 +6,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..core import drift_render, snapshots
-from ..core.drift import Report, add_drift, from_json
+from ..core.assertions import check, namespace
+from ..core.drift import Directive, Report, add_drift, from_json
+from ..core.spec import DirectiveSpec
 from ..core.stamps import tilelang_version
 from ..ext.drift_report import JSON, accept_command
 from ..ext.project import conf_values, read_project, snapshot_folder
@@ -49,9 +52,9 @@ def last_report(places: Sequence[Path], form: str) -> int:
 
 
 def pending_report(srcdir: Path) -> Report:
-    """The report of the pending snapshots, as the build that left them said it (what
-    changed, what a snapshot does not guard, what is missing or unused; the claims and
-    the benchmark numbers need a build)."""
+    """The report of the pending snapshots, as the build that left them said it: what
+    changed, the ``:assert:`` claims that fail, what a snapshot does not guard, what is
+    missing or unused (the benchmark numbers need a build)."""
     specs, sources = read_project(srcdir)
     folder = snapshot_folder(srcdir)
     conf = conf_values(srcdir)
@@ -87,9 +90,25 @@ def pending_report(srcdir: Path) -> Report:
             report.add(here, "unguarded", "", lacking.split(": ", 1)[1])
         if new is not None:
             add_drift(report, here, old, new)
+        _claims(report, here, spec, new or old)
     report.unused_snapshots = [shown(path) for name, path, pending in snapshots.stored(folder)
                                if not pending and name not in names]
     return report
+
+
+def _claims(report: Report, here: Directive, spec: DirectiveSpec,
+            snapshot: dict[str, Any]) -> None:
+    """The ``:assert:`` claims, checked on the facts the snapshot keeps for them (it keeps
+    every fact a claim reads), as the build checks them on the lowering."""
+    for line, expression in spec.asserts:
+        for variant in spec.variants:
+            stored = snapshot["variants"].get(variant.id)
+            result = None if stored is None else snapshots.as_result(stored, variant.num_stages)
+            if result is None or not result.get("ok"):
+                continue
+            why = check(expression, namespace(result, variant))
+            if why is not None:
+                report.add(here, "assert", variant.heading, f"{expression!r} {why}", line)
 
 
 def diff(srcdir: Path, form: str) -> int:
