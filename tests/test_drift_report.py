@@ -246,3 +246,14 @@ def test_stale_numbers_unguarded_facts_and_new_snapshots(build, tmp_path, monkey
     assert ("Shown but not guarded by the snapshot _tlstages/snapshots/timed.json does not "
             "keep gemm (read by the gemm part)") in said
     assert "Stale benchmark numbers" in said  # said, never failed
+
+
+def test_a_job_summary_that_cannot_be_written_is_a_warning(build, tmp_path, monkeypatch) -> None:
+    src = tmp_path / "book"
+    build({"index.rst": chapter()}, srcdir=src)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a folder: no file to append to
+    again = build({"index.rst": chapter()}, srcdir=src)
+    assert again.app.statuscode == 0
+    assert f"GITHUB_STEP_SUMMARY {tmp_path}: the report could not be added" in again.warnings
+    assert "[tlstages.report]" in again.warnings
+    assert report_md(src).startswith("**tl-pipeline, html build:** No drift")
