@@ -15,7 +15,7 @@ from ..core import drift, snapshot_compare, snapshots
 from ..core.pass_compare import moved, numbered
 from ..core.result import Result, depends_on_machine
 from .config import settings
-from .drift_report import entry
+from .drift_report import entry, new_report
 from .messages import error, info, warn
 
 if TYPE_CHECKING:
@@ -47,13 +47,13 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         return
     writes = mode == "update" or (mode == "auto" and not strict)
     hint = _accept_hint(app)
-    report = state.drift or drift.Report(app.builder.name, hint)
+    report = state.drift or new_report(app, len(specs))
     srcdir = Path(app.srcdir)
     for spec in specs:
         location = (spec.docname, spec.lineno)
         here = entry(app, report, spec)
-        shown = _relative(snapshots.golden_path(folder, spec.name), srcdir)
         golden = snapshots.golden_path(folder, spec.name)
+        shown = _relative(golden, srcdir)  # as the report names it: no machine path
         pending = snapshots.pending_path(folder, spec.name)
         results = _results(spec, state)
         new = snapshots.build(spec, results, state.version)
