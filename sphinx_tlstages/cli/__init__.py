@@ -5,6 +5,8 @@ beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists every snapshot 
 shown facts it lacks, and pending, missing and unused ones; ``tlstages bench SRCDIR``
 times the book's kernels on this machine's GPU;
 ``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file;
+``tlstages report [BUILDDIR]`` prints the last build's drift report, ``tlstages
+snapshots diff SRCDIR`` the same from the pending snapshots;
 ``tlstages explain NAME`` says why a directive's variants were lowered again;
 ``tlstages workers status|stop`` shows or ends the lowering workers kept between builds;
 ``tlstages cache export|import FILE`` moves the lowering cache as one archive, ``tlstages
@@ -19,6 +21,8 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+FORMATS = ("markdown", "json", "text")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,6 +44,11 @@ def build_parser() -> argparse.ArgumentParser:
                                     help="list every snapshot, the shown facts it lacks, "
                                          "pending, missing, unused")
     stat.add_argument("srcdir", nargs="?", default=".", type=Path)
+    pend = snap_commands.add_parser("diff", formatter_class=fmt,
+                                    help="the drift report of the pending snapshots, "
+                                         "without building")
+    pend.add_argument("srcdir", nargs="?", default=".", type=Path)
+    pend.add_argument("--format", choices=FORMATS, default="markdown")
     bench = commands.add_parser("bench", formatter_class=fmt,
                                 help="time the book's kernels on this GPU")
     bench.add_argument("srcdir", type=Path)
@@ -69,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("--lines", metavar="SPEC",
                        help="print these lines of the file (or of --pyobject's) first, as "
                             ":lines:")
+    said = commands.add_parser(
+        "report", formatter_class=fmt,
+        help="the drift report of the last build: what changed in the compiler's terms")
+    said.add_argument("places", nargs="*", type=Path,
+                      help="build (or doctree) folders to look in (default: _build here "
+                           "and in every folder beside that has a conf.py)")
+    said.add_argument("--format", choices=FORMATS, default="markdown")
     why = commands.add_parser(
         "explain", formatter_class=fmt,
         help="why a directive's variants were lowered again instead of taken from the cache")
@@ -107,6 +123,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .explain import explain
 
         return explain(args.name, args.places)
+    if args.command == "report":
+        from .report import last_report
+
+        return last_report(args.places, args.format)
     if args.command == "workers":
         from .workers import workers
 
@@ -148,6 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if args.action == "accept":
             return accept(srcdir, args.name)
+        if args.action == "diff":
+            from .report import diff
+
+            return diff(srcdir, args.format)
         return status(srcdir)
     return 2
 

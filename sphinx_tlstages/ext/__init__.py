@@ -19,6 +19,7 @@ from .checks import check_project, set_exit_status
 from .collector import TlPipelineCollector
 from .config import setup_config
 from .directive import TlPipelineDirective
+from .drift_report import write_report
 from .figures import setup_figures
 from .html import setup_html
 from .latex import setup_latex
@@ -51,6 +52,7 @@ def setup_batch(app: Sphinx) -> None:
     app.connect("env-updated", lower_project, priority=priorities.LOWER)
     app.connect("env-updated", check_project, priority=priorities.CHECK)
     app.connect("build-finished", set_exit_status)
+    app.connect("build-finished", write_report)
 
 
 def setup_render(app: Sphinx) -> None:

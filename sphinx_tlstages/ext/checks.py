@@ -23,6 +23,7 @@ from ..core.spec import DirectiveSpec, VariantSpec
 from ..core.variants import merge_unchanged, unchanged_sentence
 from .batch import project_directives
 from .collector import all_directives
+from .drift_report import entry, new_report
 from .messages import error, info, warn
 from .snapshot_check import check_snapshots
 from .state import BuildState, build_state, settings
@@ -38,6 +39,8 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         return []
     _report_duplicates(env)
     specs = project_directives(env)
+    state.drift = new_report(app, len(specs))
+    state.drift.built_with = state.version
     failed = _report_variants(specs, state)
     if state.variants:
         info(f"tl-pipeline: {state.variants} variants, {len(state.lowered)} lowered, "
@@ -45,7 +48,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
              f"{state.seconds:.1f} s")
     _report_unchanged(specs, state)
     check_snapshots(app, specs, state)
-    state.outcome.failures += _check_asserts(specs, state)
+    state.outcome.failures += _check_asserts(app, specs, state)
     _check_pass_names(specs, state)
     _attach_bench(app, specs, state)
     return _changed_documents(env, specs, state)
@@ -122,7 +125,7 @@ def variant_failure(variant: VariantSpec,
     return None
 
 
-def _check_asserts(specs: list[DirectiveSpec], state: BuildState) -> int:
+def _check_asserts(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> int:
     """Evaluate every :assert: line on every lowered variant; errors fail the build."""
     failures = 0
     for spec in specs:
@@ -136,6 +139,9 @@ def _check_asserts(specs: list[DirectiveSpec], state: BuildState) -> int:
                     failures += 1
                     error(f"{spec.name}: {variant.heading}: assertion {expression!r} {why}",
                           "assert", location=(spec.docname, line))
+                    if state.drift is not None:
+                        state.drift.add(entry(app, state.drift, spec), "assert",
+                                        variant.heading, f"{expression!r} {why}", line)
     return failures
 
 
@@ -163,6 +169,10 @@ def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) ->
         state.attached[spec.name] = attach(spec, state.bench, state.result, state.version)
         for data, _, stale_ids in state.attached[spec.name]:
             stale = [v for v in spec.variants if v.id in stale_ids]
+            if stale and state.drift is not None:
+                state.drift.add(entry(app, state.drift, spec), "stale", variant_names(stale),
+                                f"the numbers measured on {data['gpu']['name']} are for "
+                                "another kernel or TileLang; run tlstages bench again")
             if stale:
                 warn(f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
                      f"{variant_names(stale)} are for another kernel or "

@@ -35,6 +35,12 @@ def snapshot_folder(srcdir: Path) -> Path:
 
 def read_directives(srcdir: Path) -> list[DirectiveSpec]:
     """Every tl-pipeline directive of the project, read by Sphinx, nothing lowered."""
+    return read_project(srcdir)[0]
+
+
+def read_project(srcdir: Path) -> tuple[list[DirectiveSpec], dict[str, str]]:
+    """Every tl-pipeline directive, and the source file of each document that has one
+    (relative to ``srcdir``, as the build log names it)."""
     from sphinx.application import Sphinx
     from sphinx.util.docutils import docutils_namespace, patch_docutils
 
@@ -45,4 +51,7 @@ def read_directives(srcdir: Path) -> list[DirectiveSpec]:
                      "dummy", confoverrides={"tlstages_collect_only": True},
                      status=io.StringIO(), warning=io.StringIO(), freshenv=True)
         app.build(force_all=True)
-        return all_directives(app.env)
+        specs = all_directives(app.env)
+        sources = {spec.docname: Path(str(app.env.doc2path(spec.docname, False))).as_posix()
+                   for spec in specs}
+        return specs, sources

@@ -11,9 +11,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import snapshot_compare, snapshots
+from ..core import drift, snapshot_compare, snapshots
 from ..core.pass_compare import moved, numbered
 from ..core.result import Result, depends_on_machine
+from .drift_report import entry, new_report
 from .messages import error, info, warn
 from .state import settings
 
@@ -46,9 +47,13 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         return
     writes = mode == "update" or (mode == "auto" and not strict)
     hint = _accept_hint(app)
+    report = state.drift or new_report(app, len(specs))
+    srcdir = Path(app.srcdir)
     for spec in specs:
         location = (spec.docname, spec.lineno)
+        here = entry(app, report, spec)
         golden = snapshots.golden_path(folder, spec.name)
+        shown = _relative(golden, srcdir)  # as the report names it: no machine path
         pending = snapshots.pending_path(folder, spec.name)
         results = _results(spec, state)
         new = snapshots.build(spec, results, state.version)
@@ -56,24 +61,37 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
             if strict:
                 _fail(outcome, f"{spec.name}: not verified against its snapshot: TileLang "
                                "could not lower every variant here", location)
+                report.add(here, "unverified", "", "not verified against its snapshot: "
+                           "TileLang could not lower every variant here")
             continue
         try:
             old = snapshots.load(golden)
         except ValueError as exc:
             _fail(outcome, f"{spec.name}: {exc}", location)
+            report.add(here, "broken", "", str(exc).replace(str(golden), shown))
             continue
         if old is None:
             if writes:
                 snapshots.write(golden, new)
                 outcome.recorded += 1
+                report.new_snapshots.append(shown)
                 info(f"tl-pipeline: recorded snapshot {golden}")
             else:
                 _fail(outcome, f"{spec.name}: no snapshot at {golden}; record it with "
                                f"TLSTAGES_SNAPSHOTS=update", location)
+                report.add(here, "missing", "", f"no snapshot at {shown}")
             continue
         _note_moved_runs(spec, old, new)
         version, changes = snapshot_compare.compare(old, new)
         lacking = snapshots.unguarded(spec, old, golden)
+        report.variants_verified += len(new["variants"])
+        report.recorded(old.get("tilelang"))
+        if mode != "update":
+            said = snapshots.unguarded(spec, old, Path(shown))
+            if said:
+                report.add(here, "unguarded", "", said.split(": ", 1)[1])
+            if changes:
+                drift.add_drift(report, here, old, new)
         if not changes and not lacking:
             pending.unlink(missing_ok=True)
             if mode == "update" and snapshots.write(golden, new):
@@ -119,7 +137,7 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
                      "  accept it where the docs are written: "
                      f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
         _fail(outcome, "\n".join(lines), location)
-    _report_unused(folder, {spec.name for spec in specs}, mode)
+    _report_unused(folder, {spec.name for spec in specs}, mode, report, srcdir)
 
 
 def _note_moved_runs(spec: DirectiveSpec, old: dict[str, object],
@@ -143,7 +161,16 @@ def _note_moved_runs(spec: DirectiveSpec, old: dict[str, object],
                      location=(spec.docname, line))
 
 
-def _report_unused(folder: Path, used: set[str], mode: str) -> None:
+def _relative(path: Path, srcdir: Path) -> str:
+    """A snapshot's path as a report shows it: relative to the source folder."""
+    try:
+        return path.relative_to(srcdir).as_posix()
+    except ValueError:  # tlstages_snapshot_dir outside the sources: its name
+        return path.name
+
+
+def _report_unused(folder: Path, used: set[str], mode: str, report: drift.Report,
+                   srcdir: Path) -> None:
     # The environment holds every document's directives even when sphinx-build was given
     # a list of files (unchanged documents come from the pickle), so this never misreports.
     for name, path, pending in snapshots.stored(folder):
@@ -153,6 +180,7 @@ def _report_unused(folder: Path, used: set[str], mode: str) -> None:
             path.unlink()
             info(f"tl-pipeline: removed unused snapshot {path}")
         elif not pending:
+            report.unused_snapshots.append(_relative(path, srcdir))
             warn(f"snapshot {path} belongs to no tl-pipeline directive; "
                  "TLSTAGES_SNAPSHOTS=update removes it", "snapshot")
 

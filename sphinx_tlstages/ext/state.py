@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sphinx.config import Config
 
 from ..core.bench_data import Attached, BenchSet
+from ..core.drift import Report
 from ..core.result import Result, failure
 from . import priorities
 from .config import Settings, read_settings
@@ -55,6 +56,7 @@ class BuildState:
     attached: dict[str, list[Attached]] = field(default_factory=dict)  # by directive name
     variants: int = 0  # distinct variants the project needs
     seconds: float = 0.0  # what lowering them (or reading them back) took
+    drift: Report | None = None  # what the checks found, for the drift report
 
     def result(self, variant: VariantSpec) -> Result:
         found = self.results.get(variant.key(self.stamp))
