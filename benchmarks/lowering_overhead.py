@@ -38,6 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sphinx_tlstages.core.protocol import Task
+
 ROOT = Path(__file__).resolve().parent.parent
 GEMM = (ROOT / "book" / "kernels" / "gemm.py").read_text(encoding="utf-8")
 PARAMS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128, "block_K": 64,
@@ -47,14 +49,11 @@ PASSES = ["PipelinePlanning", "InjectSoftwarePipeline"]  # as the chapter's dire
 STAGES = (1, 2, 3, 4)
 
 
-def payload(num_stages: int, passes: bool = False) -> dict[str, Any]:
-    """The worker payload of one variant, as the directive would send it: with the
+def payload(num_stages: int, passes: bool = False) -> Task:
+    """The worker's task for one variant, as the directive would send it: with the
     default parts, or showing the "passes" part with the chapter's ``:passes:``."""
-    return {"source": GEMM, "source_name": "kernel.py", "factory": "matmul",
-            "params": [[k, repr(v)] for k, v in PARAMS.items()], "num_stages": num_stages,
-            "target": TARGET, "ir_passes": PASSES if passes else [],
-            "origin": {"file": None, "folders": []},
-            **({"record_passes": True} if passes else {})}
+    return Task(GEMM, "kernel.py", "matmul", tuple((k, repr(v)) for k, v in PARAMS.items()),
+                num_stages, TARGET, tuple(PASSES) if passes else (), record_passes=passes)
 
 
 def tilelang_alone(num_stages: int, **params: int) -> str:

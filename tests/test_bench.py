@@ -154,11 +154,11 @@ GPU_HELPERS = """
 import sys
 from sphinx_tlstages.cli import bench
 from sphinx_tlstages.worker import gpu as lowering
-payload = {"source": sys.argv[1], "source_name": "kernel.py", "factory": "matmul",
-           "params": [["M", "64"], ["N", "48"], ["K", "32"], ["block_M", "64"],
-                      ["block_N", "48"], ["block_K", "32"], ["threads", "128"]],
-           "num_stages": 2, "target": {"kind": "cuda", "arch": "sm_90a"}}
-tensors = lowering.tensor_params(payload)
+from sphinx_tlstages.core.protocol import Task
+task = Task(sys.argv[1], "kernel.py", "matmul",
+            (("M", "64"), ("N", "48"), ("K", "32"), ("block_M", "64"), ("block_N", "48"),
+             ("block_K", "32"), ("threads", "128")), 2, {"kind": "cuda", "arch": "sm_90a"})
+tensors = lowering.tensor_params(task)
 assert tensors == [{"name": "A", "dtype": "float16", "shape": [64, 32]},
                    {"name": "B", "dtype": "float16", "shape": [48, 32]},
                    {"name": "C", "dtype": "float16", "shape": [64, 48]}], tensors

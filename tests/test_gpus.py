@@ -364,6 +364,7 @@ import json, sys
 import tilelang
 from tilelang import tvm
 from sphinx_tlstages.core.passes import PassLog
+from sphinx_tlstages.core.protocol import Task
 from sphinx_tlstages.worker import lowering
 from sphinx_tlstages.worker.kernel_module import factory_arguments, kernel_module, prim_func
 
@@ -378,9 +379,10 @@ class Spy:
         else:
             kernel_runs[0] += 1
 
-payload = {"params": [p.split("=") for p in params.split()], "num_stages": 2}
-with kernel_module(source, "kernel.py", None) as module:
-    func, configs = prim_func(module.namespace["matmul"], factory_arguments(payload))
+task = Task(source, "kernel.py", "matmul", tuple(tuple(p.split("=")) for p in params.split()),
+            2, {"kind": "cuda", "arch": "sm_80"})
+with kernel_module(source, "kernel.py") as module:
+    func, configs = prim_func(module.namespace["matmul"], factory_arguments(task))
 log = PassLog()
 target = tvm.target.Target({"kind": "cuda", "arch": "sm_80"})
 with tilelang.transform.PassContext(opt_level=3, config=configs,

@@ -17,6 +17,7 @@ import pytest
 
 from sphinx_tlstages.cli import main as cli
 from sphinx_tlstages.core import wire
+from sphinx_tlstages.core.protocol import Hello, Refused, ServerStatus, Unavailable
 from sphinx_tlstages.core.stamps import lowering_stamp, tilelang_stamp
 from sphinx_tlstages.runner import kept
 from sphinx_tlstages.runner.launch import worker_environment
@@ -37,10 +38,12 @@ def shapes(built: Built) -> dict[str, list[str]]:
     return {row[0]: row[1:] for row in built.table("tl-shared")}
 
 
-def one_server() -> tuple[Path, dict[str, object]]:
+def one_server() -> tuple[Path, ServerStatus]:
     found = [(path, answer) for path, answer in kept.servers() if answer is not None]
     assert len(found) == 1, found
-    return found[0]
+    path, answer = found[0]
+    assert answer is not None
+    return path, answer
 
 
 def gone(pid: int, within: float = 20.0) -> bool:
@@ -67,7 +70,7 @@ def no_kept_servers() -> None:
     for path, answer in kept.servers():
         kept.stop(path)
         if answer is not None:
-            gone(int(answer["pid"]))  # type: ignore[call-overload]
+            gone(int(answer.pid))
 
 
 def test_a_kept_server_is_reused_by_the_next_build(build, tmp_path, own_cache) -> None:
@@ -77,13 +80,13 @@ def test_a_kept_server_is_reused_by_the_next_build(build, tmp_path, own_cache) -
     assert "workers reused" not in first.status
     path, status = one_server()
     # The build has ended; the server and its TileLang import have not.
-    assert path.stem == status["key"] and not gone(int(status["pid"]), within=1)  # type: ignore[call-overload]
+    assert path.stem == status.key and not gone(int(status.pid), within=1)
     edited = build({"index.rst": page(m=2048)}, srcdir=src, confoverrides=KEEP)
     assert "1 lowered, 0 cached" in edited.status
-    assert f"kept TileLang workers reused (server pid {status['pid']}," in edited.status
+    assert f"kept TileLang workers reused (server pid {status.pid}," in edited.status
     assert "no TileLang import" in edited.status
     assert shapes(edited)["A_shared"][0].startswith("(2, 128, 64) float16")
-    assert one_server()[1]["served"] == 2
+    assert one_server()[1].served == 2
 
 
 def test_workers_forked_for_one_build_serve_it_alone(build, tmp_path, own_cache) -> None:
@@ -94,7 +97,7 @@ def test_workers_forked_for_one_build_serve_it_alone(build, tmp_path, own_cache)
     again = build({"index.rst": page(m=2048, stages="2 3")}, srcdir=src, confoverrides=KEEP)
     assert "2 lowered" in again.status
     status = one_server()[1]
-    assert status["forked"] == 4 and status["workers"] == 0
+    assert status.forked == 4 and status.workers == 0
 
 
 def test_a_server_keyed_differently_is_never_used(build, tmp_path, own_cache,
@@ -112,11 +115,11 @@ def test_a_server_keyed_differently_is_never_used(build, tmp_path, own_cache,
     with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock:
         sock.connect(str(first_path))
         sock.settimeout(60)
-        wire.send_packet(sock, {"op": "hello", "key": "0" * kept.KEY_LENGTH})
+        wire.send_packet(sock, Hello("0" * kept.KEY_LENGTH))
         answer, _ = wire.recv_packet(sock)
-        assert answer == {"event": "refused", "reason": "keyed differently"}
+        assert answer == Refused("keyed differently")
         assert wire.recv_packet(sock) == (None, [])
-    assert first["describe"]
+    assert first is not None and first.describe
 
 
 def test_the_key_covers_what_results_depend_on() -> None:
@@ -144,8 +147,8 @@ def test_a_server_of_other_code_refuses_to_lower(tmp_path) -> None:
     try:
         server.sock.settimeout(120)
         answer = server.read()
-        assert answer is not None and answer["event"] == "unavailable"
-        assert "stale: the lowering code changed on disk" in answer["message"]
+        assert isinstance(answer, Unavailable)
+        assert "stale: the lowering code changed on disk" in answer.message
     finally:
         server.close()
 
@@ -154,11 +157,11 @@ def test_a_dead_kept_server_is_replaced(build, tmp_path, own_cache) -> None:
     src = tmp_path / "src"
     build({"index.rst": page()}, srcdir=src, confoverrides=KEEP)
     _, status = one_server()
-    os.kill(int(status["pid"]), signal.SIGKILL)  # type: ignore[call-overload]
-    assert gone(int(status["pid"]))  # type: ignore[call-overload]
+    os.kill(int(status.pid), signal.SIGKILL)
+    assert gone(int(status.pid))
     again = build({"index.rst": page(m=2048)}, srcdir=src, confoverrides=KEEP)
     assert "1 lowered, 0 cached, 0 failed" in again.status and "workers reused" not in again.status
-    assert one_server()[1]["pid"] != status["pid"]
+    assert one_server()[1].pid != status.pid
 
 
 # Kills the fork server it was forked from (never a spawned worker's parent, which is
@@ -200,7 +203,7 @@ def test_a_hanging_kept_worker_is_killed_and_the_server_serves_on(build, tmp_pat
     rows = {row[0]: row for row in result.table("tl-summary")[1:]}
     assert rows["3"][1] == "pipelined, depth 3"
     _, status = one_server()
-    assert status["workers"] == 0  # the hung fork is gone, killed and reaped
+    assert status.workers == 0  # the hung fork is gone, killed and reaped
     again = build({"index.rst": page(m=2048)}, srcdir=src, confoverrides=KEEP)
     assert "kept TileLang workers reused" in again.status
 
@@ -230,7 +233,7 @@ def test_two_builds_at_once_each_get_their_own_answers(tmp_path, own_cache) -> N
     second = (books[2048] / "out" / "index.html").read_text(encoding="utf-8")
     assert "(2, 128, 64)" in first and "(4, 128, 64)" not in first
     assert "(4, 128, 64)" in second and "(2, 128, 64)" not in second
-    assert one_server()[1]["served"] == 3
+    assert one_server()[1].served == 3
 
 
 # Keeps 700 MB alive in the worker after its variant, as a leaking kernel would.
@@ -259,11 +262,11 @@ def test_workers_status_and_stop(build, tmp_path, own_cache, capsys) -> None:
     assert len(os.fsencode(path)) <= kept.SOCKET_PATH_MAX
     assert cli(["workers", "status"]) == 0
     shown = capsys.readouterr().out
-    assert f"{status['key']}: pid {status['pid']}, " in shown
+    assert f"{status.key}: pid {status.pid}, " in shown
     assert f"lowering code: {lowering_stamp()}" in shown
     assert cli(["workers", "stop"]) == 0
-    assert f"{status['key']}: stopped" in capsys.readouterr().out
-    assert gone(int(status["pid"]))  # type: ignore[call-overload]
+    assert f"{status.key}: stopped" in capsys.readouterr().out
+    assert gone(int(status.pid))
     assert not path.exists()
     assert cli(["workers", "status"]) == 0
     assert "no kept lowering workers" in capsys.readouterr().out

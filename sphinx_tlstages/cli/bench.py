@@ -10,6 +10,7 @@ TileLang are imported only when it runs; the helpers are testable on a CPU.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import datetime
 import functools
 import importlib.metadata
@@ -139,11 +140,11 @@ def bench_directive(spec: DirectiveSpec, gpu: dict[str, str], warmup: int, reps:
     inputs: list[Any] = []
     tensors: list[dict[str, Any]] = []
     for variant in benched(spec):
-        kernel, tensors = compiler.compile_variant(variant.payload(), target)
+        kernel, tensors = compiler.compile_variant(variant.task(), target)
         inputs = make_inputs(tensors, seed=0, device="cuda")
         # The code that runs, as the docs lower it for this arch: a TileLang upgrade that
         # changes none of it keeps these numbers attached.
-        lowered = lowering.lower_variant({**variant.payload(), "target": target})
+        lowered = lowering.lower_variant(dataclasses.replace(variant.task(), target=target))
         numbers: dict[str, Any] = {"fingerprint": fingerprint(variant),
                                    "code": code_fingerprint(lowered)}
         if spec.reference:

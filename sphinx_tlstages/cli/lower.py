@@ -123,7 +123,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         print(f"{by_id[job.id].heading}: {state} in {result.get('seconds', 0):.2f} s",
               file=sys.stderr)
 
-    jobs = [Job(v.id, v.payload(), 300.0) for v in variants]
+    jobs = [Job(v.id, v.task(), 300.0) for v in variants]
     run_jobs(jobs, min(default_jobs(), len(jobs)), done)
     rows = [(v, results.get(v.id) or failure("unavailable", "not lowered", None))
             for v in variants]

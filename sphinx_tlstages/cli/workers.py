@@ -7,24 +7,24 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
+from ..core.protocol import ServerStatus
 from ..runner import kept
 
 
-def _describe(path: Path, answer: dict[str, Any] | None, out: TextIO) -> None:
-    if answer is None or answer.get("event") != "status":
+def _describe(path: Path, answer: ServerStatus | None, out: TextIO) -> None:
+    if answer is None:
         print(f"{path.stem}: not answering (still importing TileLang, or left over by a "
               "server that died)", file=out)
         return
-    up = time.time() - float(answer.get("started", time.time()))
-    idle_for, idle = float(answer.get("idle_for", 0)), float(answer.get("idle_seconds", 0))
-    print(f"{answer.get('key')}: pid {answer.get('pid')}, up {up:.0f} s, "
-          f"{answer.get('served')} builds served, {answer.get('workers')} workers now "
-          f"({answer.get('forked')} forked in all), {answer.get('rss_mb', 0):.0f} MB, "
-          f"idle {idle_for:.0f} s of {idle:g} s", file=out)
+    up = time.time() - float(answer.started or time.time())
+    print(f"{answer.key}: pid {answer.pid}, up {up:.0f} s, "
+          f"{answer.served} builds served, {answer.workers} workers now "
+          f"({answer.forked} forked in all), {answer.rss_mb:.0f} MB, "
+          f"idle {answer.idle_for:.0f} s of {answer.idle_seconds:g} s", file=out)
     try:
-        parts = json.loads(str(answer.get("describe") or "{}"))
+        parts = json.loads(answer.describe or "{}")
     except ValueError:
         parts = {}
     for name, value in parts.items():

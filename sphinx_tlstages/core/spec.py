@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 from dataclasses import dataclass, field, replace
 
 from .listing import Listing
 from .options import Expected
+from .protocol import Task
 from .result import RESULT_SCHEMA
 from .stamps import lowering_stamp
 from .targets import Target
@@ -33,10 +33,6 @@ class KernelOrigin:
     file: str | None = None  # absolute path of a :file: kernel
     folders: tuple[str, ...] = ()
     where: tuple[str, ...] = ()
-
-    @property
-    def payload(self) -> dict[str, object]:
-        return {"file": self.file, "folders": list(self.folders)}
 
 
 @dataclass(frozen=True)
@@ -79,45 +75,17 @@ class VariantSpec:
         one's."""
         return replace(self, record_passes=True)
 
-    def payload(self) -> dict[str, object]:
-        """The JSON a worker receives."""
-        # Fields at their usual value are left out: the keys of such variants stay as
-        # they were before the field existed.
-        extra: dict[str, object] = {}
-        if self.depth_param != "num_stages":
-            extra["depth_param"] = self.depth_param
-        if self.record_passes:
-            extra["record_passes"] = True
-        return {
-            "source": self.source,
-            "source_name": self.source_name,
-            "factory": self.factory,
-            "params": [list(p) for p in self.params],
-            "num_stages": self.num_stages,
-            "target": self.target.as_dict,
-            "ir_passes": list(self.ir_passes),
-            "origin": self.origin.payload,
-            **extra,
-        }
+    def task(self) -> Task:
+        """What a worker receives to lower this variant (:mod:`.protocol`)."""
+        return Task(self.source, self.source_name, self.factory, self.params, self.num_stages,
+                    self.target.as_dict, self.ir_passes, self.origin.file, self.origin.folders,
+                    self.origin.where, self.depth_param, self.record_passes)
 
     # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
     @functools.cache  # noqa: B019 - specs live as long as the build
     def key(self, stamp: str) -> str:
-        """Content address of the result: inputs, TileLang stamp and result schema."""
-        payload = self.payload()
-        payload["params"] = sorted(list(p) for p in self.params)  # keyword order is noise
-        # Absolute folders differ by machine; where they are relative to conf.py does not.
-        # What the kernel imported from them is checked on lookup (see ext/cache.py).
-        del payload["origin"]
-        if self.origin.where:
-            payload["where"] = list(self.origin.where)
-        blob = json.dumps(
-            {"schema": RESULT_SCHEMA, "tilelang": stamp, "lowering": lowering_stamp(),
-             **payload},
-            sort_keys=True,
-            separators=(",", ":"),
-        )
-        return hashlib.sha256(blob.encode()).hexdigest()
+        """Content address of the result (:meth:`.protocol.Task.key`)."""
+        return self.task().key(stamp)
 
     def key_parts(self, stamp: str) -> dict[str, str]:
         """Each part of the key, readable (the kernel as a digest and its length), for

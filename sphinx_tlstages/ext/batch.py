@@ -185,7 +185,7 @@ def _lower(app: Sphinx, state: BuildState,
         elif twin is not None and twin in wanted:
             twins[key] = twin
         else:
-            jobs.append(Job(key, variant.payload(), spec.timeout or settings(app).timeout))
+            jobs.append(Job(key, variant.task(), spec.timeout or settings(app).timeout))
     by_key = {job.id: job for job in jobs}
     for key, twin in twins.items():  # the twin's job lowers for both: the longer limit
         job = by_key.get(twin)  # none where the twin was cached
@@ -251,11 +251,11 @@ def _run(app: Sphinx, state: BuildState, wanted: dict[str, tuple[VariantSpec, Di
 def _report_workers(stats: PoolStats, server: ForkServer | None) -> None:
     """Who lowered: kept workers reused (no TileLang import), forks, or spawned workers;
     and their memory."""
-    answer = stats.server or {}
+    answer = stats.server
     if server is not None and server.kept and server.reused and answer:
-        up = time.time() - float(answer.get("started", time.time()))
-        info(f"tl-pipeline: kept TileLang workers reused (server pid {answer.get('pid')}, "
-             f"up {up:.0f} s, build {answer.get('served')} it served): "
+        up = time.time() - (answer.started or time.time())
+        info(f"tl-pipeline: kept TileLang workers reused (server pid {answer.pid}, "
+             f"up {up:.0f} s, build {answer.served} it served): "
              f"{stats.forked} forked, no TileLang import")
     if stats.fallback:
         info(f"tl-pipeline: workers spawned instead of forked: {stats.fallback}")
@@ -264,7 +264,7 @@ def _report_workers(stats: PoolStats, server: ForkServer | None) -> None:
              f"past the mark; fresh ones took over")
     imports = list(stats.import_seconds)
     if answer and not (server is not None and server.reused):
-        imports.append(float(answer.get("import_seconds", 0.0)))
+        imports.append(answer.import_seconds)
     verbose(f"tl-pipeline: {stats.workers} workers ({stats.forked} forked), "
             f"{len(imports)} TileLang imports ({sum(imports):.1f} s), "
             f"peak {stats.peak_rss_mb:.0f} MB per worker")

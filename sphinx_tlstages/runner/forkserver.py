@@ -18,9 +18,10 @@ import sys
 import tempfile
 from collections import deque
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO
 
 from ..core import wire
+from ..core.protocol import Fork, Hello, Message, Refused, ServerStatus, Unavailable
 
 
 def forking_supported() -> bool:
@@ -50,7 +51,7 @@ class ForkServer:
     reused: bool = False  # a kept server that was already running
     workdir: str | None = None  # a private server's working folder, removed with it
     state: str = "starting"  # ready, unavailable, refused, gone
-    info: dict[str, Any] = field(default_factory=dict)
+    info: ServerStatus | None = None  # its answer to our hello
     message: str = ""
     waiting: deque[Forked] = field(default_factory=deque)
 
@@ -78,14 +79,14 @@ class ForkServer:
         return server
 
     def hello(self, idle: float = 0.0) -> None:
-        wire.send_packet(self.sock, {"op": "hello", "key": self.key, "idle": idle})
+        wire.send_packet(self.sock, Hello(self.key, idle))
 
     def fork(self) -> Forked:
         """Ask for one more worker; its ``forked`` event names its process."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the worker retires
         try:
-            wire.send_packet(self.sock, {"op": "fork"}, [theirs.fileno(), stderr.fileno()])
+            wire.send_packet(self.sock, Fork(), [theirs.fileno(), stderr.fileno()])
         except OSError:
             ours.close()
             stderr.close()
@@ -100,7 +101,7 @@ class ForkServer:
     def usable(self) -> bool:
         return self.state in ("starting", "ready")
 
-    def read(self) -> dict[str, Any] | None:
+    def read(self) -> Message | None:
         """The next event (``None``: the server has gone)."""
         try:
             message, fds = wire.recv_packet(self.sock)
@@ -111,12 +112,12 @@ class ForkServer:
         if message is None:
             self.state = "gone"
             return None
-        event = message.get("event")
-        if event == "ready":
+        if isinstance(message, ServerStatus):
             self.state, self.info = "ready", message
-        elif event in ("unavailable", "refused"):
-            self.state = str(event)
-            self.message = str(message.get("message") or message.get("reason") or "")
+        elif isinstance(message, Unavailable):
+            self.state, self.message = "unavailable", message.message
+        elif isinstance(message, Refused):
+            self.state, self.message = "refused", message.reason
         return message
 
     def last_words(self) -> str:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import wire
+from ..core.protocol import Message, ServerStatus, StatusQuery, Stop, Stopping
 from .forkserver import ForkServer
 
 SOCKET_PATH_MAX = 104  # sun_path holds 108 bytes with its NUL; leave a margin
@@ -176,7 +177,7 @@ def _start(path: Path, key: str, stamps: dict[str, str], env: dict[str, str],
         listener.close()
 
 
-def _ask(path: Path, op: str, timeout: float = 5.0) -> dict[str, Any] | None:
+def _ask(path: Path, request: Message, timeout: float = 5.0) -> Message | None:
     try:
         sock = _connect(path)
     except OSError:
@@ -184,28 +185,29 @@ def _ask(path: Path, op: str, timeout: float = 5.0) -> dict[str, Any] | None:
     with sock:
         sock.settimeout(timeout)
         try:
-            wire.send_packet(sock, {"op": op})
+            wire.send_packet(sock, request)
             answer, _ = wire.recv_packet(sock)
         except OSError:
             return None
     return answer
 
 
-def servers() -> list[tuple[Path, dict[str, Any] | None]]:
+def servers() -> list[tuple[Path, ServerStatus | None]]:
     """Every kept server's socket in this user's folder, with its status (``None``:
     it does not answer, a leftover of one that died)."""
     try:
         folder = socket_folder()
     except KeptUnavailable:
         return []
-    return [(path, _ask(path, "status")) for path in sorted(folder.glob("*.sock"))]
+    found = [(path, _ask(path, StatusQuery())) for path in sorted(folder.glob("*.sock"))]
+    return [(path, a if isinstance(a, ServerStatus) else None) for path, a in found]
 
 
 def stop(path: Path) -> bool:
     """Stop the server at ``path`` (its workers too); True when it said it would."""
-    answer = _ask(path, "stop")
+    answer = _ask(path, Stop())
     if answer is None:
         with contextlib.suppress(OSError):
             path.unlink()
         return False
-    return answer.get("event") == "stopping"
+    return isinstance(answer, Stopping)

@@ -13,8 +13,9 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
+from ..core.protocol import Task
 from ..core.stamps import lowering_stamp, tilelang_stamp
 from . import kept
 from .forkserver import Forked, ForkServer, forking_supported
@@ -23,20 +24,17 @@ _PER_WORKER_MB = 600  # measured: 400-500 MB after importing TileLang, plus lowe
 
 @dataclass
 class Job:
-    """One variant to lower: its key, the worker payload and its time limit."""
+    """One variant to lower: its key, the worker's task and its time limit."""
 
     id: str
-    payload: dict[str, Any]
+    task: Task
     timeout: float
     attempts: int = 0  # lowered again after a fork server went away under it
 
     @property
     def stages(self) -> int:
         """Its num_stages: deeper pipelines unroll more IR, so it stands in for the cost."""
-        try:
-            return int(self.payload.get("num_stages", 0))
-        except (TypeError, ValueError):
-            return 0
+        return self.task.num_stages
 
 
 @dataclass(eq=False)

@@ -17,7 +17,6 @@ had in hand is lowered again by spawned workers.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import selectors
@@ -28,8 +27,20 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..core import protocol
+from ..core.protocol import (
+    Done,
+    Exited,
+    Forked,
+    Message,
+    Ready,
+    Refused,
+    ServerStatus,
+    Start,
+    TaskLine,
+    Unavailable,
+)
 from ..core.result import Result, failure
 from .forkserver import ForkServer
 from .launch import (
@@ -60,7 +71,7 @@ class PoolStats:
     peak_rss_mb: float = 0.0
     recycled: int = 0
     unavailable: str | None = None
-    server: dict[str, Any] | None = None  # the fork server's "ready" answer
+    server: ServerStatus | None = None  # the fork server's answer to the hello
     fallback: str | None = None  # why workers were spawned instead of forked
 
 
@@ -132,9 +143,8 @@ class _Batch:
         if worker.job is None:
             self.retire(worker)
             return
-        line = json.dumps({"id": worker.job.id, "payload": worker.job.payload}) + "\n"
         with contextlib.suppress(OSError):  # it died; the selector reports the closed channel
-            worker.write(line.encode())
+            worker.write(protocol.line(TaskLine(worker.job.id, worker.job.task)))
 
     def retire(self, worker: Worker, kill: bool = False) -> None:
         if worker not in self.live:
@@ -185,27 +195,26 @@ class _Batch:
                 if worker.closed_at is not None:
                     self.died(worker)
             return
-        event = message.get("event")
-        if event == "ready":
+        if isinstance(message, ServerStatus):
             self.stats.server = message
-        elif event == "unavailable":
-            self.fail_remaining(str(message.get("message")))
-        elif event == "refused":
+        elif isinstance(message, Unavailable):
+            self.fail_remaining(message.message)
+        elif isinstance(message, Refused):
             self.give_up_forking(f"the kept server refused this build ({server.message})")
-        elif event == "forked" and server.waiting:
+        elif isinstance(message, Forked) and server.waiting:
             forked = server.waiting.popleft()
             for worker in list(self.unnamed):  # retired ones too: a hung one is killed
                 if worker.forked is forked:
                     self.unnamed.remove(worker)
-                    worker.pid = int(message["pid"])
+                    worker.pid = message.pid
                     if worker.kill_when_known:
                         worker.kill_when_known = False
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(worker.pid, signal.SIGKILL)
-        elif event == "exited":
+        elif isinstance(message, Exited):
             for worker in list(self.live):
-                if worker.pid == message.get("pid"):
-                    worker.code = int(message.get("code", 0))
+                if worker.pid == message.pid:
+                    worker.code = message.code
                     if worker.closed_at is not None:
                         self.died(worker)
 
@@ -252,22 +261,21 @@ class _Batch:
         self.retire(worker)
         self.fill()
 
-    def handle(self, worker: Worker, message: dict[str, Any]) -> None:
-        event = message.get("event")
-        if event == "ready":
+    def handle(self, worker: Worker, message: Message) -> None:
+        if isinstance(message, Ready):
             worker.ready = True
-            if not message.get("forked"):
-                self.stats.import_seconds.append(float(message.get("seconds", 0.0)))
-            worker.peak_rss_mb = float(message.get("peak_rss_mb", 0.0))
-        elif event == "unavailable":
-            self.fail_remaining(str(message.get("message")))
-        elif event == "start":
+            if not message.forked:
+                self.stats.import_seconds.append(message.seconds)
+            worker.peak_rss_mb = message.peak_rss_mb
+        elif isinstance(message, Unavailable):
+            self.fail_remaining(message.message)
+        elif isinstance(message, Start):
             worker.started = time.monotonic()
-        elif event == "done" and worker.job is not None:
-            worker.peak_rss_mb = float(message.get("peak_rss_mb", worker.peak_rss_mb))
+        elif isinstance(message, Done) and worker.job is not None:
+            worker.peak_rss_mb = message.peak_rss_mb or worker.peak_rss_mb
             worker.lowered += 1
-            self.finish(worker, message["result"])
-            if message.get("retiring"):
+            self.finish(worker, message.result)  # type: ignore[arg-type]
+            if message.retiring:
                 self.stats.recycled += 1
                 self.retire(worker)
                 self.fill()
@@ -312,7 +320,7 @@ class _Batch:
             worker.buffer += chunk
             while b"\n" in worker.buffer and worker in self.live:
                 line, worker.buffer = worker.buffer.split(b"\n", 1)
-                self.handle(worker, json.loads(line))
+                self.handle(worker, protocol.read_line(line))
         now = time.monotonic()
         for worker in list(self.live):
             job = worker.job

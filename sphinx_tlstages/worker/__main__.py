@@ -10,16 +10,17 @@ variants. Sphinx starts it as a fresh process (never a fork of itself).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import TextIO
 
+from ..core import protocol
+from ..core.protocol import Message, Ready, Unavailable
 from .tasks import import_tilelang, peak_rss_mb, serve_tasks
 
 
-def _send(channel: TextIO, message: dict[str, Any]) -> None:
-    channel.write(json.dumps(message, sort_keys=True) + "\n")
+def _send(channel: TextIO, message: Message) -> None:
+    channel.write(protocol.line(message).decode())
     channel.flush()
 
 
@@ -32,10 +33,9 @@ def main() -> int:
     os.dup2(2, 1)  # keep TileLang's own prints out of the protocol
     seconds, unavailable = import_tilelang()
     if unavailable is not None:
-        _send(channel, {"event": "unavailable", "message": unavailable})
+        _send(channel, Unavailable(unavailable))
         return 3
-    _send(channel, {"event": "ready", "seconds": round(seconds, 3),
-                    "peak_rss_mb": peak_rss_mb()})
+    _send(channel, Ready(seconds=round(seconds, 3), peak_rss_mb=peak_rss_mb()))
     code = serve_tasks(sys.stdin, lambda message: _send(channel, message))
     channel.close()
     sys.stdout.flush()

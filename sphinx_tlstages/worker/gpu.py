@@ -10,18 +10,18 @@ from typing import Any
 
 import tilelang
 
+from ..core.protocol import Task
 from .kernel_module import factory_arguments, kernel_module, prim_func
 
 
-def _build(payload: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    with kernel_module(str(payload["source"]), str(payload["source_name"]),
-                       payload.get("origin")) as module:
-        return prim_func(module.namespace[str(payload["factory"])], factory_arguments(payload))
+def _build(task: Task) -> tuple[Any, dict[str, Any]]:
+    with kernel_module(task.source, task.source_name, task.file, task.folders) as module:
+        return prim_func(module.namespace[task.factory], factory_arguments(task))
 
 
-def tensor_params(payload: dict[str, Any]) -> list[dict[str, Any]]:
+def tensor_params(task: Task) -> list[dict[str, Any]]:
     """The kernel's tensor parameters (name, shape, dtype) in call order."""
-    func, _ = _build(payload)
+    func, _ = _build(task)
     return _tensors(func)
 
 
@@ -34,10 +34,10 @@ def _tensors(func: Any) -> list[dict[str, Any]]:
     return found
 
 
-def compile_variant(payload: dict[str, Any],
+def compile_variant(task: Task,
                     target: dict[str, str]) -> tuple[Any, list[dict[str, Any]]]:
     """Compile one variant for a real GPU; returns the kernel and its tensor parameters.
     Needs nvcc and a GPU; the docs never call this."""
-    func, pass_configs = _build(payload)
+    func, pass_configs = _build(task)
     kernel = tilelang.compile(func, target=target, pass_configs=pass_configs)
     return kernel, _tensors(func)

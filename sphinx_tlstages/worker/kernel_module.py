@@ -36,6 +36,7 @@ from tilelang import tvm
 
 from ..core.errors import SourceError
 from ..core.options import literal_value
+from ..core.protocol import Task
 
 
 @dataclass
@@ -70,12 +71,11 @@ def _digest(path: str) -> str:
 
 
 @contextlib.contextmanager
-def kernel_module(source: str, source_name: str, origin: dict[str, Any] | None
-                  ) -> Iterator[KernelModule]:
-    """Execute kernel text as a module; yield its namespace until the variant is done."""
-    origin = origin or {}
-    file = origin.get("file")
-    folders = [str(f) for f in origin.get("folders") or []]
+def kernel_module(source: str, source_name: str, file: str | None = None,
+                  folders: Sequence[str] = ()) -> Iterator[KernelModule]:
+    """Execute kernel text as a module; yield its namespace until the variant is done
+    (``file``: the path of a ``:file:`` kernel; ``folders``: first on the import path)."""
+    folders = [str(f) for f in folders]
     # mtime None keeps linecache.checkcache from dropping an entry with no file behind it.
     linecache.cache[source_name] = (len(source), None, source.splitlines(True), source_name)
     name = Path(source_name).stem
@@ -127,13 +127,12 @@ def prim_func(obj: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     return result, {}
 
 
-def factory_arguments(payload: dict[str, Any]) -> dict[str, Any]:
+def factory_arguments(task: Task) -> dict[str, Any]:
     """The factory's keywords: the literals of ``params`` (TileLang dtypes such as
     ``T.bfloat16`` too) and ``num_stages``, under the name its loops read it by (none
     for a kernel that fixes its depth)."""
     kwargs = {key: literal_value(value, dtype=lambda n: functools.reduce(getattr, n.split("."), T))
-              for key, value in payload["params"]}
-    depth_param = payload.get("depth_param", "num_stages")
-    if depth_param:
-        kwargs[str(depth_param)] = int(payload["num_stages"])
+              for key, value in task.params}
+    if task.depth_param:
+        kwargs[task.depth_param] = task.num_stages
     return kwargs

@@ -18,6 +18,7 @@ from ..core import cuda as cuda_text
 from ..core import facts
 from ..core.errors import SourceError
 from ..core.passes import PassLog
+from ..core.protocol import Task
 from ..core.result import Result, failure
 from . import ir_facts, schedule
 from .kernel_module import factory_arguments, kernel_module, prim_func
@@ -106,21 +107,20 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {tail}" if tail else type(exc).__name__
 
 
-def lower_variant(payload: dict[str, Any]) -> Result:
-    """Lower one variant (see :meth:`VariantSpec.payload`) and return its result."""
-    source, name = str(payload["source"]), str(payload["source_name"])
+def lower_variant(task: Task) -> Result:
+    """Lower one variant and return its result."""
+    source, name = task.source, task.source_name
     started = time.perf_counter()
     imported: list[dict[str, str]] = []
     try:
-        with kernel_module(source, name, payload.get("origin")) as module:
+        with kernel_module(source, name, task.file, task.folders) as module:
             imported = module.imported
-            func, pass_configs = prim_func(module.namespace[str(payload["factory"])],
-                                           factory_arguments(payload))
+            func, pass_configs = prim_func(module.namespace[task.factory],
+                                           factory_arguments(task))
             after: dict[str, Any] = {}
             built: list[Any] = []
-            log = PassLog(payload.get("ir_passes") or (),
-                          changes=bool(payload.get("record_passes")))
-            source_cuda = _lower(func, pass_configs, payload["target"],
+            log = PassLog(task.ir_passes, changes=task.record_passes)
+            source_cuda = _lower(func, pass_configs, task.target,
                                  _recorder(after, built, log))
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
@@ -134,8 +134,7 @@ def lower_variant(payload: dict[str, Any]) -> Result:
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
               "pass_diffs": log.diffs, "schedule": _schedule(after)}
         cuda = cuda_text.normalise(source_cuda, name)
-        result = facts.success(ir, cuda, source, str(payload["factory"]),
-                               int(payload["num_stages"]),
+        result = facts.success(ir, cuda, source, task.factory, task.num_stages,
                                seconds=time.perf_counter() - started)
         result["templates"] = template_digest(source_cuda)
     if imported:  # what the cache must re-check before it reuses this result

@@ -7,11 +7,11 @@ builds on the Unix socket PATH (bound by the build that started it, in a folder 
 user can enter), serves any number of them, one after another or at once, and exits when
 nothing has used it for ``--idle`` seconds (or on ``tlstages workers stop``).
 
-A build asks for a worker by sending ``{"op": "fork"}`` with two descriptors: the worker's
-channel (a stream socket) and the file its stderr goes to. The forked worker owns nothing
-of the server's: it closes the server's sockets, answers only on its channel and lowers
-with :func:`.tasks.serve_tasks` until its channel closes. Each build gets workers of its
-own, so builds never see each other's answers; the server reports each worker's exit
+A build asks for a worker by sending :class:`..core.protocol.Fork` with two descriptors:
+the worker's channel (a stream socket) and the file its stderr goes to. The forked worker
+owns nothing of the server's: it closes the server's sockets, answers only on its channel
+and lowers with :func:`.tasks.serve_tasks` until its channel closes. Each build gets
+workers of its own, so builds never see each other's answers; the server reports each worker's exit
 status to the build that owns it and kills a build's workers when the build goes away.
 The server itself never lowers anything, so it holds no kernel's modules and does not
 grow.
@@ -36,9 +36,22 @@ import time
 import traceback
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
-from ..core import wire
+from ..core import protocol, wire
+from ..core.protocol import (
+    Exited,
+    Fork,
+    Forked,
+    Hello,
+    Message,
+    Ready,
+    Refused,
+    ServerStatus,
+    StatusQuery,
+    Stop,
+    Stopping,
+    Unavailable,
+)
 from ..core.stamps import lowering_stamp, tilelang_stamp
 from .tasks import import_tilelang, rss_mb, serve_tasks
 
@@ -147,7 +160,7 @@ class Server:
                 return
         self._add(sock)
 
-    def _send(self, build: _Build, message: dict[str, Any]) -> None:
+    def _send(self, build: _Build, message: Message) -> None:
         try:
             wire.send_packet(build.sock, message)
         except OSError:
@@ -177,45 +190,44 @@ class Server:
         if message is None:
             self._drop(build)
             return
-        op = message.get("op")
-        if op in ("hello", "fork"):  # a status query is not a use
+        if isinstance(message, (Hello, Fork)):  # a status query is not a use
             self.last_active = time.monotonic()
-        if op == "fork" and len(fds) >= 2 and self.unavailable is None:
+        if isinstance(message, Fork) and len(fds) >= 2 and self.unavailable is None:
             self._fork(build, fds[0], fds[1])
             fds = fds[2:]
-        elif op == "hello":
+        elif isinstance(message, Hello):
             self._hello(build, message)
-        elif op == "status":
+        elif isinstance(message, StatusQuery):
             self._send(build, self.status())
-        elif op == "stop":
-            self._send(build, {"event": "stopping", "pid": os.getpid()})
+        elif isinstance(message, Stop):
+            self._send(build, Stopping(os.getpid()))
             self._stop()
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
-    def _hello(self, build: _Build, message: dict[str, Any]) -> None:
-        if message.get("key") != self.key:
-            self._send(build, {"event": "refused", "reason": "keyed differently"})
+    def _hello(self, build: _Build, message: Hello) -> None:
+        if message.key != self.key:
+            self._send(build, Refused("keyed differently"))
             self._drop(build)
         elif self.unavailable is not None:
-            self._send(build, {"event": "unavailable", "message": self.unavailable})
+            self._send(build, Unavailable(self.unavailable))
         else:
-            if isinstance(message.get("idle"), (int, float)) and message["idle"] > 0:
-                self.idle = float(message["idle"])
+            if isinstance(message.idle, (int, float)) and message.idle > 0:
+                self.idle = float(message.idle)
             self.served += 1
-            self._send(build, {**self.status(), "event": "ready"})
+            self._send(build, self.status(ready=True))
 
-    def status(self) -> dict[str, Any]:
-        """What ``tlstages workers status`` shows of this server."""
-        return {
-            "event": "status", "pid": os.getpid(), "key": self.key, "kept": self.kept,
-            "path": self.path, "started": self.started, "idle_seconds": self.idle,
-            "idle_for": round(time.monotonic() - self.last_active, 1),
-            "import_seconds": self.import_seconds, "connections": len(self.builds),
-            "served": self.served, "workers": len(self.owner), "forked": self.forked,
-            "rss_mb": rss_mb(), "describe": self.describe,
-        }
+    def status(self, ready: bool = False) -> ServerStatus:
+        """What ``tlstages workers status`` shows of this server (``ready``: as the
+        answer to a hello)."""
+        return ServerStatus(
+            pid=os.getpid(), key=self.key, kept=self.kept, path=self.path,
+            started=self.started, idle_seconds=self.idle,
+            idle_for=round(time.monotonic() - self.last_active, 1),
+            import_seconds=self.import_seconds, connections=len(self.builds),
+            served=self.served, workers=len(self.owner), forked=self.forked,
+            rss_mb=rss_mb(), describe=self.describe, ready=ready)
 
     def _stop(self) -> None:
         self.stopping = True
@@ -236,8 +248,7 @@ class Server:
             self.last_active = time.monotonic()
             if build is not None:
                 build.workers.discard(pid)
-                self._send(build, {"event": "exited", "pid": pid,
-                                   "code": os.waitstatus_to_exitcode(status)})
+                self._send(build, Exited(pid, os.waitstatus_to_exitcode(status)))
 
     def _shut_down(self) -> int:
         self._stop()
@@ -269,7 +280,7 @@ class Server:
         build.workers.add(pid)
         self.owner[pid] = build
         self.forked += 1
-        self._send(build, {"event": "forked", "pid": pid})
+        self._send(build, Forked(pid))
 
     def _worker(self, channel: int, stderr: int) -> int:
         """In the forked child: drop everything of the server's, then lower tasks."""
@@ -288,10 +299,10 @@ class Server:
         os.close(stderr)
         sock = socket.socket(fileno=channel)
 
-        def send(message: dict[str, Any]) -> None:
-            sock.sendall(wire.line(message))
+        def send(message: Message) -> None:
+            sock.sendall(protocol.line(message))
 
-        send({"event": "ready", "seconds": 0.0, "forked": True, "rss_mb": rss_mb()})
+        send(Ready(forked=True, rss_mb=rss_mb()))
         with sock.makefile("rb") as tasks:
             return serve_tasks(tasks, send)
 

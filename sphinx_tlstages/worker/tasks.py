@@ -7,12 +7,13 @@ by the fork server (:mod:`.server`) reads them on a socket. Both run :func:`serv
 from __future__ import annotations
 
 import gc
-import json
 import os
 import resource
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+
+from ..core import protocol
+from ..core.protocol import Done, Message, Start, TaskLine
 
 # A worker whose memory has grown this much since it was ready finishes the variant in
 # hand and retires; the pool starts a fresh one for the rest (see "Speed" in book/guide/builds.md).
@@ -52,20 +53,21 @@ def import_tilelang() -> tuple[float, str | None]:
     return time.perf_counter() - started, None
 
 
-def serve_tasks(tasks: Iterable[bytes | str], send: Callable[[dict[str, Any]], None]) -> int:
+def serve_tasks(tasks: Iterable[bytes | str], send: Callable[[Message], None]) -> int:
     """Lower each task until the input ends or memory has grown past the recycling mark
     (then the last answer says ``retiring`` and the worker exits)."""
     from . import lowering
 
     limit = rss_mb() + RECYCLE_GROWTH_MB
     for raw in tasks:
-        task = json.loads(raw)
-        send({"event": "start", "id": task["id"]})
-        result = lowering.lower_variant(task["payload"])
+        task = protocol.read_line(raw)
+        if not isinstance(task, TaskLine):
+            continue  # nothing a build sends; the build times out whatever it waits for
+        send(Start(task.id))
+        result = lowering.lower_variant(task.task)
         now = rss_mb()
         retiring = now > limit
-        send({"event": "done", "id": task["id"], "result": result,
-              "peak_rss_mb": peak_rss_mb(), "rss_mb": now, "retiring": retiring})
+        send(Done(task.id, dict(result), peak_rss_mb(), now, retiring))
         if retiring:
             break
     return 0
