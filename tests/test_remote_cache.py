@@ -148,11 +148,10 @@ def test_a_failing_remote_never_fails_the_build(fault, tmp_path, monkeypatch,
     assert (hit, missed, lowered) == want[:3]
     assert errors == want[3] if want[3] is not None else errors in (1, 2)
     assert (written, why) == (0, "read-only")
-    if errors:
-        assert "remote cache http://127.0.0.1" in built.warnings
-        assert "[tlstages.cache]" in built.warnings
-    else:
-        assert built.warnings == ""
+    # A sick remote is information, never a warning: a -W build stays green.
+    assert built.warnings == ""
+    said = "what it could not give was lowered here" in built.status
+    assert said == bool(errors)
     assert_whole(built, tmp_path, reference)
 
 

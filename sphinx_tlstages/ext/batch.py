@@ -84,6 +84,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
             if remote is not None:
                 remote.finish()
                 _report_remote(remote, len(state.lowered))
+            _report_local(state.cache)
         # Before any report: the record must say why even when the build then fails.
         _record_why(app, specs, state)
     if any(failure_kind(r) == "unavailable" for r in state.results.values()):
@@ -124,15 +125,27 @@ def connect(config: Settings) -> Remote | None:
 
 
 def _report_remote(remote: Remote, lowered: int) -> None:
+    """The remote's line, and what went wrong with it: information, not a warning, since
+    the build lowered here what the remote could not give (a sick remote never fails a
+    build; its errors are counted apart from misses, so it never looks like a cold one)."""
     info(f"tl-pipeline: {remote.line(lowered)}")
     counts = remote.counts
     if counts.errors:
         what = f"{counts.bad} bad entries" if counts.bad == counts.errors else \
             f"{counts.errors} failed requests" + (
                 f" and bad entries ({counts.bad})" if counts.bad else "")
-        warn(f"remote cache {shown_url(remote.url)}: {what} (first: {counts.first_error})"
+        info(f"tl-pipeline: remote cache {shown_url(remote.url)}: {what} "
+             f"(first: {counts.first_error})"
              + (f"; switched off: {counts.off}" if counts.off else "")
-             + "; what it could not give was lowered here", "cache")
+             + "; what it could not give was lowered here")
+
+
+def _report_local(cache: Cache) -> None:
+    """Entries of the local cache that could not be read or written: this machine's
+    disk or permissions, which its owner can fix (the build itself goes on)."""
+    if cache.problems:
+        more = f" (and {len(cache.problems) - 1} more)" if len(cache.problems) > 1 else ""
+        warn(f"local cache {cache.root}: {cache.problems[0]}{more}", "cache")
 
 
 def _from_remote(state: BuildState, remote: Remote | None, keys: list[str],
