@@ -13,7 +13,7 @@ from typing import Any
 from sphinx.application import Sphinx
 
 from ..version import __version__
-from .batch import PRIORITY, lower_project
+from .batch import PRIORITY, finish_remote, lower_project
 from .checks import CHECK_PRIORITY, check_project, set_exit_status
 from .collector import TlPipelineCollector
 from .config import setup_config
@@ -48,6 +48,7 @@ def setup_batch(app: Sphinx) -> None:
     # Lowering first, the checks on its results after (a later priority).
     app.connect("env-updated", lower_project, priority=PRIORITY)
     app.connect("env-updated", check_project, priority=CHECK_PRIORITY)
+    app.connect("build-finished", finish_remote, priority=400)
     app.connect("build-finished", set_exit_status)
 
 

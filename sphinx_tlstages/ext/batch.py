@@ -28,7 +28,7 @@ from .config import Settings, pull_request, settings
 from .messages import error, info, verbose, warn
 from .remote import Remote, open_store, shown_url
 from .snapshot_check import fill_from_snapshots
-from .state import BuildState, start_build
+from .state import BuildState, build_state, start_build
 from .workers import take
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         warn(message, "tilelang")
         state.results = {key: failure("unavailable", message, None) for key in wanted}
     else:
-        remote = connect(config) if config.cache_url else None
+        remote = state.remote = connect(config) if config.cache_url else None
         try:
             _lower(app, state, wanted, remote)
         finally:
@@ -140,12 +140,26 @@ def _report_remote(remote: Remote, lowered: int) -> None:
              + "; what it could not give was lowered here")
 
 
+def finish_remote(app: Sphinx, exception: BaseException | None) -> None:
+    """``build-finished``: the pages' fragments written to the remote (within its budget),
+    and the log's line about them."""
+    state = build_state(app)
+    if state is None or state.remote is None:
+        return
+    remote = state.remote
+    remote.finish()
+    counts = remote.counts
+    if counts.fragments_hit or counts.fragments_missed or counts.fragments_written:
+        info(f"tl-pipeline: {remote.fragments_line()}")
+
+
 def _report_local(cache: Cache) -> None:
     """Entries of the local cache that could not be read or written: this machine's
     disk or permissions, which its owner can fix (the build itself goes on)."""
     if cache.problems:
         more = f" (and {len(cache.problems) - 1} more)" if len(cache.problems) > 1 else ""
         warn(f"local cache {cache.root}: {cache.problems[0]}{more}", "cache")
+        cache.problems.clear()
 
 
 def _from_remote(state: BuildState, remote: Remote | None, keys: list[str],

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
     from ..core.spec import VariantSpec
     from .cache import Cache
+    from .remote import Remote
 
 
 @dataclass
@@ -44,6 +45,7 @@ class BuildState:
     attached: dict[str, list[Attached]] = field(default_factory=dict)  # by directive name
     variants: int = 0  # distinct variants the project needs
     seconds: float = 0.0  # what lowering them (or reading them back) took
+    remote: Remote | None = None  # the shared level, kept for the pages' fragments
 
     def result(self, variant: VariantSpec) -> Result:
         found = self.results.get(variant.key(self.stamp))
