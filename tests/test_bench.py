@@ -104,7 +104,7 @@ def test_numbers_go_stale_when_a_param_changes(build, tmp_path) -> None:
     edited = PAGE.replace("block_K=64", "block_K=32")
     marked = build({"index.rst": edited}, srcdir=src)
     assert "timed: the numbers measured on Test GPU for num_stages 2 3 are for another " \
-           "kernel or TileLang; run tlstages bench again [tlstages.bench]" in marked.warnings
+           "kernel or code; run tlstages bench again [tlstages.bench]" in marked.warnings
     rows = marked.table("tl-bench")
     assert rows[1][1].startswith("stale: 0.2000 ms")
     chart = marked.part("tl-chart-figure")
@@ -232,7 +232,8 @@ def _timed_on(app, tilelang: str, code: object, legacy: bool = False) -> dict:  
 
 def test_an_upgrade_that_changes_no_code_keeps_the_numbers(build, tmp_path) -> None:
     """Measured under another TileLang: the page lowered the same code for the GPU's arch
-    (same normalised CUDA, same template headers), so the numbers still describe it."""
+    (same normalised CUDA, same template headers), so the numbers still describe it; the
+    other version is provenance, on the page and in the log, and no warning."""
     src = tmp_path / "src"
     first = build({"index.rst": SM90}, srcdir=src)
     state = build_state(first.app)
@@ -241,6 +242,11 @@ def test_an_upgrade_that_changes_no_code_keeps_the_numbers(build, tmp_path) -> N
     kept = build({"index.rst": SM90}, srcdir=src)
     assert kept.warnings == ""
     assert "stale" not in kept.part("tl-bench").astext()
+    said = (f"This build uses TileLang {tilelang_version()}, the numbers were measured with "
+            "TileLang 0.0.1: the sm_90a code this build lowered (with the TileLang templates "
+            "it includes) is compared with the code that was timed")
+    assert kept.part("tl-bench-caption").astext().endswith(f"m. {said}.")
+    assert f"timed: numbers from Test GPU: {said}" in kept.status
 
 
 def test_numbers_go_stale_when_the_code_that_ran_changed(build, tmp_path) -> None:
@@ -248,14 +254,43 @@ def test_numbers_go_stale_when_the_code_that_ran_changed(build, tmp_path) -> Non
     first = build({"index.rst": SM90}, srcdir=src)
     write(src, _timed_on(first.app, str(tilelang_version()), lambda v: "other code"))
     result = build({"index.rst": SM90}, srcdir=src)
-    assert "are for another kernel or TileLang" in result.warnings
+    assert "are for another kernel or code" in result.warnings
     assert result.table("tl-bench")[1][1].startswith("stale: ")
 
 
-def test_files_without_code_fingerprints_follow_the_tilelang_version(build, tmp_path) -> None:
+def test_files_without_code_fingerprints_follow_the_inputs(build, tmp_path) -> None:
+    """A file written before code fingerprints can tell only a change of the kernel's
+    inputs: another TileLang version alone leaves its numbers standing, said so."""
     src = tmp_path / "src"
     first = build({"index.rst": SM90}, srcdir=src)
     write(src, _timed_on(first.app, str(tilelang_version()), None, legacy=True))
     assert build({"index.rst": SM90}, srcdir=src).warnings == ""
     write(src, _timed_on(first.app, "0.0.1", None, legacy=True))
-    assert "are for another kernel" in build({"index.rst": SM90}, srcdir=src).warnings
+    upgraded = build({"index.rst": SM90}, srcdir=src)
+    assert upgraded.warnings == ""
+    assert "measured with TileLang 0.0.1" in upgraded.part("tl-bench-caption").astext()
+    edited = SM90.replace("block_K=64", "block_K=32")
+    assert "are for another kernel" in build({"index.rst": edited}, srcdir=src).warnings
+
+
+def test_numbers_for_an_arch_the_page_does_not_lower_follow_the_inputs(build,
+                                                                        tmp_path) -> None:
+    """The page lowers for sm_80, the numbers were timed on sm_90a with another TileLang:
+    its code cannot be compared, so the version is provenance (said, not warned), and only
+    a change of the kernel's inputs makes the numbers stale."""
+    src = tmp_path / "src"
+    first = build({"index.rst": PAGE}, srcdir=src)
+    data = bench_file(first.app, {2: 0.2, 3: 0.125})
+    data["gpu"]["tilelang"] = "0.0.1"
+    write(src, data)
+    kept = build({"index.rst": PAGE}, srcdir=src)
+    assert kept.warnings == ""
+    said = (f"This build uses TileLang {tilelang_version()}, the numbers were measured with "
+            "TileLang 0.0.1: this page does not lower for sm_90a, so only the kernel's inputs "
+            "(source, parameters, num_stages) are compared with those timed")
+    assert kept.part("tl-bench-caption").astext().endswith(f"CUDA events. {said}.")
+    assert f"timed: numbers from Test GPU: {said}" in kept.status
+    assert "stale" not in kept.part("tl-bench").astext()
+    edited = build({"index.rst": PAGE.replace("block_K=64", "block_K=32")}, srcdir=src)
+    assert "for num_stages 2 3 are for another kernel or code" in edited.warnings
+    assert edited.table("tl-bench")[1][1].startswith("stale: 0.2000 ms")

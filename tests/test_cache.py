@@ -95,10 +95,28 @@ def test_corrupt_entry_is_a_miss_and_is_rewritten(build, tmp_path, own_cache) ->
     (entry,) = own_cache.glob("??/*.json")  # the one result entry
     good = entry.read_text(encoding="utf-8")
     entry.write_text(good[: len(good) // 2], encoding="utf-8")  # truncated mid-write
-    assert counts(build({"index.rst": page(stages="2")}, srcdir=src, freshenv=True)) == (1, 0)
+    corrupt = build({"index.rst": page(stages="2")}, srcdir=src, freshenv=True)
+    assert counts(corrupt) == (1, 0)
+    # This machine's disk: said (a warning of its own subtype), and the build goes on.
+    assert f"local cache {own_cache}: {entry}: not JSON (corrupt); lowered again " \
+           "[tlstages.cache]" in corrupt.warnings
     assert json.loads(entry.read_text(encoding="utf-8"))["ok"] is True
     entry.write_text(json.dumps({"schema": 1, "ok": True}), encoding="utf-8")  # wrong shape
-    assert counts(build({"index.rst": page(stages="2")}, srcdir=src, freshenv=True)) == (1, 0)
+    outdated = build({"index.rst": page(stages="2")}, srcdir=src, freshenv=True)
+    assert counts(outdated) == (1, 0)
+    assert outdated.warnings == ""  # an entry of another schema is no disk problem
+
+
+def test_an_unwritable_cache_folder_is_a_warning_and_the_build_goes_on(build, tmp_path,
+                                                                      monkeypatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("TLSTAGES_CACHE_DIR", str(blocker / "cache"))
+    built = build({"index.rst": page(stages="2")}, srcdir=tmp_path / "src")
+    assert counts(built) == (1, 0)
+    assert built.part("tl-pipeline") is not None
+    assert re.search(rf"local cache {re.escape(str(blocker))}/cache: \S+: cannot be "
+                     r"written: .*\[tlstages\.cache\]", built.warnings), built.warnings
 
 
 def test_atomic_write_leaves_the_old_file_on_failure(tmp_path, monkeypatch) -> None:

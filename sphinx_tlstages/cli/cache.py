@@ -116,12 +116,16 @@ def status(folder: Path | None, url: str | None, timeout: float) -> int:
                   f"{str(exc).splitlines()[0] if str(exc) else ''}", file=sys.stderr)
             return 1
         remote_schemas: Counter[str] = Counter()
-        remote_size = 0
+        remote_size = fragments = 0
         for item in listed:
-            remote_schemas[str(item["path"]).split("/", 1)[0]] += 1
+            top = str(item["path"]).split("/", 1)[0]
+            if top == "fragments":  # the pages' rendered HTML, not results
+                fragments += 1
+            else:
+                remote_schemas[top] += 1
             remote_size += int(item["size"])
         print(f"remote {shown_url(url)}: {sum(remote_schemas.values())} entries, "
               f"{_size(remote_size)}, schema " + (", ".join(
                   f"{s.removeprefix('v')}: {n}" for s, n in sorted(remote_schemas.items()))
-                  or "-"))
+                  or "-") + (f"; {fragments} page fragments" if fragments else ""))
     return 0

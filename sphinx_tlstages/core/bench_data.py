@@ -4,7 +4,8 @@ One JSON file per GPU in ``tlstages_bench_dir``. Each variant's numbers carry th
 fingerprint of what was timed (kernel source, factory, params, num_stages) and of the
 code that ran (the normalised code for the GPU's own arch and the TileLang templates it
 includes), so the docs can tell numbers that no longer describe the kernel on the page,
-and keep them through a TileLang upgrade that changed nothing that runs.
+and keep them through a TileLang upgrade that changed nothing that runs: a TileLang
+version other than the one measured with is provenance, said on the page and in the log.
 """
 
 from __future__ import annotations
@@ -56,17 +57,37 @@ def code_fingerprint(result: Result) -> str | None:
 
 
 def is_stale(variant: VariantSpec, numbers: dict[str, Any], measured_with: str | None,
-             result: Result | None, tilelang_version: str | None) -> bool:
-    """Whether ``numbers`` no longer describe the kernel shown. ``result`` is this build's
-    lowering of the variant for the arch the numbers were measured on, when the page has
-    one; without it, a TileLang version other than ``measured_with`` makes them stale."""
+             result: Result | None) -> bool:
+    """Whether ``numbers`` no longer describe the kernel shown: its inputs changed, or the
+    code that ran did. ``result`` is this build's lowering of the variant for the arch the
+    numbers were measured on, when the page has one; without it (or for a file written
+    before code fingerprints) only the inputs can be compared. A TileLang version other
+    than ``measured_with`` is provenance (:func:`provenance`), never staleness alone."""
     if "code" not in numbers:
-        return bool(numbers["fingerprint"] != legacy_fingerprint(variant, tilelang_version))
+        return bool(numbers["fingerprint"] != legacy_fingerprint(variant, measured_with))
     if numbers["fingerprint"] != fingerprint(variant):
         return True
     if result is not None and result.get("ok"):
         return bool(numbers["code"] != code_fingerprint(result))
-    return measured_with != tilelang_version
+    return False
+
+
+def provenance(spec: DirectiveSpec, data: dict[str, Any],
+               tilelang_version: str | None) -> str | None:
+    """What a reader is told when ``data`` (one GPU's bench file) was measured with another
+    TileLang than this build's, and how far its numbers were checked; None when the same."""
+    measured = data["gpu"].get("tilelang")
+    if measured is None or tilelang_version is None or measured == tilelang_version:
+        return None
+    arch = data["gpu"].get("sm")
+    if any(v.target.arch == arch for v in benched(spec)):
+        how = (f"the {arch} code this build lowered (with the TileLang templates it "
+               "includes) is compared with the code that was timed")
+    else:
+        how = (f"this page does not lower for {arch}, so only the kernel's inputs "
+               "(source, parameters, num_stages) are compared with those timed")
+    return (f"This build uses TileLang {tilelang_version}, the numbers were measured with "
+            f"TileLang {measured}: {how}")
 
 
 def benched(spec: DirectiveSpec) -> list[VariantSpec]:
@@ -165,8 +186,8 @@ def load_all(folder: Path, chosen: list[str] | None) -> BenchSet:
 Attached = tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]
 
 
-def attach(spec: DirectiveSpec, files: BenchSet, result_of: Callable[[VariantSpec], Result],
-           tilelang_version: str | None) -> list[Attached]:
+def attach(spec: DirectiveSpec, files: BenchSet,
+           result_of: Callable[[VariantSpec], Result]) -> list[Attached]:
     """Each GPU's numbers for ``spec``, with the ids of those that went stale."""
     attached: list[Attached] = []
     for data, entry in files.for_directive(spec.name):
@@ -178,7 +199,7 @@ def attach(spec: DirectiveSpec, files: BenchSet, result_of: Callable[[VariantSpe
             # The page's own lowering tells, when it lowered for the arch that was timed.
             same_arch = variant.target.arch == data["gpu"].get("sm")
             if is_stale(variant, numbers, data["gpu"].get("tilelang"),
-                        result_of(variant) if same_arch else None, tilelang_version):
+                        result_of(variant) if same_arch else None):
                 stale.append(variant.id)
         attached.append((data, entry, tuple(stale)))
     return attached

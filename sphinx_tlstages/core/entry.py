@@ -1,7 +1,8 @@
 """A remote cache entry: one object per variant that proves itself.
 
 An object is one header line of JSON (format, result schema, the variant key, the size
-and SHA-256 of the body) and the body: the bytes the local cache stores for that key.
+and SHA-256 of the body) and the body: the bytes the local cache stores for that key (a
+result, or a directive's rendered HTML under its fragment key).
 A reader checks every field before it trusts the body; anything short, unparsable, for
 another key or schema, or with another digest is a bad entry, never served.
 """
@@ -25,6 +26,12 @@ def object_name(key: str) -> str:
     """Where ``key``'s entry lives under the store's prefix: one folder per schema, so
     that a lifecycle rule can expire an old schema whole."""
     return f"v{RESULT_SCHEMA}/{key[:2]}/{key}.entry"
+
+
+def fragment_name(key: str) -> str:
+    """Where a rendered page fragment (a directive's written HTML, keyed by everything it
+    depends on) lives: apart from the results, which ``tlstages cache`` lists and exports."""
+    return f"fragments/{key[:2]}/{key}.html.entry"
 
 
 def pack(key: str, body: bytes) -> bytes:

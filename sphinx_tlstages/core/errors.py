@@ -18,7 +18,8 @@ SUBTYPES: dict[str, str] = {
     "lowering": "a variant failed to lower (exception, timeout or crashed worker)",
     "limit": "a variant needs more shared memory than its target allows per block",
     "tilelang": "TileLang is missing or cannot lower CUDA here",
-    "cache": "a cache entry could not be read or written",
+    "cache": "a local cache entry could not be read or written (corrupt, or an unwritable "
+             "folder); a remote cache's errors are information, counted in its log line",
     "snapshot": "a snapshot is missing, drifted, unreadable or unused",
     "assert": "an :assert: claim is false for a variant (an error: the build fails)",
     "report": "the drift report could not be added to the CI job summary",

@@ -39,7 +39,8 @@ def recorded_keys(doctreedir: Path) -> dict[str, list[str]]:
 
 
 def write_index(doctreedir: Path, keys: dict[str, list[str]]) -> None:
-    write_if_changed(doctreedir / FOLDER / INDEX, json.dumps(keys, sort_keys=True) + "\n")
+    write_if_changed(doctreedir / FOLDER / INDEX, json.dumps(keys, sort_keys=True) + "\n",
+                     durable=False)  # rewritten by any build that finds it outdated
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -133,7 +134,8 @@ def record(doctreedir: Path, specs: Iterable[DirectiveSpec], stamp: str,
             variants[variant.id] = entry
         data = {"directive": spec.name, "document": spec.docname, "line": spec.lineno,
                 "source": source, "variants": variants}
-        write_if_changed(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+        write_if_changed(path, json.dumps(data, indent=1, sort_keys=True) + "\n",
+                         durable=False)
 
 
 def find_records(name: str, places: Iterable[Path]) -> list[Path]:

@@ -22,9 +22,11 @@ def _umask() -> int:
 _MODE = 0o666 & ~_umask()
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
+def write_atomic(path: Path, data: str | bytes, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` in one rename, with the mode a plain write gives
-    (mkstemp's 0600 would keep a web server from serving the downloads)."""
+    (mkstemp's 0600 would keep a web server from serving the downloads). ``durable``:
+    on disk before the rename (an fsync); a build's own output, which the next build
+    compares and rewrites, needs only the rename, as Sphinx's pages do."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -32,7 +34,8 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(raw)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.chmod(tmp, _MODE)
         os.replace(tmp, path)
     except BaseException:
@@ -41,7 +44,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
-def write_if_changed(path: Path, data: str | bytes) -> bool:
+def write_if_changed(path: Path, data: str | bytes, durable: bool = True) -> bool:
     """Write only when the content differs, so timestamps and watchers stay quiet."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
@@ -49,5 +52,5 @@ def write_if_changed(path: Path, data: str | bytes) -> bool:
             return False
     except OSError:
         pass
-    write_atomic(path, raw)
+    write_atomic(path, raw, durable)
     return True

@@ -14,7 +14,7 @@ from sphinx.application import Sphinx
 
 from ..version import __version__
 from . import priorities
-from .batch import lower_project
+from .batch import finish_remote, lower_project
 from .checks import check_project, set_exit_status
 from .collector import TlPipelineCollector
 from .config import setup_config
@@ -51,6 +51,7 @@ def setup_batch(app: Sphinx) -> None:
     # Lowering first, the checks on its results after (a later priority).
     app.connect("env-updated", lower_project, priority=priorities.LOWER)
     app.connect("env-updated", check_project, priority=priorities.CHECK)
+    app.connect("build-finished", finish_remote, priority=priorities.FINISH_REMOTE)
     app.connect("build-finished", set_exit_status)
     app.connect("build-finished", write_report)
 

@@ -30,7 +30,7 @@ from .messages import error, info, verbose, warn
 from .prestart import take
 from .remote import Remote, open_store, shown_url
 from .snapshot_check import fill_from_snapshots
-from .state import BuildState, settings, start_build
+from .state import BuildState, build_state, settings, start_build
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -74,13 +74,14 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         warn(message, "tilelang")
         state.results = {key: failure("unavailable", message, None) for key in wanted}
     else:
-        remote = connect(config) if config.cache_url else None
+        remote = state.remote = connect(config) if config.cache_url else None
         try:
             _lower(app, state, wanted, remote)
         finally:
             if remote is not None:
                 remote.finish()
                 _report_remote(remote, len(state.lowered))
+            _report_local(state.cache)
         # Before any report: the record must say why even when the build then fails.
         _record_why(app, specs, state)
     if any(failure_kind(r) == "unavailable" for r in state.results.values()):
@@ -121,15 +122,41 @@ def connect(config: Settings) -> Remote | None:
 
 
 def _report_remote(remote: Remote, lowered: int) -> None:
+    """The remote's line, and what went wrong with it: information, not a warning, since
+    the build lowered here what the remote could not give (a sick remote never fails a
+    build; its errors are counted apart from misses, so it never looks like a cold one)."""
     info(f"tl-pipeline: {remote.line(lowered)}")
     counts = remote.counts
     if counts.errors:
         what = f"{counts.bad} bad entries" if counts.bad == counts.errors else \
             f"{counts.errors} failed requests" + (
                 f" and bad entries ({counts.bad})" if counts.bad else "")
-        warn(f"remote cache {shown_url(remote.url)}: {what} (first: {counts.first_error})"
+        info(f"tl-pipeline: remote cache {shown_url(remote.url)}: {what} "
+             f"(first: {counts.first_error})"
              + (f"; switched off: {counts.off}" if counts.off else "")
-             + "; what it could not give was lowered here", "cache")
+             + "; what it could not give was lowered here")
+
+
+def finish_remote(app: Sphinx, exception: BaseException | None) -> None:
+    """``build-finished``: the pages' fragments written to the remote (within its budget),
+    and the log's line about them."""
+    state = build_state(app)
+    if state is None or state.remote is None:
+        return
+    remote = state.remote
+    remote.finish()
+    counts = remote.counts
+    if counts.fragments_hit or counts.fragments_missed or counts.fragments_written:
+        info(f"tl-pipeline: {remote.fragments_line()}")
+
+
+def _report_local(cache: Cache) -> None:
+    """Entries of the local cache that could not be read or written: this machine's
+    disk or permissions, which its owner can fix (the build itself goes on)."""
+    if cache.problems:
+        more = f" (and {len(cache.problems) - 1} more)" if len(cache.problems) > 1 else ""
+        warn(f"local cache {cache.root}: {cache.problems[0]}{more}", "cache")
+        cache.problems.clear()
 
 
 def _from_remote(state: BuildState, remote: Remote | None, keys: list[str],

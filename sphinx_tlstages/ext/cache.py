@@ -32,6 +32,10 @@ class Cache:
         # SHA-256 of each entry's bytes as read or written this build: what the rendered
         # HTML depends on, for the price of hashing bytes rather than re-serialising.
         self.digests: dict[str, str] = {}
+        # Entries of this folder that could not be read or written: a disk or permission
+        # problem here, said once per build (a miss is rewritten, a failed write lowers
+        # again next time); never an entry merely outdated.
+        self.problems: list[str] = []
 
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
@@ -52,11 +56,14 @@ class Cache:
                 return False
         return True
 
-    def decode(self, key: str, raw: bytes) -> Result | None:
-        """The result ``raw`` holds, if valid here (its helpers unchanged)."""
+    def decode(self, key: str, raw: bytes, local: bool = False) -> Result | None:
+        """The result ``raw`` holds, if valid here (its helpers unchanged); ``local``: the
+        bytes are this folder's entry, whose unparsable bytes are a problem to report."""
         try:
             result = validate(json.loads(raw.decode("utf-8")))
         except (ValueError, UnicodeDecodeError):
+            if local:
+                self.problems.append(f"{self.path(key)}: not JSON (corrupt); lowered again")
             return None
         if result is None or not self._imports_unchanged(result):
             return None
@@ -69,9 +76,12 @@ class Cache:
             if path.stat().st_size > MAX_ENTRY_BYTES:
                 return None
             raw = path.read_bytes()
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):  # a miss (no folder yet, even)
             return None
-        return self.decode(key, raw)
+        except OSError as exc:
+            self.problems.append(f"{path}: cannot be read: {exc.strerror or exc}")
+            return None
+        return self.decode(key, raw, local=True)
 
     def raw(self, key: str) -> bytes | None:
         """The stored bytes of ``key``'s entry, if any."""
@@ -106,7 +116,8 @@ class Cache:
         """Store ``raw`` (already checked) under ``key``; True when stored."""
         try:
             write_atomic(self.path(key), raw)
-        except OSError:
+        except OSError as exc:
+            self.problems.append(f"{self.path(key)}: cannot be written: {exc.strerror or exc}")
             return False
         self.digests[key] = hashlib.sha256(raw).hexdigest()
         return True

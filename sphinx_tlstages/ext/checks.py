@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..core.assertions import check, namespace
-from ..core.bench_data import attach, load_all
+from ..core.bench_data import attach, load_all, provenance
 from ..core.pass_compare import unmatched
 from ..core.result import Result, over_limit, shared_bytes
 from ..core.spec import DirectiveSpec, VariantSpec
@@ -160,14 +160,19 @@ def _check_pass_names(specs: list[DirectiveSpec], state: BuildState) -> None:
 
 
 def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
-    """Load the bench files once; warn about malformed files and stale numbers."""
+    """Load the bench files once; warn about malformed files and stale numbers (their
+    kernel's inputs or code changed), and tell numbers measured with another TileLang."""
     config = settings(app)
     state.bench = load_all(config.bench_dir, config.bench_gpus)
     for problem in state.bench.errors:
         warn(f"bench file ignored: {problem}", "bench")
     for spec in specs:
-        state.attached[spec.name] = attach(spec, state.bench, state.result, state.version)
+        state.attached[spec.name] = attach(spec, state.bench, state.result)
         for data, _, stale_ids in state.attached[spec.name]:
+            said = provenance(spec, data, state.version)
+            if said is not None:  # provenance, not a problem: the page says it too
+                info(f"{spec.name}: numbers from {data['gpu']['name']}: {said}",
+                     location=(spec.docname, spec.lineno))
             stale = [v for v in spec.variants if v.id in stale_ids]
             if stale and state.drift is not None:
                 state.drift.add(entry(app, state.drift, spec), "stale", variant_names(stale),
@@ -176,7 +181,7 @@ def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) ->
             if stale:
                 warn(f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
                      f"{variant_names(stale)} are for another kernel or "
-                     "TileLang; run tlstages bench again", "bench",
+                     "code; run tlstages bench again", "bench",
                      location=(spec.docname, spec.lineno))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+from dataclasses import replace
 from html import escape as html_escape
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from ..core.result import Result
     from ..core.spec import DirectiveSpec, VariantSpec
     from .cache import Cache
+    from .remote import Remote
     from .render import Context
 
 STATIC = Path(__file__).parent / "static"
@@ -79,7 +81,7 @@ def cuda_downloads(app: Sphinx, docname: str, spec: DirectiveSpec,
         # The content hash in the folder name keeps a stale browser cache from lying.
         digest = hashlib.sha256(result["cuda"].encode()).hexdigest()[:12]
         relative = f"{DOWNLOAD_DIR}/{digest}/{name}"
-        write_if_changed(Path(app.outdir, relative), result["cuda"])
+        write_if_changed(Path(app.outdir, relative), result["cuda"], durable=False)
         uris[variant.label] = relative_uri(page, relative)
     return uris
 
@@ -199,6 +201,15 @@ def _content(result: Result) -> str:
                                      sort_keys=True).encode()).hexdigest()
 
 
+def _placeless(spec: DirectiveSpec) -> DirectiveSpec:
+    """``spec`` without the absolute paths of this folder (a :file: kernel's, its import
+    folders), which the page never shows: so that a fragment serves any folder or machine
+    (``origin.where`` keeps those folders relative to ``conf.py``)."""
+    variants = tuple(replace(v, origin=replace(v.origin, file=None, folders=()))
+                     for v in spec.variants)
+    return replace(spec, kernel_path=None, variants=variants)
+
+
 def fragment_key(app: Sphinx, spec: DirectiveSpec,
                  rows: list[tuple[VariantSpec, Result]], context: Context,
                  digests: list[str | None] | None = None) -> str:
@@ -212,7 +223,7 @@ def fragment_key(app: Sphinx, spec: DirectiveSpec,
         _renderer_stamp(), __version__, sphinx.__version__, pygments.__version__,
         docutils.__version__, app.builder.name,
         [repr(getattr(app.config, name, None)) for name in _HTML_SETTINGS],
-        repr(spec), results, context.version, context.max_lines, context.downloads,
+        repr(_placeless(spec)), results, context.version, context.max_lines, context.downloads,
         context.bench, context.bench_stale,
     ], sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -234,17 +245,24 @@ def _write_html(app: Sphinx, doctree: nodes.document, parts: list[nodes.Node]) -
 
 def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
                 rows: list[tuple[VariantSpec, Result]], context: Context,
-                cache: Cache, digests: list[str | None] | None = None) -> nodes.container:
+                cache: Cache, digests: list[str | None] | None = None,
+                remote: Remote | None = None) -> nodes.container:
     """The directive for an HTML builder: the caption as nodes (so search finds it), the
     parts as HTML written once and reused while nothing they depend on changes.
 
     Writing the parts' tables and listings costs more than the rest of a warm build;
     the same HTML is inserted whether it came from the cache or was just written, so a
-    cold and a warm build give identical pages.
+    cold and a warm build give identical pages. A fragment the local cache lacks is asked
+    of the ``remote`` (and kept locally); one written here is stored there too, where the
+    build may write: a fresh folder against a warm remote writes no listing again.
     """
     root = render_head(spec, rows, context)
     key = fragment_key(app, spec, rows, context, digests)
     html = cache.fragment(key)
+    if html is None and remote is not None:
+        html = remote.fragment(key)
+        if html is not None:
+            cache.put_fragment(key, html)
     if html is None:
         holder = nodes.container("", *render_parts(spec, rows, context))
         replace_undrawable(app, holder)
@@ -253,5 +271,7 @@ def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
         highlight_cached(app, cache, holder)
         html = _write_html(app, doctree, list(holder.children))
         cache.put_fragment(key, html)
+        if remote is not None:
+            remote.write_fragment(key, html)
     root += nodes.raw("", html, format="html", classes=["no-search"])
     return root

@@ -76,7 +76,8 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         )
         if html:
             digests = [state.cache.digests.get(v.key(state.stamp)) for v in spec.variants]
-            rendered = render_html(app, doctree, spec, rows, context, state.cache, digests)
+            rendered = render_html(app, doctree, spec, rows, context, state.cache, digests,
+                                   state.remote)
         else:
             rendered = render(spec, rows, context)
             for_print(app, rendered)

@@ -6,6 +6,9 @@ priority first; its default is 500).
 - ``env-updated`` (every document read and merged, nothing written): :data:`LOWER` lowers
   what the cache lacks; :data:`CHECK` then checks the results (snapshots, ``:assert:``,
   names, attached numbers).
+- ``build-finished``: :data:`FINISH_REMOTE` joins the shared cache's writes (and says
+  what it did) before the other handlers, which close the workers and set the exit
+  status.
 """
 
 from __future__ import annotations
@@ -14,3 +17,4 @@ SETTINGS = 500
 EARLY_WORKERS = 600
 LOWER = 500
 CHECK = 510
+FINISH_REMOTE = 400

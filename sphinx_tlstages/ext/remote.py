@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ..core.entry import BadEntry, object_name, pack, unpack
+from ..core.entry import BadEntry, fragment_name, object_name, pack, unpack
 
 PARALLEL = 8
 BAD_ENTRY_LIMIT = 3
@@ -101,6 +101,10 @@ class Counts:
     bad: int = 0  # of the errors, entries that failed their checks
     first_error: str = ""
     off: str = ""  # why the remote was switched off, if it was
+    # The pages' rendered fragments, asked for while writing (after the results' line).
+    fragments_hit: int = 0
+    fragments_missed: int = 0
+    fragments_written: int = 0
 
 
 @dataclass
@@ -139,14 +143,16 @@ class Remote:
         if tripped:
             self._switch_off(message)
 
-    def _read(self, key: str, count_miss: bool = True) -> bytes | None:
-        """The body of ``key``'s entry, or None (a miss, an error, or remote off)."""
+    def _read(self, key: str, count_miss: bool = True, name: str = "") -> bytes | None:
+        """The body of ``key``'s entry (at ``name``, a result's by default), or None (a
+        miss, an error, or remote off)."""
         import obstore
 
+        name = name or object_name(key)
         if not self.on:
             return None
         try:
-            data = bytes(obstore.get(self.store, object_name(key)).bytes())
+            data = bytes(obstore.get(self.store, name).bytes())
         except FileNotFoundError:
             with self._lock:
                 self.counts.missed += count_miss
@@ -157,9 +163,38 @@ class Remote:
         try:
             body = unpack(key, data)
         except BadEntry as exc:
-            self._error(f"bad entry {object_name(key)}: {exc}", bad=True)
+            self._error(f"bad entry {name}: {exc}", bad=True)
             return None
         return body
+
+    def fragment(self, key: str) -> str | None:
+        """A page fragment stored under ``key`` (checked as any entry), or None. Asked one
+        at a time as pages are written, within the build's budget."""
+        if not self.on:
+            return None
+        started = time.monotonic()
+        if self.waited > self.budget:
+            self._switch_off(f"spent its budget of {self.budget:.0f} s")
+            return None
+        errors = self.counts.errors
+        body = self._read(key, count_miss=False, name=fragment_name(key))
+        self.waited += time.monotonic() - started
+        if body is None:
+            with self._lock:
+                self.counts.fragments_missed += self.counts.errors == errors
+            return None
+        try:
+            html = body.decode("utf-8")
+        except UnicodeDecodeError:
+            self._error(f"bad entry {fragment_name(key)}: not UTF-8", bad=True)
+            return None
+        with self._lock:
+            self.counts.fragments_hit += 1
+        return html
+
+    def write_fragment(self, key: str, html: str) -> None:
+        """Store a page fragment, as :meth:`write` a result."""
+        self.write(key, html.encode("utf-8"), name=fragment_name(key))
 
     def fetch(self, keys: Iterable[str], accept: Callable[[str, bytes], bool],
               count_misses: bool = True) -> set[str]:
@@ -192,22 +227,22 @@ class Remote:
         self.waited += time.monotonic() - started
         return found
 
-    def write(self, key: str, body: bytes, replace: bool = False) -> None:
+    def write(self, key: str, body: bytes, replace: bool = False, name: str = "") -> None:
         """Store ``body`` under ``key`` in the background, whole or not at all: write-once
         where the store can (a concurrent writer's entry stands), a plain put elsewhere."""
         if self.read_only or not self.on:
             return
         if self._pool is None:
             self._pool = ThreadPoolExecutor(4)
-        self._writes.append(self._pool.submit(self._put, key, pack(key, body), replace))
+        self._writes.append(self._pool.submit(
+            self._put, key, pack(key, body), replace, name or object_name(key)))
 
-    def _put(self, key: str, data: bytes, replace: bool) -> None:
+    def _put(self, key: str, data: bytes, replace: bool, name: str) -> None:
         import obstore
         from obstore.exceptions import AlreadyExistsError, NotSupportedError
 
         if not self.on:
             return
-        name = object_name(key)
         try:
             try:
                 obstore.put(self.store, name, data, mode="overwrite" if replace else "create")
@@ -219,7 +254,10 @@ class Remote:
             self._error(_brief(exc))
             return
         with self._lock:
-            self.counts.written += 1
+            if name == object_name(key):
+                self.counts.written += 1
+            else:
+                self.counts.fragments_written += 1
 
     def finish(self) -> None:
         """Wait for the writes, within what is left of the budget; drop the rest."""
@@ -234,6 +272,7 @@ class Remote:
                 self._switch_off(f"spent its budget of {self.budget:.0f} s")
                 break
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool, self._writes = None, []  # the pages' fragments may follow
         self.waited += time.monotonic() - started
 
     def line(self, lowered: int) -> str:
@@ -243,6 +282,15 @@ class Remote:
         off = f"; switched off: {c.off}" if c.off else ""
         return (f"remote cache {shown_url(self.url)}: {c.hit} hit, {c.missed} missed, "
                 f"{lowered} lowered, {c.written} written{mode}, {c.errors} errors{off}")
+
+
+    def fragments_line(self) -> str:
+        """The build log's line about the pages' fragments, once they are written."""
+        c = self.counts
+        off = f"; switched off: {c.off}" if c.off else ""
+        return (f"remote cache {shown_url(self.url)}: page fragments {c.fragments_hit} hit, "
+                f"{c.fragments_missed} missed, {c.fragments_written} written, "
+                f"{c.errors} errors in all{off}")
 
 
 def _brief(exc: BaseException) -> str:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..core.spec import VariantSpec
     from ..runner.forkserver import ForkServer
     from .cache import Cache
+    from .remote import Remote
 
 
 @dataclass
@@ -57,6 +58,7 @@ class BuildState:
     variants: int = 0  # distinct variants the project needs
     seconds: float = 0.0  # what lowering them (or reading them back) took
     drift: Report | None = None  # what the checks found, for the drift report
+    remote: Remote | None = None  # the shared level, kept for the pages' fragments
 
     def result(self, variant: VariantSpec) -> Result:
         found = self.results.get(variant.key(self.stamp))

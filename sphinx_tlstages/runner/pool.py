@@ -29,18 +29,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core import protocol
-from ..core.protocol import (
-    Done,
-    Exited,
-    Forked,
-    Message,
-    Ready,
-    Refused,
-    ServerStatus,
-    Start,
-    TaskLine,
-    Unavailable,
-)
 from ..core.result import Result, failure
 from .forkserver import ForkServer
 from .launch import (
@@ -71,7 +59,7 @@ class PoolStats:
     peak_rss_mb: float = 0.0
     recycled: int = 0
     unavailable: str | None = None
-    server: ServerStatus | None = None  # the fork server's answer to the hello
+    server: protocol.ServerStatus | None = None  # the fork server's answer to the hello
     fallback: str | None = None  # why workers were spawned instead of forked
 
 
@@ -144,7 +132,7 @@ class _Batch:
             self.retire(worker)
             return
         with contextlib.suppress(OSError):  # it died; the selector reports the closed channel
-            worker.write(protocol.line(TaskLine(worker.job.id, worker.job.task)))
+            worker.write(protocol.line(protocol.TaskLine(worker.job.id, worker.job.task)))
 
     def retire(self, worker: Worker, kill: bool = False) -> None:
         if worker not in self.live:
@@ -195,13 +183,13 @@ class _Batch:
                 if worker.closed_at is not None:
                     self.died(worker)
             return
-        if isinstance(message, ServerStatus):
+        if isinstance(message, protocol.ServerStatus):
             self.stats.server = message
-        elif isinstance(message, Unavailable):
+        elif isinstance(message, protocol.Unavailable):
             self.fail_remaining(message.message)
-        elif isinstance(message, Refused):
+        elif isinstance(message, protocol.Refused):
             self.give_up_forking(f"the kept server refused this build ({server.message})")
-        elif isinstance(message, Forked) and server.waiting:
+        elif isinstance(message, protocol.Forked) and server.waiting:
             forked = server.waiting.popleft()
             for worker in list(self.unnamed):  # retired ones too: a hung one is killed
                 if worker.forked is forked:
@@ -211,7 +199,7 @@ class _Batch:
                         worker.kill_when_known = False
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(worker.pid, signal.SIGKILL)
-        elif isinstance(message, Exited):
+        elif isinstance(message, protocol.Exited):
             for worker in list(self.live):
                 if worker.pid == message.pid:
                     worker.code = message.code
@@ -261,17 +249,17 @@ class _Batch:
         self.retire(worker)
         self.fill()
 
-    def handle(self, worker: Worker, message: Message) -> None:
-        if isinstance(message, Ready):
+    def handle(self, worker: Worker, message: protocol.Message) -> None:
+        if isinstance(message, protocol.Ready):
             worker.ready = True
             if not message.forked:
                 self.stats.import_seconds.append(message.seconds)
             worker.peak_rss_mb = message.peak_rss_mb
-        elif isinstance(message, Unavailable):
+        elif isinstance(message, protocol.Unavailable):
             self.fail_remaining(message.message)
-        elif isinstance(message, Start):
+        elif isinstance(message, protocol.Start):
             worker.started = time.monotonic()
-        elif isinstance(message, Done) and worker.job is not None:
+        elif isinstance(message, protocol.Done) and worker.job is not None:
             worker.peak_rss_mb = message.peak_rss_mb or worker.peak_rss_mb
             worker.lowered += 1
             self.finish(worker, message.result)  # type: ignore[arg-type]

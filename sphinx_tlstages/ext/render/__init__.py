@@ -168,7 +168,8 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     if "source" in spec.show:
         root.append(_part("tl-source", "Kernel", kernel_listing(spec)))
     numbers = [node for data, entry, stale in context.bench
-               for node in bench_table(spec, data, entry, stale, context.bench_stale)]
+               for node in bench_table(spec, data, entry, stale, context.bench_stale,
+                                   context.version)]
     root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
     if "figure" in spec.show and any_ok:

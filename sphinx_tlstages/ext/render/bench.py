@@ -3,7 +3,8 @@
 
 Latency with its spread, TFLOP/s, speed against the best variant and against the
 reference, and a bar that reads at a glance (HTML only: other builders drop raw HTML and
-keep the numbers). Numbers measured on another kernel are marked stale or left out.
+keep the numbers). Numbers measured on another kernel are marked stale or left out;
+numbers measured with another TileLang say so beside where they were measured.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from docutils import nodes
 
-from ...core.bench_data import benched
+from ...core.bench_data import benched, provenance
 from ...core.spec import DirectiveSpec
 from .figure import chart_figure
 from .tables import Cell, Span, code, table
@@ -28,7 +29,8 @@ def _bar(fraction: float) -> nodes.raw:
                      format="html")
 
 
-def _provenance(data: dict[str, Any]) -> nodes.paragraph:
+def _provenance(spec: DirectiveSpec, data: dict[str, Any],
+                version: str | None) -> nodes.paragraph:
     gpu = data["gpu"]
     text = (f"Measured on {gpu['name']} ({gpu.get('sm', '?')} build), "
             f"driver {gpu.get('driver', '?')}, CUDA {gpu.get('cuda', '?')}, "
@@ -41,13 +43,18 @@ def _provenance(data: dict[str, Any]) -> nodes.paragraph:
         para += code(str(data["command"]))
     if data.get("method"):
         para += nodes.Text(f". {data['method']}.")
+    other = provenance(spec, data, version)
+    if other is not None:
+        para += nodes.Text(f" {other}." if data.get("method") else f". {other}.")
     return para
 
 
 def bench_table(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any],
-                stale: tuple[str, ...], stale_mode: str) -> list[nodes.Node]:
+                stale: tuple[str, ...], stale_mode: str,
+                version: str | None = None) -> list[nodes.Node]:
     """The numbers one GPU measured for this directive (``stale``: the ids of variants
-    whose numbers no longer describe the kernel shown, decided by the checks)."""
+    whose numbers no longer describe the kernel shown, decided by the checks; ``version``:
+    this build's TileLang, said beside the one they were measured with when it differs)."""
     fresh: dict[str, dict[str, Any]] = {}
     variants = benched(spec)
     for variant in variants:
@@ -98,6 +105,6 @@ def bench_table(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any]
         else None
     if drawn is not None:
         result += drawn
-    result += _provenance(data)
+    result += _provenance(spec, data, version)
     result += table(headers, body, ["tl-table", "tl-bench-table"], widths=widths)
     return [result]
