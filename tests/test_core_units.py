@@ -168,3 +168,31 @@ def test_a_diff_counts_what_it_caps_and_ignores_line_directives() -> None:
     assert capped.text.count("\n") == 9 and capped.hidden_lines == len(
         full.text.splitlines()) - 10
     assert (capped.added, capped.removed) == (full.added, full.removed)
+
+
+# Benchmark numbers: what makes them stale ---------------------------------------------
+
+def test_numbers_go_stale_with_the_code_shown_not_with_template_headers() -> None:
+    from sphinx_tlstages.core.bench_data import (
+        code_fingerprint,
+        cuda_fingerprint,
+        fingerprint,
+        headers_changed,
+        is_stale,
+    )
+
+    variant = spec()
+    timed = {"ok": True, "cuda": "__global__ void k() {}\n", "templates": "headers-a"}
+    numbers = {"fingerprint": fingerprint(variant), "code": code_fingerprint(timed),  # type: ignore[arg-type]
+               "cuda": cuda_fingerprint(timed)}  # type: ignore[arg-type]
+    other_headers = {**timed, "templates": "headers-b"}
+    other_code = {**timed, "cuda": "__global__ void k() { __syncthreads(); }\n"}
+    assert not is_stale(variant, numbers, "0.1.15", timed)  # type: ignore[arg-type]
+    assert not is_stale(variant, numbers, "0.1.15", other_headers)  # type: ignore[arg-type]
+    assert headers_changed(numbers, other_headers)  # type: ignore[arg-type]
+    assert not headers_changed(numbers, timed)  # type: ignore[arg-type]
+    assert is_stale(variant, numbers, "0.1.15", other_code)  # type: ignore[arg-type]
+    assert is_stale(spec(num_stages=3), numbers, "0.1.15", timed)  # type: ignore[arg-type]
+    # A file written before the code's own fingerprint compares the code with its headers.
+    older = {k: v for k, v in numbers.items() if k != "cuda"}
+    assert is_stale(variant, older, "0.1.15", other_headers)  # type: ignore[arg-type]

@@ -26,6 +26,7 @@ from ..core.bench_data import (
     BENCH_SCHEMA,
     benched,
     code_fingerprint,
+    cuda_fingerprint,
     fingerprint,
     gpu_slug,
     validate,
@@ -146,7 +147,8 @@ def bench_directive(spec: DirectiveSpec, gpu: dict[str, str], warmup: int, reps:
         # changes none of it keeps these numbers attached.
         lowered = lowering.lower_variant(dataclasses.replace(variant.task(), target=target))
         numbers: dict[str, Any] = {"fingerprint": fingerprint(variant),
-                                   "code": code_fingerprint(lowered)}
+                                   "code": code_fingerprint(lowered),
+                                   "cuda": cuda_fingerprint(lowered)}
         if spec.reference:
             kernel(*inputs)
             by_name = {t["name"]: x for t, x in zip(tensors, inputs, strict=True)}

@@ -56,20 +56,40 @@ def code_fingerprint(result: Result) -> str | None:
                     "templates": result.get("templates")})
 
 
+def cuda_fingerprint(result: Result) -> str | None:
+    """The code as a reader sees it, without the template headers: what a page shows."""
+    if not result.get("ok"):
+        return None
+    return _digest({"cuda": visible_cuda(result["cuda"].splitlines())})
+
+
 def is_stale(variant: VariantSpec, numbers: dict[str, Any], measured_with: str | None,
              result: Result | None) -> bool:
     """Whether ``numbers`` no longer describe the kernel shown: its inputs changed, or the
-    code that ran did. ``result`` is this build's lowering of the variant for the arch the
-    numbers were measured on, when the page has one; without it (or for a file written
-    before code fingerprints) only the inputs can be compared. A TileLang version other
-    than ``measured_with`` is provenance (:func:`provenance`), never staleness alone."""
+    code that ran did, as the page shows it. ``result`` is this build's lowering of the
+    variant for the arch the numbers were measured on, when the page has one; without it
+    (or for a file written before code fingerprints) only the inputs can be compared. A
+    TileLang version other than ``measured_with``, and TileLang's template headers, which
+    no page shows, are provenance (:func:`provenance`, :func:`headers_changed`), never
+    staleness alone. (Files written before the code's own fingerprint compare the code
+    with its headers.)"""
     if "code" not in numbers:
         return bool(numbers["fingerprint"] != legacy_fingerprint(variant, measured_with))
     if numbers["fingerprint"] != fingerprint(variant):
         return True
     if result is not None and result.get("ok"):
+        if "cuda" in numbers:
+            return bool(numbers["cuda"] != cuda_fingerprint(result))
         return bool(numbers["code"] != code_fingerprint(result))
     return False
+
+
+def headers_changed(numbers: dict[str, Any], result: Result | None) -> bool:
+    """The same code was timed, but with other TileLang template headers than this
+    build's (provenance: said, not failed)."""
+    return bool(result is not None and result.get("ok") and "cuda" in numbers
+                and numbers["cuda"] == cuda_fingerprint(result)
+                and numbers.get("code") != code_fingerprint(result))
 
 
 def provenance(spec: DirectiveSpec, data: dict[str, Any],
@@ -81,8 +101,9 @@ def provenance(spec: DirectiveSpec, data: dict[str, Any],
         return None
     arch = data["gpu"].get("sm")
     if any(v.target.arch == arch for v in benched(spec)):
-        how = (f"the {arch} code this build lowered (with the TileLang templates it "
-               "includes) is compared with the code that was timed")
+        how = (f"the {arch} code this build lowered is compared with the code that was "
+               "timed (TileLang's template headers it includes are said where they differ, "
+               "not compared)")
     else:
         how = (f"this page does not lower for {arch}, so only the kernel's inputs "
                "(source, parameters, num_stages) are compared with those timed")

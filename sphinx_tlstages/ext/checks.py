@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 from ..core.assertions import check, namespace
-from ..core.bench_data import attach, load_all, provenance
+from ..core.bench_data import attach, benched, headers_changed, load_all, provenance
 from ..core.pass_compare import unmatched
 from ..core.result import Result, over_limit, shared_bytes
 from ..core.spec import DirectiveSpec, VariantSpec
@@ -168,11 +168,18 @@ def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) ->
         warn(f"bench file ignored: {problem}", "bench")
     for spec in specs:
         state.attached[spec.name] = attach(spec, state.bench, state.result)
-        for data, _, stale_ids in state.attached[spec.name]:
+        for data, numbers, stale_ids in state.attached[spec.name]:
             said = provenance(spec, data, state.version)
             if said is not None:  # provenance, not a problem: the page says it too
                 info(f"{spec.name}: numbers from {data['gpu']['name']}: {said}",
                      location=(spec.docname, spec.lineno))
+            headers = [v for v in benched(spec) if v.target.arch == data["gpu"].get("sm")
+                       and headers_changed(numbers["variants"].get(v.id, {}), state.result(v))]
+            if headers:
+                info(f"{spec.name}: the numbers from {data['gpu']['name']} for "
+                     f"{variant_names(headers)} were timed with other TileLang template "
+                     "headers than this build's; the code the page shows is the same "
+                     "(provenance, not a change)", location=(spec.docname, spec.lineno))
             stale = [v for v in spec.variants if v.id in stale_ids]
             if stale and state.drift is not None:
                 state.drift.add(entry(app, state.drift, spec), "stale", variant_names(stale),
