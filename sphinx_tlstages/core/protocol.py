@@ -20,13 +20,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
 from .result import RESULT_SCHEMA
 from .stamps import lowering_stamp
 
 Json = dict[str, Any]
+
+
+def _fields(record: Any) -> Json:
+    """A record's fields, shallow: ``dataclasses.asdict`` would deep-copy a result, and a
+    copy of a TVM object (a result's strings may be TVM's) is not one to free twice."""
+    return {f.name: getattr(record, f.name) for f in fields(record)}
 
 
 # -- the task ------------------------------------------------------------------------------
@@ -49,8 +55,10 @@ class Task:
     record_passes: bool = False
 
     def encode(self) -> Json:
-        data = asdict(self)
+        data = _fields(self)
         data["params"] = [list(p) for p in self.params]
+        for name in ("ir_passes", "folders", "where"):
+            data[name] = list(data[name])
         return data
 
     @classmethod
@@ -98,7 +106,7 @@ class Message:
     KIND: ClassVar[str] = "event"  # "op" for the build's requests to a fork server
 
     def encode(self) -> Json:
-        return {self.KIND: self.NAME, **asdict(self)}
+        return {self.KIND: self.NAME, **_fields(self)}
 
 
 @dataclass(frozen=True)
@@ -209,7 +217,7 @@ class ServerStatus(Message):
     ready: bool = False  # the answer to a hello
 
     def encode(self) -> Json:
-        data = asdict(self)
+        data = _fields(self)
         del data["ready"]
         return {"event": "ready" if self.ready else "status", **data}
 
@@ -280,7 +288,7 @@ def decode(data: object) -> Message:
     event, op = data.get("event"), data.get("op")
     if event in ("ready", "status") and "key" in data:
         status = _build(ServerStatus, data)
-        return ServerStatus(**{**asdict(status), "ready": event == "ready"}) \
+        return ServerStatus(**{**_fields(status), "ready": event == "ready"}) \
             if isinstance(status, ServerStatus) else status
     if isinstance(event, str) and event in _EVENTS:
         return _build(_EVENTS[event], data)
