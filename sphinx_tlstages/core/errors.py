@@ -22,6 +22,8 @@ SUBTYPES: dict[str, str] = {
     "snapshot": "a snapshot is missing, drifted, unreadable or unused",
     "assert": "an :assert: claim is false for a variant (an error: the build fails)",
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
+    "hazard": "the hazard check found a read of shared memory that can race a copy in the "
+              "final code (a note instead where :expect-hazard: lists the variant)",
     "figure": "a figure cannot be put in the PDF (no SVG-to-PDF converter, or it failed)",
     "latex": "kernel text has characters pdflatex cannot print (CJK, Greek...): the PDF "
              "shows them as ?; xelatex and lualatex print them",

@@ -130,6 +130,8 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         "passes": ir.get("passes", []),
         "pass_diffs": ir.get("pass_diffs", {}),
     }
+    if ir.get("hazards") is not None:
+        result["hazards"] = ir["hazards"]
     if ir.get("schedule"):
         result["schedule"] = ir["schedule"]
     return result

@@ -50,6 +50,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     _report_unchanged(specs, state)
     check_snapshots(app, specs, state)
     state.outcome.failures += _check_asserts(specs, state)
+    state.outcome.failures += _report_hazards(specs, state)
     _check_pass_names(specs, state)
     _attach_bench(app, specs, state)
     return _changed_documents(env, specs, state)
@@ -140,6 +141,38 @@ def _check_asserts(specs: list[DirectiveSpec], state: BuildState) -> int:
                     failures += 1
                     error(f"{spec.name}: {variant.heading}: assertion {expression!r} {why}",
                           "assert", location=(spec.docname, line))
+    return failures
+
+
+def _report_hazards(specs: list[DirectiveSpec], state: BuildState) -> int:
+    """Warn about each variant the hazard check flags (a note where ``:expect-hazard:``
+    lists it); a listed variant it does not flag is an error. Return the errors."""
+    failures = 0
+    for spec in specs:
+        for variant in spec.variants:
+            result = state.result(variant)
+            found = result.get("hazards")
+            if not result.get("ok") or found is None:
+                continue  # a failed variant, or a page built from an older snapshot
+            where = (spec.docname, spec.lineno)
+            texts = [f["text"] for f in found["findings"]]
+            said = f"{spec.name}: {variant.heading}: {found['text']}: " + "; ".join(texts)
+            if not spec.expects_hazard(variant):
+                if found["verdict"] == "hazard":
+                    warn(said, "hazard", location=where)
+                continue
+            pattern = spec.expect_hazard_pattern
+            if found["verdict"] != "hazard":
+                why = f"the check says {found['text']!r}"
+            elif pattern and not any(re.search(pattern, f"{f['kind']} on {f['buffer']}: "
+                                               f"{f['text']}") for f in found["findings"]):
+                why = f"no finding matches {pattern!r} ({'; '.join(texts)})"
+            else:
+                info(f"{said} (expected by :expect-hazard:)", location=where)
+                continue
+            failures += 1
+            error(f"{spec.name}: {variant.heading}: :expect-hazard: lists it, but {why}",
+                  "hazard", location=where)
     return failures
 
 

@@ -83,4 +83,37 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
         body.append([name, _schedule(result), str(result["threads"]),
                      _shared_cell(result, variant.target.shared_memory_limit, not one_target),
                      str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
+    verdicts = _hazards(rows, matrix)
+    if verdicts is not None:
+        body.append(["Hazards", Span(verdicts, len(headers) - 1)])
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
+
+
+def _hazards(rows: list[tuple[VariantSpec, Result]], matrix: bool) -> nodes.Node | None:
+    """The hazard check's verdicts, one line per verdict with the variants that share it
+    (a finding in bold, each with its words); None when no result holds one (a page
+    built from a snapshot recorded before the check)."""
+    groups: dict[str, list[str]] = {}
+    found: dict[str, dict[str, object]] = {}
+    for variant, result in rows:
+        hazards = result.get("hazards")
+        if not result.get("ok") or hazards is None:
+            continue
+        text = hazards["text"]
+        groups.setdefault(text, []).append(variant.heading if matrix else variant.stages)
+        found[text] = hazards
+    if not groups:
+        return None
+    lines = nodes.container(classes=["tl-hazards"])
+    for text, names in groups.items():
+        who = ", ".join(names)
+        line = nodes.paragraph(text=f"{who}: " if len(rows) > 1 else "")
+        if found[text]["verdict"] == "hazard":
+            line += nodes.strong(text=text, classes=["tl-hazard"])
+        else:
+            line += nodes.Text(text)
+        lines += line
+        for finding in found[text]["findings"]:  # type: ignore[attr-defined]
+            lines += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}",
+                                     classes=["tl-hazard-finding"])
+    return lines
