@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import tilelang
 from tilelang import tvm
-from tvm.tirx.stmt_functor import ir_transform
+from tvm.tirx.stmt_functor import ir_transform, post_order_visit, substitute
 
 from sphinx_tlstages.core.hazards import verdict
 from sphinx_tlstages.core.passes import PassLog
-from sphinx_tlstages.worker import hazard_trace, ir_facts
+from sphinx_tlstages.worker import hazard_check, ir_facts
 from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
 from sphinx_tlstages.worker.lowering import _lower, _recorder
 
@@ -84,7 +84,7 @@ def lowered(source: str, factory: str, arch: str, **kwargs: Any) -> tuple[dict[s
 
 
 def check(after: dict[str, Any], arch: str = "sm_80") -> dict[str, Any]:
-    return hazard_trace.hazards(after, {"kind": "cuda", "arch": arch},
+    return hazard_check.hazards(after, {"kind": "cuda", "arch": arch},
                                 ir_facts.main_function, ir_facts.device_function)
 
 
@@ -120,9 +120,10 @@ def _calls(stmt: Any, name: str) -> bool:
                                                             "name", "")).endswith(name)
 
 
-def mutated(after: dict[str, Any], change: Any) -> dict[str, Any]:
-    """``after`` with the final device function's pipelined loop body rewritten by
-    ``change`` (a function of each statement: None keeps it, a statement replaces it)."""
+def mutated(after: dict[str, Any], change: Any, loop_only: bool = True) -> dict[str, Any]:
+    """``after`` with the final device function's pipelined loop body (or its whole body)
+    rewritten by ``change`` (a function of each statement: None keeps it, a statement
+    replaces it)."""
     mod = after["final"]
     device = ir_facts.device_function(mod)
 
@@ -133,7 +134,8 @@ def mutated(after: dict[str, Any], change: Any) -> dict[str, Any]:
                                 node.thread_binding, node.annotations)
         return None
 
-    body = ir_transform(device.body, None, in_loop, ["tirx.For"])
+    body = ir_transform(device.body, None, in_loop, ["tirx.For"]) if loop_only \
+        else ir_transform(device.body, None, change, ["tirx.Evaluate"])
     gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
     new = tvm.IRModule({**{g: f for g, f in mod.functions.items()},
                         gvar: device.with_body(body)})
@@ -194,6 +196,121 @@ def test_each_mutation_of_the_seed_gemm_is_flagged(gemm80: dict[str, Any],
                                                    mutation: str) -> None:
     found = check(mutated(gemm80, MUTATIONS[mutation]()))
     assert found["verdict"] == "hazard", (mutation, found)
+
+
+# --- mutations of the seed GEMM's barrier ring on sm_90a (and sm_100a's TMA ring) ---------
+
+def _call(stmt: Any, args: list[Any]) -> Any:
+    return tvm.tirx.Evaluate(tvm.tirx.Call(stmt.value.dtype, stmt.value.op, args))
+
+
+def _flip(stmt: Any) -> Any:
+    parity = stmt.value.args[1]
+    return _call(stmt, [stmt.value.args[0],
+                        tvm.tirx.call_intrin("int32", "tirx.bitwise_xor", parity, 1)])
+
+
+def _halve(stmt: Any) -> Any:
+    count = stmt.value.args[1]
+    return _call(stmt, [stmt.value.args[0], tvm.tirx.IntImm("int32", count.value // 2)])
+
+
+def _next_slot(stmt: Any) -> Any:
+    """A TMA tensor copy into the next slot of the ring: ``ko`` -> ``ko + 1`` in its
+    destination."""
+    args = list(stmt.value.args)
+    load = args[2].args[0]
+    index = load.indices[0]
+    loop_vars: list[Any] = []
+    post_order_visit(index, lambda n: loop_vars.append(n) if isinstance(n, tvm.tirx.Var)
+                     and n.name == "ko" else None)
+    shifted = substitute(index, {loop_vars[0]: loop_vars[0] + 1})
+    args[2] = tvm.tirx.address_of(tvm.tirx.BufferLoad(load.buffer, [shifted]))
+    return _call(stmt, args)
+
+
+def _arrive_before_wait() -> Any:
+    """The consumer's arrive on its empty barrier moved before its warpgroup_wait."""
+    moved: list[Any] = []
+
+    def change(stmt: Any) -> Any:
+        if _calls(stmt, "ptx_arrive_barrier") and not moved:
+            moved.append(stmt)
+            return tvm.tirx.Evaluate(0)
+        return None
+
+    def put(stmt: Any) -> Any:
+        return tvm.tirx.SeqStmt([moved[0], stmt]) if _calls(stmt, "warpgroup_wait") else None
+
+    return change, put
+
+
+RING_MUTATIONS = {
+    # In program order: the producer's wait on "empty", then the consumer's on "full".
+    "the consumer's wait deleted": _nth("mbarrier_wait_parity", 1, _no_op),
+    "the producer's wait deleted": _nth("mbarrier_wait_parity", 0, _no_op),
+    "the consumer's parity flipped": _nth("mbarrier_wait_parity", 1, _flip),
+    "the producer's parity flipped": _nth("mbarrier_wait_parity", 0, _flip),
+    "the consumer's arrive dropped": _nth("ptx_arrive_barrier", 0, _no_op),
+    "a TMA copy moved to the next slot": _nth("tma_load", 0, _next_slot),
+}
+
+
+@pytest.fixture(scope="module", params=[("sm_90a", 2), ("sm_90a", 3), ("sm_90a", 4),
+                                        ("sm_100a", 3)])
+def gemm90(request: pytest.FixtureRequest) -> tuple[dict[str, Any], str, int]:
+    arch, num_stages = request.param
+    after, _ = lowered(GEMM, "matmul", arch, num_stages=num_stages, **GEMM_ARGS)
+    return after, arch, num_stages
+
+
+def test_seed_gemm_ring_is_clean(gemm90: tuple[dict[str, Any], str, int]) -> None:
+    after, arch, num_stages = gemm90
+    found = check(after, arch)
+    assert found["text"] == (f"none found: RAW and WAR on A_shared, B_shared over {num_stages} "
+                             f"slots; {2 * num_stages} barriers, phases and arrivals"), found
+
+
+@pytest.mark.parametrize("mutation", sorted(RING_MUTATIONS))
+def test_each_mutation_of_the_ring_is_flagged(gemm90: tuple[dict[str, Any], str, int],
+                                              mutation: str) -> None:
+    after, arch, _ = gemm90
+    found = check(mutated(after, RING_MUTATIONS[mutation](), loop_only=False), arch)
+    assert found["verdict"] == "hazard", (mutation, found)
+
+
+def test_a_lower_init_count_is_flagged(gemm90: tuple[dict[str, Any], str, int]) -> None:
+    after, arch, num_stages = gemm90  # the first "empty" barrier: 128 consumer threads
+    found = check(mutated(after, _nth("ptx_init_barrier_thread_count", num_stages, _halve)(),
+                          loop_only=False), arch)
+    assert found["verdict"] == "hazard" and found["findings"][0]["kind"] == "ARRIVE", found
+
+
+def test_the_arrive_moved_before_the_mma_wait_is_flagged(
+        gemm90: tuple[dict[str, Any], str, int]) -> None:
+    after, arch, _ = gemm90
+    if arch != "sm_90a":
+        pytest.skip("only wgmma has a warpgroup_wait")
+    change, put = _arrive_before_wait()
+    first = mutated(after, change, loop_only=False)
+    found = check(mutated(first, put, loop_only=False), arch)
+    assert found["verdict"] == "hazard" and found["findings"][0]["kind"] == "WAR", found
+
+
+def test_consume_then_fetch_is_flagged_on_sm90a() -> None:
+    after, code = lowered(ROLLING_SUM, "rolling_sum", "sm_90a", num_stages=2, **SUM_PARAMS)
+    found = check(after, "sm_90a")
+    # The defect: inside the loop, every tile is copied to the start of one S.
+    one_version = "tma_load((&(S[0])), (&(A[((k" in code
+    assert found["verdict"] == "hazard" or not one_version, (VERSION, found)
+    if one_version:  # TileLang 0.1.15: the copy of tile k+1 overwrites what k reads
+        assert [(f["kind"], f["buffer"]) for f in found["findings"]] == [("WAR", "S")]
+
+
+def test_fetch_then_consume_is_clean_on_sm90a() -> None:
+    after, _ = lowered(FETCH_FIRST, "fetch_first", "sm_90a", num_stages=2, **SUM_PARAMS)
+    assert check(after, "sm_90a")["text"] == ("none found: RAW and WAR on S over 2 slots; "
+                                              "4 barriers, phases and arrivals")
 
 
 def test_a_trace_without_copies_is_not_checked() -> None:

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .rings import Unchecked, check_rings
+
 Json = dict[str, Any]
 # Findings kept per variant; the rest are counted.
 _KEPT = 4
@@ -106,11 +108,19 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
 
 
 def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
-    """The ``hazards`` fact of a cp.async trace."""
+    """The ``hazards`` fact of a trace: its cp.async copies and its mbarrier rings."""
     copies = [r for r in records if r["op"] == "copy"]
-    if not copies:
-        return not_checked("no cp.async copy into shared memory")
-    findings = check_cp_async(records, buffers)
+    tmas = [r for r in records if r["op"] == "tma"]
+    if not copies and not tmas:
+        return not_checked("no asynchronous copy into shared memory")
+    findings = check_cp_async(records, buffers) if copies else []
+    rings: Json = {}
+    if tmas or any(r["op"] == "init" for r in records):
+        try:
+            found, rings = check_rings(records)
+        except Unchecked as exc:
+            return not_checked(str(exc))
+        findings += found
     if findings:
         first: dict[tuple[str, str], Json] = {}
         for finding in findings:
@@ -120,10 +130,13 @@ def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
         more = len(findings) - len(kept)
         text = f"hazard: {names}" + (f" ({len(findings)} accesses)" if more > 0 else "")
         return {"verdict": "hazard", "text": text, "findings": kept}
-    written = sorted({r["buffer"] for r in copies})
+    written = sorted({r["buffer"] for r in copies + tmas})
     slots = max([buffers.get(name, {}).get("versions") or 1 for name in written])
-    groups = sum(1 for r in records if r["op"] == "commit")
+    said = [f"{groups} cp.async groups" for groups in
+            [sum(1 for r in records if r["op"] == "commit")] if copies]
+    if rings:
+        said.append(f"{rings['barriers']} barriers, phases and arrivals")
     return {"verdict": "none",
             "text": f"none found: RAW and WAR on {', '.join(written)} over {slots} "
-                    f"slot{'s' if slots != 1 else ''}; {groups} cp.async groups",
+                    f"slot{'s' if slots != 1 else ''}; {', '.join(said)}",
             "findings": []}

@@ -20,9 +20,9 @@ from typing import Any
 
 from tvm.tirx.stmt_functor import post_order_visit
 
-from ..core.hazards import not_checked, verdict
+from .hazard_rings import BARRIER_OPS, RingOps, Undecided, shared
 from .intervals import Interval, Unbounded, interval
-from .ir_walk import integer, kind, op_name, short, version_dims
+from .ir_walk import integer, kind, op_name, short
 
 Record = dict[str, Any]
 # Loops unrolled in all, over the whole kernel: past this the check says "not checked".
@@ -32,20 +32,12 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                        "ptx_init_barrier_thread_count", "warpgroup_wait",
                        "ptx_cp_async_barrier_noinc"})
+# Calls that do not touch shared memory's data (a descriptor's prefetch, fences).
 # Reads through a pointer: bytes each thread reads at its address.
 _POINTER_READS = {"ptx_ldmatrix": 16}
 
 
-class Undecided(Exception):
-    """The walk cannot say what the code does; the message says why."""
-
-
-def _shared(var: Any) -> bool:
-    scope = getattr(getattr(var, "type_annotation", None), "storage_scope", "")
-    return str(scope).startswith("shared") and "barrier" not in str(scope)
-
-
-class Trace:
+class Trace(RingOps):
     """One walk of a device function; :attr:`records` is its output."""
 
     def __init__(self, func: Any) -> None:
@@ -54,6 +46,11 @@ class Trace:
         self.records: list[Record] = []
         self.where: list[str] = []
         self.steps = 0
+        self.role = "all"  # "producer"/"consumer" inside a warp-specialised branch
+        self.elected = False  # inside a branch one thread runs
+        self.threads: Any = None  # threadIdx.x
+        self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
+        self.batch: set[tuple[Any, ...]] = set()  # regions read by this wgmma batch
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -93,6 +90,7 @@ class Trace:
     # --- statements -----------------------------------------------------------------
     def emit(self, record: Record) -> None:
         record["at"] = " ".join(self.where)
+        record["role"] = self.role
         self.records.append(record)
 
     def walk(self, stmt: Any) -> None:
@@ -112,6 +110,8 @@ class Trace:
             var = stmt.node.var
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
+            if str(stmt.node.thread_tag) == "threadIdx.x":
+                self.threads = var
         self.walk(stmt.body)
 
     def _Bind(self, stmt: Any) -> None:
@@ -170,9 +170,27 @@ class Trace:
             self.walk(stmt.else_case)
 
     def branch(self, stmt: Any) -> None:
-        """A synchronisation under a condition on the thread index: roles (warp
-        specialisation) or an elected thread."""
-        raise Undecided(f"a synchronisation under the condition {stmt.condition}")
+        """A synchronisation under a condition on the thread index: one elected thread
+        (``T.tl_shuffle_elect``, ``tx == c``), or the roles of a warp-specialised loop
+        (``if tx < P:`` producer ``else:`` consumer)."""
+        cond = stmt.condition
+        name = short(op_name(cond)) if kind(cond) == "Call" else kind(cond)
+        if name in ("tl_shuffle_elect", "EQ") and stmt.else_case is None:
+            outer, self.elected = self.elected, True
+            try:
+                self.walk(stmt.then_case)
+            finally:
+                self.elected = outer
+            return
+        if name != "LT" or not cond.a.same_as(self.threads) or kind(cond.b) != "IntImm" \
+                or self.role != "all" or stmt.else_case is None:
+            raise Undecided(f"a synchronisation under the condition {cond}")
+        split, (lo, hi) = int(cond.b.value), self.env[self.threads]
+        for case, threads in ((stmt.then_case, (lo, split - 1)), (stmt.else_case, (split, hi))):
+            self.env[self.threads] = threads
+            self.role = "producer" if _has(case, ("tma_load", "ptx_cp_async")) else "consumer"
+            self.walk(case)
+        self.env[self.threads], self.role = (lo, hi), "all"
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
@@ -205,11 +223,13 @@ class Trace:
             scope = call.args[0].value if kind(call.args[0]) == "StringImm" else ""
             if scope in ("shared", "shared.dyn"):
                 self.emit({"op": "sync"})
+        elif name in BARRIER_OPS:
+            self.mbarrier(call, name)
         elif name in _POINTER_READS:
             for arg in call.args:
                 if kind(arg) == "Call" and short(op_name(arg)) == "address_of":
                     load = arg.args[0]
-                    if _shared(load.buffer.data):
+                    if shared(load.buffer.data):
                         buffer, root, lo, _ = self.region(load.buffer, list(load.indices))
                         self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
                                    "hi": lo + _POINTER_READS[name] - 1, "how": name})
@@ -223,7 +243,7 @@ class Trace:
                                                                 "tvm_access_ptr"):
                 target = arg.args[0] if short(op_name(arg)) == "address_of" else arg.args[1]
                 data = getattr(getattr(target, "buffer", None), "data", target)
-                if _shared(data):
+                if shared(data):
                     raise Undecided(f"{name} accesses {data.name}, which the check "
                                     "does not model")
             else:
@@ -234,10 +254,10 @@ class Trace:
         found: list[Any] = []
 
         def visit(node: Any) -> None:
-            if kind(node) == "BufferLoad" and _shared(node.buffer.data):
+            if kind(node) == "BufferLoad" and shared(node.buffer.data):
                 found.append(node)
             elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
-                    and _shared(node.args[0].buffer.data):
+                    and shared(node.args[0].buffer.data):
                 raise Undecided(f"a pointer into {node.args[0].buffer.name} is passed on")
 
         post_order_visit(expr, visit)
@@ -247,53 +267,17 @@ class Trace:
                        "how": "load"})
 
 
-def _has_sync(stmt: Any) -> bool:
+def _has(stmt: Any, names: Any) -> bool:
     found = [False]
 
     def visit(node: Any) -> None:
-        if kind(node) == "Call" and short(op_name(node)) in _SYNC_OPS:
+        if kind(node) == "Call" and short(op_name(node)) in names:
             found[0] = True
 
     post_order_visit(stmt, visit)
     return found[0]
 
 
-def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
-            device: Callable[[Any], Any]) -> dict[str, Any]:
-    """The ``hazards`` fact of a lowered variant, from the modules the recorder kept
-    (``main``/``device`` pick a module's function). Never raises: what the walk cannot
-    decide, or a walk that fails, is "not checked" and why."""
-    final = kept.get("final")
-    if target.get("kind") != "cuda":
-        return not_checked(f"no asynchronous pipeline on {target.get('mcpu') or target['kind']}")
-    if final is None:
-        return not_checked("no final device code")
-    try:
-        trace = Trace(device(final))
-        return verdict(trace.records, _buffers(trace, kept, main))
-    except Undecided as exc:
-        return not_checked(str(exc))
-    except Exception as exc:  # unexpected IR costs the verdict, never the variant
-        return not_checked(f"the check failed ({type(exc).__name__}: {exc})"[:300])
+def _has_sync(stmt: Any) -> bool:
+    return _has(stmt, _SYNC_OPS)
 
-
-def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
-    """Per shared buffer: its byte offset in its allocation, its bytes and its versions
-    (the leading dimension the pipeliner gave it), for naming slots."""
-    planned, injected = kept.get("tl.PipelinePlanning"), kept.get("tl.InjectSoftwarePipeline")
-    versions = version_dims(main(planned), main(injected)) \
-        if planned is not None and injected is not None else {}
-    sizes: dict[str, int] = {}
-    if injected is not None:
-        def visit(node: Any) -> None:
-            for buffer in getattr(node, "alloc_buffers", None) or []:
-                if _shared(buffer.data):
-                    count = 1
-                    for extent in buffer.shape:
-                        count *= integer(extent) or 0
-                    sizes[str(buffer.name)] = count * buffer.dtype.bits // 8
-
-        post_order_visit(main(injected).body, visit)
-    bases = {str(var.name): offset for var, (_, offset) in trace.bases.items()}
-    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name)}
-            for name, size in sizes.items()}

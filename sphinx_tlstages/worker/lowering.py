@@ -19,7 +19,7 @@ from ..core import facts
 from ..core.errors import SourceError
 from ..core.passes import PassLog
 from ..core.result import Result, failure
-from . import hazard_trace, ir_facts, schedule
+from . import hazard_check, ir_facts, schedule
 from .kernel_module import factory_arguments, kernel_module, prim_func
 from .templates import template_digest
 
@@ -133,7 +133,7 @@ def lower_variant(payload: dict[str, Any]) -> Result:
     else:
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
               "pass_diffs": log.diffs, "schedule": _schedule(after),
-              "hazards": hazard_trace.hazards(after, payload["target"], ir_facts.main_function,
+              "hazards": hazard_check.hazards(after, payload["target"], ir_facts.main_function,
                                               ir_facts.device_function)}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, str(payload["factory"]),
