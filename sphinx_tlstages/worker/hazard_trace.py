@@ -238,6 +238,9 @@ class Trace(RingOps):
 
     def other(self, call: Any, name: str) -> None:
         """A call the model has no rule for: harmless unless it touches shared memory."""
+        if "tcgen05" in name or "tensor_memory" in name:
+            raise Undecided("Blackwell's tensor-memory MMA (tcgen05) and its barriers are "
+                            "not modelled")
         for arg in call.args:
             if kind(arg) == "Call" and short(op_name(arg)) in ("address_of",
                                                                 "tvm_access_ptr"):
