@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
 from tvm.tirx.stmt_functor import post_order_visit
 
 from ..core.hazards import not_checked, verdict

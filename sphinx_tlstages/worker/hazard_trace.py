@@ -18,6 +18,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
 from tvm.tirx.stmt_functor import post_order_visit
 
 from .hazard_rings import BARRIER_OPS, RingOps, Undecided, shared
