@@ -23,6 +23,7 @@ from sphinx_tlstages.worker import hazard_check, ir_facts
 from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
 from sphinx_tlstages.worker.lowering import _lower, _recorder
 
+from .html_tree import Element
 from .kernels import GEMM, rst
 
 VERSION = tilelang.__version__
@@ -319,6 +320,16 @@ def test_a_trace_without_copies_is_not_checked() -> None:
 
 # --- on the page -------------------------------------------------------------------------
 
+def hazard_rows(result: Any, index: int) -> list[list[str]]:
+    """The *Hazards* table under the ``index``-th directive's summary, as cell texts."""
+    part = result.part("tl-summary", index=index)
+    found = [t for t in part.iter("table") if "tl-hazards" in t.attrs.get("class", "")]
+    assert len(found) == 1
+    return [[cell.astext() for cell in row.children
+             if isinstance(cell, Element) and cell.tag in ("td", "th")]
+            for row in found[0].iter("tr")]
+
+
 def test_a_page_with_the_race_warns_at_the_directive_and_its_twin_does_not(build) -> None:
     racy = rst(ROLLING_SUM, num_stages="1 2", params="N=512 K=16", name="racy")
     twin = rst(FETCH_FIRST, num_stages="1 2", params="N=512 K=16", name="twin")
@@ -329,12 +340,16 @@ def test_a_page_with_the_race_warns_at_the_directive_and_its_twin_does_not(build
                        result.warnings)
     assert [int(n) for n, _ in found] == [line], result.warnings
     assert found[0][1].startswith("racy: num_stages=2: hazard: RAW on S")
-    rows = result.table("tl-summary")
-    assert rows[-1][0] == "Hazards"
-    assert "2: hazard: RAW on S" in rows[-1][1]
-    twin_rows = result.table("tl-summary", index=1)
-    assert twin_rows[-1][0] == "Hazards"
-    assert "2: none found: RAW and WAR on S over 2 slots" in twin_rows[-1][1]
+    racy_rows, twin_rows = (hazard_rows(result, i) for i in (0, 1))
+    assert racy_rows[0][0] == twin_rows[0][0] == "Hazards"
+    verdicts = {row[0]: row[1] for row in racy_rows[1:]}
+    assert verdicts["1"] == "not checked: no asynchronous copy into shared memory"
+    assert verdicts["2"].startswith("hazard: RAW on S")
+    assert "no cp_async_wait covers it" in verdicts["2"]
+    assert twin_rows[1:] == [["1", "none found: RAW and WAR on S over 1 slot; 16 cp.async "
+                              "groups"],
+                             ["2", "none found: RAW and WAR on S over 2 slots; 16 cp.async "
+                              "groups"]]
 
 
 def test_expect_hazard_turns_the_finding_into_a_note(build) -> None:

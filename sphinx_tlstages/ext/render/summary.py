@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from docutils import nodes
 
@@ -83,18 +84,17 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
         body.append([name, _schedule(result), str(result["threads"]),
                      _shared_cell(result, variant.target.shared_memory_limit, not one_target),
                      str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
-    verdicts = _hazards(rows, matrix)
-    if verdicts is not None:
-        body.append(["Hazards", Span(verdicts, len(headers) - 1)])
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
 
 
-def _hazards(rows: list[tuple[VariantSpec, Result]], matrix: bool) -> nodes.Node | None:
-    """The hazard check's verdicts, one line per verdict with the variants that share it
-    (a finding in bold, each with its words); None when no result holds one (a page
-    built from a snapshot recorded before the check)."""
+def hazards_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    """The *Hazards* row under the summary: the hazard check's verdict, one line per
+    verdict with the variants that share it (a finding in bold, each with its words);
+    None when no result holds one (a page built from a snapshot recorded before the
+    check)."""
+    matrix = not all(v.only_num_stages for v, _ in rows)
     groups: dict[str, list[str]] = {}
-    found: dict[str, dict[str, object]] = {}
+    found: dict[str, dict[str, Any]] = {}
     for variant, result in rows:
         hazards = result.get("hazards")
         if not result.get("ok") or hazards is None:
@@ -104,16 +104,18 @@ def _hazards(rows: list[tuple[VariantSpec, Result]], matrix: bool) -> nodes.Node
         found[text] = hazards
     if not groups:
         return None
-    lines = nodes.container(classes=["tl-hazards"])
+    body: list[list[Cell | Span]] = []
     for text, names in groups.items():
-        who = ", ".join(names)
-        line = nodes.paragraph(text=f"{who}: " if len(rows) > 1 else "")
+        cell = nodes.container()
+        line = nodes.paragraph()
         if found[text]["verdict"] == "hazard":
             line += nodes.strong(text=text, classes=["tl-hazard"])
         else:
             line += nodes.Text(text)
-        lines += line
-        for finding in found[text]["findings"]:  # type: ignore[attr-defined]
-            lines += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}",
-                                     classes=["tl-hazard-finding"])
-    return lines
+        cell += line
+        for finding in found[text]["findings"]:
+            cell += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}",
+                                    classes=["tl-hazard-finding"])
+        body.append([", ".join(names), cell])
+    return table(["Hazards", "what the hazard check found in the final code"], body,
+                 ["tl-table", "tl-hazards"], widths=[8, 92])
