@@ -340,6 +340,10 @@ def test_a_page_with_the_race_warns_at_the_directive_and_its_twin_does_not(build
                        result.warnings)
     assert [int(n) for n, _ in found] == [line], result.warnings
     assert found[0][1].startswith("racy: num_stages=2: hazard: RAW on S")
+    copy_line = next(i for i, text in enumerate(page.splitlines(), 1)
+                     if "T.copy(A[k + 1, :], S)" in text)
+    assert f"(for i in T.Parallel(N): acc[i] += S[i] at line {copy_line - 2}; " \
+           f"T.copy(A[k + 1, :], S) at line {copy_line})" in found[0][1], found[0][1]
     racy_rows, twin_rows = (hazard_rows(result, i) for i in (0, 1))
     assert racy_rows[0][0] == twin_rows[0][0] == "Hazards"
     verdicts = {row[0]: row[1] for row in racy_rows[1:]}

@@ -13,7 +13,7 @@ import difflib
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.assertions import check, namespace
 from ..core.bench_data import attach, load_all
@@ -155,7 +155,7 @@ def _report_hazards(specs: list[DirectiveSpec], state: BuildState) -> int:
             if not result.get("ok") or found is None:
                 continue  # a failed variant, or a page built from an older snapshot
             where = (spec.docname, spec.lineno)
-            texts = [f["text"] for f in found["findings"]]
+            texts = [f["text"] + _statements(spec, f) for f in found["findings"]]
             said = f"{spec.name}: {variant.heading}: {found['text']}: " + "; ".join(texts)
             if not spec.expects_hazard(variant):
                 if found["verdict"] == "hazard":
@@ -174,6 +174,17 @@ def _report_hazards(specs: list[DirectiveSpec], state: BuildState) -> int:
             error(f"{spec.name}: {variant.heading}: :expect-hazard: lists it, but {why}",
                   "hazard", location=where)
     return failures
+
+
+def _statements(spec: DirectiveSpec, finding: dict[str, Any]) -> str:
+    """`` (T.copy(A[k + 1, :], S) at line 14; ...)``: where a finding's buffer is named
+    in the pipelined loop."""
+    said = []
+    for statement in finding.get("statements", []):
+        where = spec.kernel_location(statement["line"])
+        line = f"line {where[1]}" if isinstance(where, tuple) else where
+        said.append(f"{statement['text']} at {line}")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _check_pass_names(specs: list[DirectiveSpec], state: BuildState) -> None:

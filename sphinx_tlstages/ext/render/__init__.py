@@ -168,7 +168,7 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
         root.append(_part("tl-source", "Kernel", kernel_listing(spec)))
     numbers = [node for data, entry, stale in context.bench
                for node in bench_table(spec, data, entry, stale, context.bench_stale)]
-    verdicts = hazards_table(rows)
+    verdicts = hazards_table(spec, rows)
     hazards = [verdicts] if verdicts is not None else []
     root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *hazards, *numbers))
     any_ok = any(r.get("ok") for _, r in rows)

@@ -10,7 +10,7 @@ from docutils import nodes
 from ...core.result import Result, shared_bytes
 from ...core.spec import DirectiveSpec, VariantSpec
 from ...core.targets import Target
-from .tables import Cell, Span, number, table
+from .tables import Cell, Span, doc_line, number, table
 
 
 def _schedule(result: Result) -> str:
@@ -87,7 +87,8 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
 
 
-def hazards_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
+                  ) -> nodes.Node | None:
     """The *Hazards* row under the summary: the hazard check's verdict, one line per
     verdict with the variants that share it (a finding in bold, each with its words);
     None when no result holds one (a page built from a snapshot recorded before the
@@ -114,7 +115,10 @@ def hazards_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
             line += nodes.Text(text)
         cell += line
         for finding in found[text]["findings"]:
-            cell += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}",
+            named = "; ".join(f"{s['text']} (line {doc_line(spec, s['line'])})"
+                              for s in finding.get("statements", []))
+            cell += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}"
+                                    + (f"; in the kernel: {named}" if named else ""),
                                     classes=["tl-hazard-finding"])
         body.append([", ".join(names), cell])
     return table(["Hazards", "what the hazard check found in the final code"], body,
