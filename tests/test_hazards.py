@@ -254,6 +254,8 @@ RING_MUTATIONS = {
     "the producer's parity flipped": _nth("mbarrier_wait_parity", 0, _flip),
     "the consumer's arrive dropped": _nth("ptx_arrive_barrier", 0, _no_op),
     "a TMA copy moved to the next slot": _nth("tma_load", 0, _next_slot),
+    "the barrier-init fence deleted": _nth("ptx_fence_barrier_init", 0, _no_op),
+    "the __syncthreads after barrier init deleted": _nth("tvm_storage_sync", 0, _no_op),
 }
 
 
@@ -295,6 +297,15 @@ def test_the_arrive_moved_before_the_mma_wait_is_flagged(
     change, put = _arrive_before_wait()
     first = mutated(after, change, loop_only=False)
     found = check(mutated(first, put, loop_only=False), arch)
+    assert found["verdict"] == "hazard" and found["findings"][0]["kind"] == "WAR", found
+
+
+def test_a_raised_warpgroup_wait_is_flagged(gemm90: tuple[dict[str, Any], str, int]) -> None:
+    after, arch, _ = gemm90
+    if arch != "sm_90a":
+        pytest.skip("only wgmma has a warpgroup_wait")
+    found = check(mutated(after, _nth("warpgroup_wait", 0, _wait_more)(), loop_only=False),
+                  arch)
     assert found["verdict"] == "hazard" and found["findings"][0]["kind"] == "WAR", found
 
 
