@@ -9,7 +9,11 @@ tests accept "flagged, or the lowered code no longer has the defect".
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -381,3 +385,16 @@ def test_a_missing_expected_finding_is_an_error(build) -> None:
     result = build({"index.rst": page})
     assert re.search(r"ERROR: clean: num_stages=2: :expect-hazard: lists it, but the check "
                      r"says 'none found", result.warnings), result.warnings
+
+
+def test_tlstages_lower_keeps_a_flagged_variant_ok(tmp_path: Path) -> None:
+    """A finding never fails its variant: ``tlstages lower`` exits 0, the JSON holds it."""
+    kernel = tmp_path / "rolling.py"
+    kernel.write_text(ROLLING_SUM)
+    done = subprocess.run([sys.executable, "-m", "sphinx_tlstages", "lower", str(kernel),
+                           "--params", "N=512", "K=16", "--num-stages", "2", "--target",
+                           "sm_80", "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)["2"]
+    assert result["ok"] is True
+    assert result["hazards"]["verdict"] == "hazard" or "cp_async_wait" in result["cuda"]
