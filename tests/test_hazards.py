@@ -31,6 +31,7 @@ from .html_tree import Element
 from .kernels import GEMM, rst
 
 VERSION = tilelang.__version__
+ROOT = Path(__file__).resolve().parent.parent
 
 # Consume the tile in S, then fetch the next one into S: the order #2668 mislowers.
 ROLLING_SUM = '''\
@@ -398,3 +399,14 @@ def test_tlstages_lower_keeps_a_flagged_variant_ok(tmp_path: Path) -> None:
     result = json.loads(done.stdout)["2"]
     assert result["ok"] is True
     assert result["hazards"]["verdict"] == "hazard" or "cp_async_wait" in result["cuda"]
+
+
+def test_a_tile_copied_as_several_tma_boxes_is_clean() -> None:
+    """B (32 x 128 half) is copied as two TMA boxes of 64 columns: each box starts inside
+    its slot and no extent may spill into the next slot (a false WAR once did)."""
+    source = (ROOT / "tests" / "styles" / "autotuned_bmm.py").read_text(encoding="utf-8")
+    for num_stages in (2, 3):
+        after, code = lowered(source, "batched_matmul", "sm_90a", batch=2, M=256, N=256,
+                              K=256, num_stages=num_stages)
+        assert "tl::tma_load(" in code
+        assert check(after, "sm_90a")["verdict"] == "none", num_stages

@@ -61,15 +61,17 @@ def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> 
 
 def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[str, Any]]:
     """Give each access whose extent the code does not say (a wgmma operand, a TMA box
-    of a tensor copy) one slot of its buffer: a ring's copy or read is one tile."""
+    of a tensor copy) the rest of the slot of its buffer it starts in: a ring's copy or
+    read stays in one tile (a tile copied as several boxes has each start inside it)."""
     for record in records:
         if record["op"] in ("read", "tma") and record.get("hi") is None:
-            info = buffers.get(record["buffer"])
             size = record.get("bytes")
-            if size is None:
-                if info is None:
-                    raise Undecided(f"the extent of an access to {record['buffer']} is "
-                                    "unknown")
-                size = info["bytes"] // (info["versions"] or 1)
-            record["hi"] = record["lo"] + size - 1
+            if size is not None:
+                record["hi"] = record["lo"] + size - 1
+                continue
+            info = buffers.get(record["buffer"])
+            if info is None:
+                raise Undecided(f"the extent of an access to {record['buffer']} is unknown")
+            slot = max(info["bytes"] // (info["versions"] or 1), 1)
+            record["hi"] = info["base"] + ((record["lo"] - info["base"]) // slot + 1) * slot - 1
     return records
