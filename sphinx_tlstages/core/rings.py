@@ -22,7 +22,8 @@ completes. The model:
 - barrier initialisation is fenced and followed by ``__syncthreads`` before first use.
 
 What it does not cover: the bytes a tensor copy moves (its box lives in the host's
-descriptor; each is taken as one slot of its buffer), cluster barriers (not checked).
+descriptor; each is taken to fill the rest of the slot it starts in), cluster barriers
+(not checked).
 """
 
 from __future__ import annotations
