@@ -410,3 +410,27 @@ def test_a_tile_copied_as_several_tma_boxes_is_clean() -> None:
                               K=256, num_stages=num_stages)
         assert "tl::tma_load(" in code
         assert check(after, "sm_90a")["verdict"] == "none", num_stages
+
+
+def test_the_race_fails_sphinx_build_w_on_sm80_and_sm90a_and_its_twin_passes(
+        tmp_path: Path) -> None:
+    def strict(source: str, name: str) -> tuple[int, str, int]:
+        src = tmp_path / name
+        src.mkdir()
+        (src / "conf.py").write_text('extensions = ["sphinx_tlstages"]\nproject = "p"\n')
+        page = HEAD + rst(source, num_stages="2", target="sm_80 sm_90a",
+                          params="N=512 K=16", name=name)
+        (src / "index.rst").write_text(page)
+        done = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q",
+                               "-b", "html", str(src), str(tmp_path / f"{name}-out")],
+                              capture_output=True, text=True, timeout=600)
+        return done.returncode, done.stderr, page.splitlines().index(".. tl-pipeline::") + 1
+
+    status, said, line = strict(ROLLING_SUM, "racy")
+    found = re.findall(r"index\.rst:(\d+): (?:WARNING|ERROR): racy: ([^:]+): hazard: (\w+ on S)",
+                       said)
+    assert status != 0
+    assert found == [(str(line), "sm_80, num_stages=2", "RAW on S"),
+                     (str(line), "sm_90a, num_stages=2", "WAR on S")], said
+    status, said, _ = strict(FETCH_FIRST, "twin")
+    assert status == 0 and "hazard" not in said, said
