@@ -44,7 +44,8 @@ def _lowered() -> Result:
             "passes": [{"name": "tl.Simplify", "run": 1, "position": 1, "added": 2,
                         "removed": 1, "digest": "", "input": ""}],
             "pass_diffs": {}, "imports": [], "templates": "t",
-            "schedule": {"loops": []}}
+            "schedule": {"loops": []},
+            "hazards": {"verdict": "none", "text": "none found", "findings": []}}
 
 
 def test_every_fact_is_a_field_of_the_result_type_and_every_field_is_declared() -> None:
@@ -154,7 +155,7 @@ def test_a_previous_schema_snapshot_is_still_read() -> None:
     old = json.loads((FIXTURES / "gemm-schema2.json").read_text())
     assert old["schema"] == 2 and old["schema"] < RESULT_SCHEMA
     spec = _spec(show=("gemm", "shared", "sync", "diff"))
-    assert snapshots.lacks(old, spec) == ["planned_ir", "tmem", "gemm"]
+    assert snapshots.lacks(old, spec) == ["planned_ir", "tmem", "gemm", "hazards"]
     said = snapshots.unguarded(spec, old, Path("g.json"))
     assert said is not None and "gemm (read by the gemm part; a fact since result schema 3, " \
         "the snapshot is schema 2)" in said

@@ -54,6 +54,9 @@ _READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "gemm": {"gemm": lambda calls: [g["instruction"] for g in calls]},
     # Pass records say what each run changed only where the variant recorded them (see
     # reads_passes); a page built from a snapshot has the counts its claims name.
+    "hazards": {"hazards": lambda found: SimpleNamespace(
+        verdict=found["verdict"], text=found["text"],
+        findings=[f"{f['kind']} on {f['buffer']}" for f in found["findings"]])},
     "passes": {"passes": lambda records: counts(records) if recorded(records) else _ABSENT},
     "pass_counts": {"passes": lambda kept: {k: v for k, v in kept.items() if v is not None}},
 }
@@ -68,7 +71,9 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
     ``.producer_threads``, ``.barriers``), ``gemm`` (the instruction each tile-level gemm
     call became, in source order: ``gemm[0] == "wgmma"``; one of ``mma_sync``, ``wgmma``,
     ``tcgen05``, ``mfma``, ``fma``), ``tmem`` (tensor-memory buffers by name:
-    ``tmem["C_tmem"].columns``, ``.shape``, ``.dtype``)."""
+    ``tmem["C_tmem"].columns``, ``.shape``, ``.dtype``), ``hazards`` (the hazard check's
+    ``.verdict``: ``"none"``, ``"hazard"`` or ``"not checked"``; ``.text``; ``.findings``,
+    each ``"RAW on S"``)."""
     names: dict[str, Any] = {}
     for fact in FACTS:
         if fact.name not in result:

@@ -24,6 +24,8 @@ SUBTYPES: dict[str, str] = {
     "assert": "an :assert: claim is false for a variant (an error: the build fails)",
     "report": "the drift report could not be added to the CI job summary",
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
+    "hazard": "the hazard check found a read of shared memory that can race a copy in the "
+              "final code (a note instead where :expect-hazard: lists the variant)",
     "latex": "kernel text has characters pdflatex cannot print (CJK, Greek...): the PDF "
              "shows them as ?; xelatex and lualatex print them",
 }

@@ -71,6 +71,10 @@ FACTS: tuple[Fact, ...] = (
          about="tensor-memory buffers: name, shape, dtype, columns"),
     Fact("gemm", list, ("gemm",), True, True, 3, names=("gemm",),
          about="the instruction each tile-level T.gemm call became"),
+    # The hazard check's verdict (core.hazards): every page's summary shows it. Not
+    # required: a snapshot recorded before it still renders its page (and is reported).
+    Fact("hazards", dict, (ALWAYS,), True, True, 4, names=("hazards",),
+         about="the hazard check's verdict on the final code: none, hazard or not checked"),
     # The whole pass pipeline is large, and a run that changes nothing shown is
     # provenance: snapshots keep only the counts an :assert: names (pass_counts).
     Fact("passes", list, ("passes",), False, False, 1, names=("passes",),

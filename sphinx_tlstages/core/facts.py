@@ -86,6 +86,15 @@ def _gemms(ir_gemms: list[dict[str, Any]], source: list[Statement]) -> list[dict
     return found
 
 
+def _located(hazards: dict[str, Any], source: list[Statement]) -> dict[str, Any]:
+    """Each finding with the pipelined loop's statements that name its buffer (the IR
+    keeps no source spans; a buffer's name does survive): ``{text, line}``."""
+    for finding in hazards.get("findings", []):
+        finding["statements"] = [{"text": s.text, "line": s.line} for s in source
+                                 if finding["buffer"] in s.names]
+    return hazards
+
+
 def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages: int,
             seconds: float) -> Result:
     """Assemble a successful variant's result from IR facts and normalised CUDA."""
@@ -130,6 +139,8 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         "passes": ir.get("passes", []),
         "pass_diffs": ir.get("pass_diffs", {}),
     }
+    if ir.get("hazards") is not None:
+        result["hazards"] = _located(ir["hazards"], [s for loop in loops for s in loop])
     if ir.get("schedule"):
         result["schedule"] = ir["schedule"]
     return result

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 3
+RESULT_SCHEMA = 4
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -56,6 +56,9 @@ class Result(TypedDict, total=False):
     tmem: list[dict[str, Any]]
     gemm: list[dict[str, Any]]
     planned_ir: str | None
+    # Since schema 4: the hazard check's verdict on the final code (core.hazards):
+    # {"verdict": "none" | "hazard" | "not checked", "text", "findings"}.
+    hazards: dict[str, Any]
     dynamic_shared_bytes: int
     static_shared_bytes: int
     threads: int

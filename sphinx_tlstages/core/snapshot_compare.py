@@ -110,6 +110,7 @@ _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     "tmem": lambda a, b: [f"tensor memory {said}" for said in _buffers(a, b)]
     or ["tmem changed"],
     "pass_counts": _pass_counts,
+    "hazards": lambda a, b: [f"hazards {a.get('text')!r} -> {b.get('text')!r}"],
     "cuda": _cuda,
 }
 # The order a variant's changes are said in: the schedule first, the code last.

@@ -172,6 +172,8 @@ class DirectiveSpec:
     node_id: str = field(default="")
     expect_error: tuple[Expected, ...] = ()  # variants that must fail
     expect_pattern: str | None = None  # a regex their messages must match
+    expect_hazard: tuple[Expected, ...] = ()  # variants the hazard check must flag
+    expect_hazard_pattern: str | None = None  # a regex one finding must match
     # (document line, expression) of each :assert: line; checked after lowering.
     asserts: tuple[tuple[int, str], ...] = ()
     # Only for `tlstages bench` and the numbers it attaches; not part of any lowering key.
@@ -198,6 +200,11 @@ class DirectiveSpec:
         """Whether ``:expect-error:`` says this variant must fail."""
         return any(e.num_stages == variant.num_stages
                    and e.target in (None, variant.target.label) for e in self.expect_error)
+
+    def expects_hazard(self, variant: VariantSpec) -> bool:
+        """Whether ``:expect-hazard:`` says the hazard check must flag this variant."""
+        return any(e.num_stages == variant.num_stages
+                   and e.target in (None, variant.target.label) for e in self.expect_hazard)
 
     def kernel_location(self, line: int | None) -> tuple[str, int] | str:
         """Where a kernel line is: in the document, in the :file:, or at the directive."""

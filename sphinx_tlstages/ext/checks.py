@@ -13,7 +13,7 @@ import difflib
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.assertions import check, namespace
 from ..core.bench_data import attach, benched, headers_changed, load_all, provenance
@@ -49,6 +49,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     _report_unchanged(specs, state)
     check_snapshots(app, specs, state)
     state.outcome.failures += _check_asserts(app, specs, state)
+    state.outcome.failures += _report_hazards(app, specs, state)
     _check_pass_names(specs, state)
     _attach_bench(app, specs, state)
     return _changed_documents(env, specs, state)
@@ -143,6 +144,53 @@ def _check_asserts(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -
                         state.drift.add(entry(app, state.drift, spec), "assert",
                                         variant.heading, f"{expression!r} {why}", line)
     return failures
+
+
+def _report_hazards(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> int:
+    """Warn about each variant the hazard check flags (a note where ``:expect-hazard:``
+    lists it); a listed variant it does not flag is an error. Return the errors."""
+    failures = 0
+    for spec in specs:
+        for variant in spec.variants:
+            result = state.result(variant)
+            found = result.get("hazards")
+            if not result.get("ok") or found is None:
+                continue  # a failed variant, or a page built from an older snapshot
+            where = (spec.docname, spec.lineno)
+            texts = [f["text"] + _statements(spec, f) for f in found["findings"]]
+            said = f"{spec.name}: {variant.heading}: {found['text']}: " + "; ".join(texts)
+            if not spec.expects_hazard(variant):
+                if found["verdict"] == "hazard":
+                    warn(said, "hazard", location=where)
+                    if state.drift is not None:
+                        state.drift.add(entry(app, state.drift, spec), "hazard",
+                                        variant.heading, f"{found['text']}: "
+                                        + "; ".join(texts))
+                continue
+            pattern = spec.expect_hazard_pattern
+            if found["verdict"] != "hazard":
+                why = f"the check says {found['text']!r}"
+            elif pattern and not any(re.search(pattern, f"{f['kind']} on {f['buffer']}: "
+                                               f"{f['text']}") for f in found["findings"]):
+                why = f"no finding matches {pattern!r} ({'; '.join(texts)})"
+            else:
+                info(f"{said} (expected by :expect-hazard:)", location=where)
+                continue
+            failures += 1
+            error(f"{spec.name}: {variant.heading}: :expect-hazard: lists it, but {why}",
+                  "hazard", location=where)
+    return failures
+
+
+def _statements(spec: DirectiveSpec, finding: dict[str, Any]) -> str:
+    """`` (T.copy(A[k + 1, :], S) at line 14; ...)``: where a finding's buffer is named
+    in the pipelined loop."""
+    said = []
+    for statement in finding.get("statements", []):
+        where = spec.kernel_location(statement["line"])
+        line = f"line {where[1]}" if isinstance(where, tuple) else where
+        said.append(f"{statement['text']} at {line}")
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _check_pass_names(specs: list[DirectiveSpec], state: BuildState) -> None:

@@ -70,6 +70,10 @@ OPTIONS: dict[str, str] = {
     "expect-error": "num_stages values that must fail, each on every target or on one "
                     "(``sm_89:4``), optionally ``VALUES: regex`` on the message; a listed "
                     "variant that lowers is an error. For chapters that teach limits.",
+    "expect-hazard": "num_stages values the hazard check must flag, as for ``:expect-error:`` "
+                     "(``2 3``, ``sm_90a:2``, ``2: RAW on S``: a regex one finding must "
+                     "match); each finding is then a note, not a warning, and a listed "
+                     "variant without one is an error. For chapters about compiler bugs.",
     "assert": "Claims checked on every build, one Python expression per line over each "
               "lowered variant's facts (``shared[\"A_shared\"].shape[0] == num_stages``, "
               "``max(sync[\"cp_async_wait\"]) == num_stages - 1``, ``gemm[0] == "
@@ -202,6 +206,9 @@ class TlPipelineDirective(SphinxDirective):
         timeout = self._or("timeout", options.parse_timeout, config.timeout)
         expected, pattern = self._option("expect-error", options.parse_expect_error, "") \
             if "expect-error" in self.options else ((), None)
+        hazards, hazard_pattern = self._option("expect-hazard", options.parse_expect_error,
+                                               "") \
+            if "expect-hazard" in self.options else ((), None)
         source, source_name = self._kernel()
         sweep = self._option("sweep", options.parse_sweep, "") if "sweep" in self.options \
             else {}
@@ -222,16 +229,17 @@ class TlPipelineDirective(SphinxDirective):
         except OptionClash as exc:
             raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
         labels = [t.label for t in targets]
-        for entry in expected:
-            if entry.num_stages not in num_stages:
-                among = f"the depth the kernel fixes ({num_stages[0]}, as written)" \
-                    if variants[0].as_written else "in :num-stages:"
-                raise OptionError(f":expect-error: {entry.num_stages} is not {among}",
-                                  self._option_line("expect-error"))
-            if entry.target is not None and entry.target not in labels:
-                raise OptionError(f":expect-error: {entry} names no target of this "
-                                  f"directive ({', '.join(labels)})",
-                                  self._option_line("expect-error"))
+        for option, entries in (("expect-error", expected), ("expect-hazard", hazards)):
+            for entry in entries:
+                if entry.num_stages not in num_stages:
+                    among = f"the depth the kernel fixes ({num_stages[0]}, as written)" \
+                        if variants[0].as_written else "in :num-stages:"
+                    raise OptionError(f":{option}: {entry.num_stages} is not {among}",
+                                      self._option_line(option))
+                if entry.target is not None and entry.target not in labels:
+                    raise OptionError(f":{option}: {entry} names no target of this "
+                                      f"directive ({', '.join(labels)})",
+                                      self._option_line(option))
         return DirectiveSpec(
             name=name,
             docname=self.env.docname,
@@ -247,6 +255,8 @@ class TlPipelineDirective(SphinxDirective):
             node_id=nodes.make_id(f"tl-{name}"),
             expect_error=expected,
             expect_pattern=pattern,
+            expect_hazard=hazards,
+            expect_hazard_pattern=hazard_pattern,
             asserts=asserts,
             reference=self._optional("reference", options.parse_expression),
             flops=self._optional("flops", options.parse_expression),

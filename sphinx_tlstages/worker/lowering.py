@@ -20,7 +20,7 @@ from ..core.errors import SourceError
 from ..core.passes import PassLog
 from ..core.protocol import Task
 from ..core.result import Result, failure
-from . import ir_facts, schedule
+from . import hazard_check, ir_facts, schedule
 from .kernel_module import factory_arguments, kernel_module, prim_func
 from .templates import template_digest
 
@@ -132,7 +132,9 @@ def lower_variant(task: Task) -> Result:
         result = failure("exception", message, line, seconds=time.perf_counter() - started)
     else:
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
-              "pass_diffs": log.diffs, "schedule": _schedule(after)}
+              "pass_diffs": log.diffs, "schedule": _schedule(after),
+              "hazards": hazard_check.hazards(after, task.target, ir_facts.main_function,
+                                              ir_facts.device_function)}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, task.factory, task.num_stages,
                                seconds=time.perf_counter() - started)

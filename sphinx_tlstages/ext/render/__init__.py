@@ -27,7 +27,7 @@ from .figure import schedule_figures
 from .gemm import gemm_part
 from .passes import passes_part
 from .shared import has_tensor_memory, shared_table
-from .summary import code_name, summary_table
+from .summary import code_name, hazards_table, summary_table
 from .sync import sync_part
 from .tables import code
 
@@ -170,7 +170,9 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     numbers = [node for data, entry, stale in context.bench
                for node in bench_table(spec, data, entry, stale, context.bench_stale,
                                    context.version)]
-    root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *numbers))
+    verdicts = hazards_table(spec, rows)
+    hazards = [verdicts] if verdicts is not None else []
+    root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *hazards, *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
     if "figure" in spec.show and any_ok:
         root.append(_part("tl-figures", "Schedule figure", *schedule_figures(spec, rows)))

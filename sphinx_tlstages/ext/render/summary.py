@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from docutils import nodes
 
 from ...core.result import Result, shared_bytes
 from ...core.spec import DirectiveSpec, VariantSpec
 from ...core.targets import Target
-from .tables import Cell, Span, number, table
+from .tables import Cell, Span, doc_line, number, table
 
 
 def _schedule(result: Result) -> str:
@@ -84,3 +85,41 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
                      _shared_cell(result, variant.target.shared_memory_limit, not one_target),
                      str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
+
+
+def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
+                  ) -> nodes.Node | None:
+    """The *Hazards* row under the summary: the hazard check's verdict, one line per
+    verdict with the variants that share it (a finding in bold, each with its words);
+    None when no result holds one (a page built from a snapshot recorded before the
+    check)."""
+    matrix = not all(v.only_num_stages for v, _ in rows)
+    groups: dict[str, list[str]] = {}
+    found: dict[str, dict[str, Any]] = {}
+    for variant, result in rows:
+        hazards = result.get("hazards")
+        if not result.get("ok") or hazards is None:
+            continue
+        text = hazards["text"]
+        groups.setdefault(text, []).append(variant.heading if matrix else variant.stages)
+        found[text] = hazards
+    if not groups:
+        return None
+    body: list[list[Cell | Span]] = []
+    for text, names in groups.items():
+        cell = nodes.container()
+        line = nodes.paragraph()
+        if found[text]["verdict"] == "hazard":
+            line += nodes.strong(text=text, classes=["tl-hazard"])
+        else:
+            line += nodes.Text(text)
+        cell += line
+        for finding in found[text]["findings"]:
+            named = "; ".join(f"{s['text']} (line {doc_line(spec, s['line'])})"
+                              for s in finding.get("statements", []))
+            cell += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}"
+                                    + (f"; in the kernel: {named}" if named else ""),
+                                    classes=["tl-hazard-finding"])
+        body.append([", ".join(names), cell])
+    return table(["Hazards", "what the hazard check found in the final code"], body,
+                 ["tl-table", "tl-hazards"], widths=[8, 92])

@@ -1,0 +1,77 @@
+"""The hazard check of a lowered variant: its trace (:mod:`.hazard_trace`) checked by
+:mod:`..core.hazards`, with the shared buffers' slots named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
+from tvm.tirx.stmt_functor import post_order_visit
+
+from ..core.hazards import not_checked, verdict
+from .hazard_rings import Undecided, shared
+from .hazard_trace import Trace
+from .ir_walk import integer, version_dims
+
+
+def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
+            device: Callable[[Any], Any]) -> dict[str, Any]:
+    """The ``hazards`` fact of a lowered variant, from the modules the recorder kept
+    (``main``/``device`` pick a module's function). Never raises: what the walk cannot
+    decide, or a walk that fails, is "not checked" and why."""
+    final = kept.get("final")
+    if target.get("kind") != "cuda":
+        return not_checked(f"no asynchronous pipeline on {target.get('mcpu') or target['kind']}")
+    if final is None:
+        return not_checked("no final device code")
+    try:
+        trace = Trace(device(final))
+        buffers = _buffers(trace, kept, main)
+        return verdict(_sized(trace.records, buffers), buffers)
+    except Undecided as exc:
+        return not_checked(str(exc))
+    except Exception as exc:  # unexpected IR costs the verdict, never the variant
+        return not_checked(f"the check failed ({type(exc).__name__}: {exc})"[:300])
+
+
+def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
+    """Per shared buffer: its byte offset in its allocation, its bytes and its versions
+    (the leading dimension the pipeliner gave it), for naming slots."""
+    # Hopper's warp specialisation versions the buffers before pipeline planning runs.
+    planned = kept.get("before:tl.AutoWarpSpecialization") or kept.get("tl.PipelinePlanning")
+    injected = kept.get("tl.InjectSoftwarePipeline")
+    versions = version_dims(main(planned), main(injected)) \
+        if planned is not None and injected is not None else {}
+    sizes: dict[str, int] = {}
+    if injected is not None:
+        def visit(node: Any) -> None:
+            for buffer in getattr(node, "alloc_buffers", None) or []:
+                if shared(buffer.data):
+                    count = 1
+                    for extent in buffer.shape:
+                        count *= integer(extent) or 0
+                    sizes[str(buffer.name)] = count * buffer.dtype.bits // 8
+
+        post_order_visit(main(injected).body, visit)
+    bases = {str(var.name): offset for var, (_, offset) in trace.bases.items()}
+    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name)}
+            for name, size in sizes.items()}
+
+
+def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[str, Any]]:
+    """Give each access whose extent the code does not say (a wgmma operand, a TMA box
+    of a tensor copy) the rest of the slot of its buffer it starts in: a ring's copy or
+    read stays in one tile (a tile copied as several boxes has each start inside it)."""
+    for record in records:
+        if record["op"] in ("read", "tma") and record.get("hi") is None:
+            size = record.get("bytes")
+            if size is not None:
+                record["hi"] = record["lo"] + size - 1
+                continue
+            info = buffers.get(record["buffer"])
+            if info is None:
+                raise Undecided(f"the extent of an access to {record['buffer']} is unknown")
+            slot = max(info["bytes"] // (info["versions"] or 1), 1)
+            record["hi"] = info["base"] + ((record["lo"] - info["base"]) // slot + 1) * slot - 1
+    return records

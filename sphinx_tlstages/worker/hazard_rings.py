@@ -1,0 +1,123 @@
+"""The barrier operations of TMA pipelines (Hopper, Blackwell) in the hazard trace:
+mbarrier initialisation, waits with their parity, arrivals with their count, expected
+bytes, TMA copies into shared memory, and the shared tiles wgmma reads through its
+descriptors. A part of :class:`.hazard_trace.Trace`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .ir_walk import kind, op_name, short
+
+BARRIER_OPS = frozenset({
+    "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
+    "mbarrier_arrive", "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
+    "ptx_fence_barrier_init", "warpgroup_wait", "warpgroup_commit_batch",
+    "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
+    "ptx_wgmma_rs"})
+
+
+class Undecided(Exception):
+    """The walk cannot say what the code does; the message says why."""
+
+
+def shared(var: Any) -> bool:
+    """Whether a buffer's data lives in shared memory (barriers are not data)."""
+    scope = getattr(getattr(var, "type_annotation", None), "storage_scope", "")
+    return str(scope).startswith("shared") and "barrier" not in str(scope)
+
+
+class RingOps:
+    """The barrier half of the trace; :class:`.hazard_trace.Trace` gives the rest."""
+
+    env: dict[Any, tuple[int, int]]
+    threads: Any
+    elected: bool
+    descriptors: dict[Any, list[Any]]
+    batch: set[tuple[Any, ...]]
+
+    def constant(self, expr: Any, what: str) -> int:
+        raise NotImplementedError
+
+    def emit(self, record: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def region(self, buffer: Any, indices: list[Any]) -> tuple[str, str, int, int]:
+        raise NotImplementedError
+
+    def barrier(self, load: Any) -> str:
+        """``mbarrier[3]``: a barrier by its array and index."""
+        if kind(load) != "BufferLoad" or len(load.indices) != 1:
+            raise Undecided(f"a barrier the check cannot name: {load}")
+        index = self.constant(load.indices[0], "a barrier's index")
+        return f"{load.buffer.data.name}[{index}]"
+
+    def arrivals(self) -> int:
+        if self.elected:
+            return 1
+        lo, hi = self.env[self.threads] if self.threads is not None else (0, 0)
+        return hi - lo + 1
+
+    def pointer(self, arg: Any) -> tuple[str, str, int, int] | None:
+        if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
+                and shared(arg.args[0].buffer.data):
+            load = arg.args[0]
+            return self.region(load.buffer, list(load.indices))
+        return None
+
+    def mbarrier(self, call: Any, name: str) -> None:
+        """The barrier operations of TMA pipelines (Hopper, Blackwell)."""
+        args = list(call.args)
+        if name == "ptx_init_barrier_thread_count":
+            self.emit({"op": "init", "bar": self.barrier(args[0]),
+                       "count": self.constant(args[1], "a barrier's count")})
+        elif name == "mbarrier_wait_parity":
+            self.emit({"op": "bwait", "bar": self.barrier(args[0]),
+                       "parity": self.constant(args[1], "a wait's parity")})
+        elif name in ("ptx_arrive_barrier", "mbarrier_arrive"):
+            if len(args) != 1:
+                raise Undecided(f"{name} with {len(args)} arguments (a cluster barrier?)")
+            self.emit({"op": "arrive", "bar": self.barrier(args[0]), "n": self.arrivals()})
+        elif name in ("ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx"):
+            if len(args) != 2:
+                raise Undecided(f"{name} with {len(args)} arguments (a cluster barrier?)")
+            self.emit({"op": "expect", "bar": self.barrier(args[0]),
+                       "bytes": self.constant(args[1], "expected bytes") * self.arrivals(),
+                       "n": self.arrivals() if name.startswith("ptx_arrive") else 0})
+        elif name == "tma_load":
+            # Bulk copy: (dst, src, barrier, bytes, ...); tensor copy: (descriptor,
+            # barrier, dst, coordinates...), whose box size only the descriptor knows.
+            dst = self.pointer(args[0])
+            bar, size = (args[2], self.constant(args[3], "a copy's bytes")) \
+                if dst is not None else (args[1], None)
+            dst = dst or self.pointer(args[2])
+            if dst is None:
+                raise Undecided("a TMA load into an address the check cannot read")
+            buffer, root, lo, _ = dst
+            self.emit({"op": "tma", "bar": self.barrier(bar), "buffer": buffer, "root": root,
+                       "lo": lo, "bytes": size})
+        elif name == "ptx_fence_barrier_init":
+            self.emit({"op": "fence"})
+        elif name == "warpgroup_wait":
+            self.emit({"op": "wgwait", "n": self.constant(args[0], "a warpgroup wait")})
+        elif name == "warpgroup_commit_batch":
+            self.batch = set()
+            self.emit({"op": "wgcommit"})
+        elif name == "initialize_wgmma_descriptor":
+            found = self.pointer(args[1])
+            if found is None:
+                raise Undecided("a wgmma descriptor of an address the check cannot read")
+            self.descriptors[args[0].buffer.data] = list(found)
+        elif name == "increase_descriptor_offset":
+            region = self.descriptors.get(args[0].buffer.data)
+            if region is None:
+                raise Undecided("a wgmma descriptor offset before its initialisation")
+            region[2] += self.constant(args[1], "a descriptor offset")
+        elif name.startswith("ptx_wgmma"):
+            for arg in args:
+                region = self.descriptors.get(arg) if kind(arg) == "Var" else None
+                if region is not None and tuple(region) not in self.batch:
+                    self.batch.add(tuple(region))
+                    buffer, root, lo, _ = region
+                    self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
+                               "hi": None, "how": "wgmma", "async": True})
