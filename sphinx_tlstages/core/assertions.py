@@ -52,6 +52,13 @@ _READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "cuda_lines": {"cuda_lines": int},
     "tmem": {"tmem": lambda buffers: _by_name(buffers, "columns")},
     "gemm": {"gemm": lambda calls: [g["instruction"] for g in calls]},
+    "resources": {
+        "registers": lambda r: r["registers"],
+        "spills": lambda r: r["spill_stores"] + r["spill_loads"],
+        "stack": lambda r: r["stack"],
+        "occupancy": lambda r: SimpleNamespace(**r["occupancy"]) if r["occupancy"] else None,
+        "sass": lambda r: dict(r["sass"] or {}),
+    },
     # Pass records say what each run changed only where the variant recorded them (see
     # reads_passes); a page built from a snapshot has the counts its claims name.
     "passes": {"passes": lambda records: counts(records) if recorded(records) else _ABSENT},
@@ -68,7 +75,10 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
     ``.producer_threads``, ``.barriers``), ``gemm`` (the instruction each tile-level gemm
     call became, in source order: ``gemm[0] == "wgmma"``; one of ``mma_sync``, ``wgmma``,
     ``tcgen05``, ``mfma``, ``fma``), ``tmem`` (tensor-memory buffers by name:
-    ``tmem["C_tmem"].columns``, ``.shape``, ``.dtype``)."""
+    ``tmem["C_tmem"].columns``, ``.shape``, ``.dtype``); where the page shows
+    ``resources``: ``registers`` (per thread), ``spills`` (bytes stored and loaded),
+    ``stack`` (bytes), ``occupancy`` (``.blocks_per_sm``, ``.warps_per_sm``,
+    ``.occupancy``, ``.limiter``), ``sass`` (static counts: ``sass["HMMA"]``)."""
     names: dict[str, Any] = {}
     for fact in FACTS:
         if fact.name not in result:

@@ -21,6 +21,8 @@ SUBTYPES: dict[str, str] = {
     "cache": "a cache entry could not be read or written",
     "snapshot": "a snapshot is missing, drifted, unreadable or unused",
     "assert": "an :assert: claim is false for a variant (an error: the build fails)",
+    "toolkit": "NVIDIA's compiler is missing or failed: the resources part (registers, "
+               "spills, occupancy) cannot be built",
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
     "latex": "kernel text has characters pdflatex cannot print (CJK, Greek...): the PDF "
              "shows them as ?; xelatex and lualatex print them",

@@ -71,6 +71,14 @@ FACTS: tuple[Fact, ...] = (
          about="tensor-memory buffers: name, shape, dtype, columns"),
     Fact("gemm", list, ("gemm",), True, True, 3, names=("gemm",),
          about="the instruction each tile-level T.gemm call became"),
+    # NVIDIA's compiler's view of the variant (core.resources): registers, spills, stack,
+    # shared memory, barriers, occupancy, static SASS counts. Only where the page shows
+    # the part and a toolkit compiled it; the toolkit's version is provenance.
+    Fact("resources", dict, ("resources",), True, True, 4,
+         names=("registers", "spills", "stack", "occupancy", "sass"),
+         about="registers, spills, occupancy and SASS counts of the compiled cubin"),
+    Fact("sass", str, ("resources",), False, False, 4,
+         about="the SASS listing of the compiled cubin (without encodings)"),
     # The whole pass pipeline is large, and a run that changes nothing shown is
     # provenance: snapshots keep only the counts an :assert: names (pass_counts).
     Fact("passes", list, ("passes",), False, False, 1, names=("passes",),
@@ -87,7 +95,8 @@ FACTS: tuple[Fact, ...] = (
 
 # Fields of a result that are not facts: how and when it was made, never shown as a
 # fact, never in a snapshot's variants (a failure is kept as its message).
-BOOKKEEPING = ("schema", "ok", "seconds", "error", "from_snapshot", "imports", "templates")
+BOOKKEEPING = ("schema", "ok", "seconds", "error", "from_snapshot", "imports", "templates",
+               "toolkit", "resources_error")
 
 BY_NAME = {fact.name: fact for fact in FACTS}
 # What every lowered result must hold (checked on reading a cache entry).

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 3
+RESULT_SCHEMA = 4
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -77,6 +77,13 @@ class Result(TypedDict, total=False):
     # derived from the IR and bulky, so never in snapshots; absent when nothing is
     # pipelined and in results read back from a snapshot.
     schedule: dict[str, Any]
+    # Since schema 4, where the page shows "resources": what NVIDIA's compiler made of
+    # the CUDA (core/resources.py), the SASS listing, the compiler's version
+    # (provenance), or why it could not compile.
+    resources: dict[str, Any]
+    sass: str
+    toolkit: str
+    resources_error: str
 
 
 def failure(kind: FailureKind, message: str, line: int | None,

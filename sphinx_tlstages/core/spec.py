@@ -19,6 +19,7 @@ from .options import Expected
 from .result import RESULT_SCHEMA
 from .stamps import lowering_stamp
 from .targets import Target
+from .toolkit import Toolkit
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,9 @@ class VariantSpec:
     # variant no page reads it for goes without. Part of the key, where it is asked for
     # (a variant that does not ask may take the result of one that does: see ext/batch).
     record_passes: bool = False
+    # NVIDIA's compiler that builds the "resources" part, where the page shows it (and
+    # the target is CUDA); where it came from is part of the key, its path is not.
+    toolkit: Toolkit | None = None
 
     def __post_init__(self) -> None:
         # IR diffs of chosen passes are made of the same texts.
@@ -88,6 +92,8 @@ class VariantSpec:
             extra["depth_param"] = self.depth_param
         if self.record_passes:
             extra["record_passes"] = True
+        if self.toolkit is not None:
+            extra["toolkit"] = self.toolkit.payload
         return {
             "source": self.source,
             "source_name": self.source_name,
@@ -109,6 +115,8 @@ class VariantSpec:
         # Absolute folders differ by machine; where they are relative to conf.py does not.
         # What the kernel imported from them is checked on lookup (see ext/cache.py).
         del payload["origin"]
+        if self.toolkit is not None:
+            payload["toolkit"] = self.toolkit.origin
         if self.origin.where:
             payload["where"] = list(self.origin.where)
         blob = json.dumps(
@@ -134,6 +142,7 @@ class VariantSpec:
             "target": self.target.canonical,
             "passes recorded": " ".join(self.ir_passes) or "(none)",
             "pass changes recorded": "yes" if self.record_passes else "no",
+            "NVIDIA compiler": self.toolkit.origin if self.toolkit else "(none)",
             "TileLang build": stamp,
             "result schema": str(RESULT_SCHEMA),
             "sphinx-tlstages lowering code": lowering_stamp(),

@@ -19,7 +19,7 @@ from ..core import facts
 from ..core.errors import SourceError
 from ..core.passes import PassLog
 from ..core.result import Result, failure
-from . import ir_facts, schedule
+from . import ir_facts, resources, schedule
 from .kernel_module import factory_arguments, kernel_module, prim_func
 from .templates import template_digest
 
@@ -111,6 +111,7 @@ def lower_variant(payload: dict[str, Any]) -> Result:
     source, name = str(payload["source"]), str(payload["source_name"])
     started = time.perf_counter()
     imported: list[dict[str, str]] = []
+    pass_configs: dict[str, Any] = {}
     try:
         with kernel_module(source, name, payload.get("origin")) as module:
             imported = module.imported
@@ -138,6 +139,12 @@ def lower_variant(payload: dict[str, Any]) -> Result:
                                int(payload["num_stages"]),
                                seconds=time.perf_counter() - started)
         result["templates"] = template_digest(source_cuda)
+        toolkit = payload.get("toolkit")
+        if toolkit and payload["target"].get("kind") == "cuda":
+            # The cubin's resources, from the CUDA as the page offers it.
+            result.update(resources.compile_variant(  # type: ignore[typeddict-item]
+                cuda, str(payload["target"]["arch"]), pass_configs, toolkit,
+                result["threads"], result["dynamic_shared_bytes"]))
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result
