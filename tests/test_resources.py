@@ -244,15 +244,36 @@ def test_a_false_claim_on_the_registers_fails_the_build(build, shared_cache: Pat
 
 
 def test_without_a_toolkit_one_warning_a_sentence_and_the_lowering_stands(
-        build, shared_cache: Path) -> None:
+        build, shared_cache: Path, tmp_path: Path) -> None:
     first = rst(GEMM, "One", num_stages="1 2", target="sm_80", params=GEMM_PARAMS,
                 name="one", show="shared resources", assert_="registers <= 240")
     second = rst(GEMM, "Two", num_stages="1", target="sm_80", params=GEMM_PARAMS,
                  name="two", show="resources")
     result = build({"index.rst": "None\n====\n\n" + first + "\n" + second},
-                   confoverrides={"tlstages_toolkit": "none"})
+                   confoverrides={"tlstages_toolkit": str(tmp_path / "no" / "nvcc")})
     assert result.warnings.count("[tlstages.toolkit]") == 1
     assert "2 directive(s) show resources" in result.warnings
-    assert "No NVIDIA compiler was found" in result.part("tl-resources").astext()
+    assert "built without NVIDIA's compiler" in result.part("tl-resources").astext()
     assert result.table("tl-shared")  # lowered all the same
     assert result.app.statuscode == 0
+
+
+@needs_toolkit
+@pytest.mark.parametrize(("builder", "output"), [("text", "index.txt"), ("latex", "tests.tex")])
+def test_every_builder_shows_the_table_and_the_sentence(build, shared_cache: Path,
+                                                        builder: str, output: str) -> None:
+    result = build({"index.rst": "Spills\n======\n\n" + SPILLS}, buildername=builder,
+                   conf="extensions = ['sphinx_tlstages']\nproject = 'tests'\n")
+    text = (result.outdir / output).read_text(encoding="utf-8")
+    assert "registers per thread" in text and "limited by registers" in text
+    assert "spills 1212 bytes to local memory" in text
+
+
+def test_a_toolkit_turned_off_is_said_on_the_page_without_a_warning(
+        build, shared_cache: Path) -> None:
+    page = rst(GEMM, "Off", num_stages="1", target="sm_80", params=GEMM_PARAMS, name="off",
+               show="resources")
+    result = build({"index.rst": "Off\n===\n\n" + page},
+                   confoverrides={"tlstages_toolkit": "none"})
+    assert result.warnings == ""
+    assert "built without NVIDIA's compiler" in result.part("tl-resources").astext()

@@ -147,9 +147,9 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "tlstages_toolkit", "auto", "env", (str,),
         "NVIDIA's compiler for the ``resources`` part: ``auto`` (the release the "
         "``resources`` extra pins, ``pip install sphinx-tlstages[resources]``; else an "
-        "``nvcc`` on ``PATH``, else under ``CUDA_HOME``), ``none`` (no part), or the path of "
-        "an ``nvcc``. The pinned release wins over any other, since another release "
-        "compiles to other SASS.",
+        "``nvcc`` on ``PATH``, else under ``CUDA_HOME``), ``none`` (the part only says it "
+        "has no numbers; no warning), or the path of an ``nvcc``. The pinned release wins "
+        "over any other, since another release compiles to other SASS.",
     ),
     ConfigValue(
         "tlstages_collect_only", False, "", (bool,),

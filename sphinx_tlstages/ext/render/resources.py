@@ -13,8 +13,8 @@ from ...core.spec import DirectiveSpec, VariantSpec
 from .cuda import _capped, _collapsible, literal
 from .tables import Cell, code, number, table
 
-_NO_TOOLKIT = ("No NVIDIA compiler was found where this page was built, so registers, "
-               "spills and occupancy are not shown (pip install sphinx-tlstages[resources]).")
+_NO_TOOLKIT = ("This page was built without NVIDIA's compiler, so registers, spills and "
+               "occupancy are not shown (pip install sphinx-tlstages[resources]).")
 _NOT_NVIDIA = ("{targets}: registers, spills and occupancy come from NVIDIA's compiler; "
                "no compiler for {what} installs from PyPI, so this part has no numbers "
                "for {it}.")
