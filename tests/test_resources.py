@@ -277,3 +277,20 @@ def test_a_toolkit_turned_off_is_said_on_the_page_without_a_warning(
                    confoverrides={"tlstages_toolkit": "none"})
     assert result.warnings == ""
     assert "built without NVIDIA's compiler" in result.part("tl-resources").astext()
+
+
+@needs_toolkit
+def test_tlstages_lower_shows_the_part(tmp_path: Path) -> None:
+    import io
+
+    from sphinx_tlstages.cli.lower import lower_file
+
+    kernel = tmp_path / "gemm.py"
+    kernel.write_text(GEMM, encoding="utf-8")
+    out = io.StringIO()
+    status = lower_file(kernel, None, GEMM_PARAMS.split(), [2], ["sm_80"], None, False,
+                        out=out, show=["resources"])
+    text = out.getvalue()
+    assert status == 0
+    assert "registers per thread        232" in text
+    assert "limited by registers and shared memory" in text

@@ -102,7 +102,7 @@ def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                        widths=[24, *[20] * len(shown)], key_columns=1))
     versions = sorted({str(r.get("toolkit")) for _, r in cuda if r.get("toolkit")})
     intro = nodes.paragraph(classes=["tl-note"])
-    intro += nodes.Text(" ".join(_sentences(shown)) + " Compiled on the docs builder with "
+    intro += nodes.Text(" ".join(_sentences(shown)) + " Compiled with "
                         f"NVIDIA's nvcc {', '.join(versions) or ''} and TileLang's own flags "
                         "(")
     intro += code("--cubin -O3 -lineinfo -std=c++20")
@@ -115,7 +115,7 @@ def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
             body: list[nodes.Node] = [literal(text, "text")]
             if hidden:
                 body.append(nodes.paragraph(text=f"{hidden} more lines not shown.",
-                                            classes=["tl-note"]))
+                                            classes=["tl-hidden-lines"]))
             found.append(_collapsible(f"{variant.heading}: SASS, "
                                       f"{result['resources']['sass']['total']} instructions",
                                       "tl-sass-item", *body, variant=variant.label))
