@@ -206,6 +206,17 @@ def test_builds_with_every_claim_true(built: Built) -> None:
 
 
 @needs_toolkit
+def test_the_snapshot_keeps_the_numbers_and_names_the_compiler(built: Built) -> None:
+    import json
+
+    snapshot = json.loads((Path(built.app.srcdir) / "_tlstages" / "snapshots" / "cost.json")
+                          .read_text(encoding="utf-8"))
+    assert snapshot["toolkit"].startswith("13.")
+    first = next(iter(snapshot["variants"].values()))
+    assert first["resources"]["registers"] == 225 and "sass" not in first
+
+
+@needs_toolkit
 def test_the_table_shows_registers_and_occupancy_per_variant(built: Built) -> None:
     rows = {row[0]: row[1:] for row in built.table("tl-resources")}
     assert rows["registers per thread"][:4] == ["225", "232", "236", "232"]
@@ -294,3 +305,15 @@ def test_tlstages_lower_shows_the_part(tmp_path: Path) -> None:
     assert status == 0
     assert "registers per thread        232" in text
     assert "limited by registers and shared memory" in text
+
+
+def test_a_changed_register_count_is_drift_in_words() -> None:
+    from sphinx_tlstages.core.snapshot_compare import variant_changes
+
+    before = resources(recorded("sm_80-ns1.ptxas"), recorded("sm_80-ns1.sass.gz"), "sm_80",
+                       128, 32768)
+    after = resources(recorded("sm_80-256x128-ns2.ptxas"), recorded("sm_80-ns1.sass.gz"),
+                      "sm_80", 128, 32768)
+    said = [c.words for c in variant_changes("1", {"resources": before}, {"resources": after})]
+    assert "registers 225 -> 255" in said and "spill stores 0 -> 1212" in said
+    assert variant_changes("1", {"resources": before}, {"resources": before}) == []
