@@ -57,7 +57,8 @@ _READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
         "spills": lambda r: r["spill_stores"] + r["spill_loads"],
         "stack": lambda r: r["stack"],
         "occupancy": lambda r: SimpleNamespace(**r["occupancy"]) if r["occupancy"] else None,
-        "sass": lambda r: dict(r["sass"] or {}),
+        # No counts where the SASS could not be listed: a claim on them is skipped.
+        "sass": lambda r: dict(r["sass"]) if r.get("sass") else _ABSENT,
     },
     # Pass records say what each run changed only where the variant recorded them (see
     # reads_passes); a page built from a snapshot has the counts its claims name.

@@ -71,6 +71,18 @@ def register_budgets(sass: str) -> dict[str, int]:
     return found
 
 
+_WARPGROUP_REGS = re.compile(r"\btl::warpgroup_reg_(?P<kind>alloc|dealloc)<(?P<n>\d+)>")
+
+
+def cuda_register_budgets(cuda: str) -> dict[str, int]:
+    """The same budgets as TileLang's CUDA asks for them (``tl::warpgroup_reg_alloc<240>``):
+    what the part shows, so that it does not depend on ``cuobjdump`` being installed."""
+    found: dict[str, int] = {}
+    for match in _WARPGROUP_REGS.finditer(cuda):
+        found.setdefault(match["kind"], int(match["n"]))
+    return found
+
+
 def strip_encodings(sass: str) -> str:
     """The listing without the hexadecimal encodings (half of every line), as shown."""
     lines = []
@@ -82,10 +94,11 @@ def strip_encodings(sass: str) -> str:
 
 
 def resources(report: str, sass: str | None, arch: str, threads: int,
-              dynamic_shared: int) -> dict[str, Any]:
-    """The ``resources`` fact of one variant (see :mod:`.fact_table`)."""
+              dynamic_shared: int, cuda: str = "") -> dict[str, Any]:
+    """The ``resources`` fact of one variant (see :mod:`.fact_table`); ``sass`` None
+    where no ``cuobjdump`` was found (no counts then)."""
     found: dict[str, Any] = dict(parse_ptxas(report))
-    found["register_budgets"] = register_budgets(sass) if sass is not None else {}
+    found["register_budgets"] = cuda_register_budgets(cuda)
     found["dynamic_shared"] = dynamic_shared
     limits = limits_for(arch)
     found["occupancy"] = None if limits is None else occupancy(

@@ -100,10 +100,14 @@ def _resources(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     said = [f"{name.replace('_', ' ')} {old.get(name)} -> {new.get(name)}"
             for name in ("registers", "spill_stores", "spill_loads", "stack", "static_shared")
             if old.get(name) != new.get(name)]
-    blocks = [(r.get("occupancy") or {}).get("blocks_per_sm") for r in (old, new)]
+    def part(found: dict[str, Any], name: str) -> dict[str, Any]:
+        value = found.get(name)
+        return value if isinstance(value, dict) else {}
+
+    blocks = [part(r, "occupancy").get("blocks_per_sm") for r in (old, new)]
     if blocks[0] != blocks[1]:
         said.append(f"blocks per SM {blocks[0]} -> {blocks[1]}")
-    sass = [r.get("sass") or {} for r in (old, new)]
+    sass = [part(r, "sass") for r in (old, new)]
     said += [f"SASS {op} {sass[0].get(op)} -> {sass[1].get(op)}"
              for op in sorted(sass[0].keys() | sass[1].keys())
              if sass[0].get(op) != sass[1].get(op)]

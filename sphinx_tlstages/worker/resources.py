@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -62,7 +63,9 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
                     threads: int, dynamic_shared: int) -> dict[str, Any]:
     """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``."""
     nvcc = toolkit["nvcc"]
-    cuobjdump = str(Path(nvcc).with_name("cuobjdump"))
+    # Beside nvcc in the wheel and in a CUDA install; a PATH nvcc may be a wrapper.
+    beside = Path(nvcc).with_name("cuobjdump")
+    cuobjdump = str(beside) if beside.is_file() else shutil.which("cuobjdump")
     with tempfile.TemporaryDirectory(prefix="tlstages-nvcc-") as folder:
         source, cubin = Path(folder, "kernel.cu"), Path(folder, "kernel.cubin")
         source.write_text(cuda, encoding="utf-8")
@@ -78,12 +81,12 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
             tail = "\n".join(report.strip().splitlines()[-6:])
             return {"resources_error": f"nvcc failed (exit {done.returncode}): {tail}"}
         sass: str | None = None
-        if Path(cuobjdump).is_file():
+        if cuobjdump is not None:
             listed = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
                                     text=True, timeout=TIMEOUT, check=False)
             sass = listed.stdout if listed.returncode == 0 else None
     try:
-        found = resources.resources(report, sass, arch, threads, dynamic_shared)
+        found = resources.resources(report, sass, arch, threads, dynamic_shared, cuda)
     except resources.ReportError as exc:
         return {"resources_error": str(exc)}
     out: dict[str, Any] = {"resources": found, "toolkit": version(nvcc)}

@@ -106,8 +106,11 @@ def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                         f"NVIDIA's nvcc {', '.join(versions) or ''} and TileLang's own flags "
                         "(")
     intro += code("--cubin -O3 -lineinfo -std=c++20")
-    intro += nodes.Text("); SASS counts are static (instructions in the code, not executed), "
-                        "occupancy follows cuda_occupancy.h with the default carveout.")
+    listed = any(r.get("sass") for _, r in cuda)
+    intro += nodes.Text("); " + ("SASS counts are static (instructions in the code, not "
+                                 "executed)" if listed else "no SASS counts: no cuobjdump was "
+                                 "found beside nvcc")
+                        + "; occupancy follows cuda_occupancy.h with the default carveout.")
     found.append(intro)
     for variant, result in cuda:
         if result.get("sass"):
