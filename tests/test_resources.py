@@ -243,6 +243,17 @@ def test_the_table_shows_registers_and_occupancy_per_variant(built: Built) -> No
 
 
 @needs_toolkit
+@pytest.mark.skipif(not SASS, reason="no cuobjdump: no SASS listing")
+def test_each_sass_listing_is_one_click_away_and_downloadable(built: Built) -> None:
+    links = [a for a in built.part("tl-resources").iter("a")
+             if "tl-download" in a.classes]
+    assert [a.astext() for a in links][:2] == ["download cost-sm_80-ns1.sass",
+                                               "download cost-sm_80-ns2.sass"]
+    listing = (built.outdir / links[0].attrs["href"]).read_text(encoding="utf-8")
+    assert sass_counts(listing)["HMMA"] == 256 and "/* 0x" not in listing
+
+
+@needs_toolkit
 def test_spills_are_pointed_out_in_words(built: Built) -> None:
     text = built.part("tl-resources", index=1).astext()
     assert "num_stages=2 spills 1212 bytes to local memory" in text

@@ -123,7 +123,8 @@ class Context:
 
     version: str | None
     max_lines: int
-    downloads: dict[str, str] | None = None  # variant label -> URI of its CUDA file
+    # variant label -> URI of its CUDA file (and "<label>:sass" -> its SASS listing)
+    downloads: dict[str, str] | None = None
     bench: list[Attached] = field(default_factory=list)  # each GPU's numbers, stale ids
     bench_stale: str = "mark"
 
@@ -183,7 +184,7 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
         title = "Shared buffers" + (" and tensor memory" if has_tensor_memory(rows) else "")
         root.append(_part("tl-shared", title, shared_table(rows)))
     if "resources" in spec.show and any_ok:
-        found = resources_part(spec, rows, context.max_lines)
+        found = resources_part(spec, rows, context.max_lines, context.downloads)
         if found:
             root.append(_part("tl-resources", "Registers, spills and occupancy", *found))
     if "sync" in spec.show and any_ok:

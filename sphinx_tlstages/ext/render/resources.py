@@ -75,8 +75,10 @@ def _sentences(ok: list[tuple[VariantSpec, dict[str, Any] | None]]) -> list[str]
 
 
 def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
-                   max_lines: int) -> list[nodes.Node]:
-    """The table (class ``tl-resources``), sentences, and the SASS listings."""
+                   max_lines: int, downloads: dict[str, str] | None = None
+                   ) -> list[nodes.Node]:
+    """The table (class ``tl-resources``), sentences, and the SASS listings (each
+    downloadable whole where ``downloads`` has ``<label>:sass``)."""
     cuda = [(v, r) for v, r in rows if v.target.kind == "cuda" and r.get("ok")]
     found: list[nodes.Node] = []
     others = sorted({v.target.label for v, _ in rows if v.target.kind != "cuda"})
@@ -115,7 +117,13 @@ def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     for variant, result in cuda:
         if result.get("sass"):
             text, hidden = _capped(result["sass"], max_lines)
-            body: list[nodes.Node] = [literal(text, "text")]
+            body: list[nodes.Node] = []
+            uri = (downloads or {}).get(f"{variant.label}:sass")
+            if uri:
+                link = nodes.reference("", f"download {spec.name}-{variant.label}.sass",
+                                       refuri=uri, classes=["tl-download"])
+                body.append(nodes.paragraph("", "", link))
+            body.append(literal(text, "text"))
             if hidden:
                 body.append(nodes.paragraph(text=f"{hidden} more lines not shown.",
                                             classes=["tl-hidden-lines"]))
