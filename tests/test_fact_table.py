@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sphinx_tlstages.core import assertions, fact_table, snapshot_compare, snapshots
+from sphinx_tlstages.core import assertions, fact_table, resources, snapshot_compare, snapshots
 from sphinx_tlstages.core.options import SHOW_PARTS
 from sphinx_tlstages.core.result import RESULT_SCHEMA, Result, validate
 from sphinx_tlstages.core.spec import DirectiveSpec, VariantSpec
@@ -45,7 +45,15 @@ def _lowered() -> Result:
                         "removed": 1, "digest": "", "input": ""}],
             "pass_diffs": {}, "imports": [], "templates": "t",
             "schedule": {"loops": []},
-            "hazards": {"verdict": "none", "text": "none found", "findings": []}}
+            "hazards": {"verdict": "none", "text": "none found", "findings": []},
+            "resources": resources.resources(_PTXAS, "", "sm_80", 128, 32), "sass": ""}
+
+
+# What ptxas --verbose says of a small kernel.
+_PTXAS = ("ptxas info    : Compiling entry function 'k' for 'sm_80'\n"
+          "ptxas info    : Function properties for k\n"
+          "    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+          "ptxas info    : Used 32 registers, used 1 barriers\n")
 
 
 def test_every_fact_is_a_field_of_the_result_type_and_every_field_is_declared() -> None:

@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("--target", nargs="+", default=["sm_80"],
                        help="one or more targets (each lowers every variant)")
     lower.add_argument("--dump-dir", type=Path, help="write each variant's CUDA here")
+    lower.add_argument("--show", nargs="+", metavar="PART",
+                       help="the parts to print (default: gemm annotations shared sync); "
+                            "resources compiles each variant with NVIDIA's compiler")
     lower.add_argument("--json", action="store_true", help="print the results as JSON")
     lower.add_argument("--pyobject", nargs="?", const="", metavar="NAME",
                        help="print this function or class of the file first, numbered as "
@@ -118,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                           args.target, args.dump_dir, args.json, args.sweep,
                           listing={name: value for name, value in
                                    (("pyobject", args.pyobject), ("lines", args.lines))
-                                   if value is not None})
+                                   if value is not None},
+                          show=args.show)
     if args.command == "explain":
         from .explain import explain
 

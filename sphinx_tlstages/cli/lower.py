@@ -24,7 +24,8 @@ from ..core.result import Result, failure
 from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params
 from ..core.stamps import tilelang_version
 from ..core.targets import parse_target
-from ..core.variants import OptionClash, depths, kernel_factory, matrix
+from ..core.toolkit import find as find_toolkit
+from ..core.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
 from ..ext.listing import ListingError, read_listing
 from ..ext.render import Context, render
 from ..runner.launch import Job, default_jobs
@@ -69,11 +70,14 @@ def _flags(exc: Exception) -> str:
 def lower_file(path: Path, factory: str | None, params: Sequence[str],
                num_stages: Sequence[int] | None, targets: Sequence[str], dump_dir: Path | None,
                as_json: bool, sweep: Sequence[str] = (), out: TextIO = sys.stdout,
-               listing: dict[str, str] | None = None) -> int:
+               listing: dict[str, str] | None = None,
+               show: Sequence[str] | None = None) -> int:
     """Lower ``path`` for each variant (num_stages x swept values x targets, as a
     directive would) and print what the compiler did. ``num_stages`` None: 1-4, or the
     depth a kernel sets itself. ``listing``: the directive's listing options
-    (``pyobject``, ``lines``), to print that part of the file first."""
+    (``pyobject``, ``lines``), to print that part of the file first. ``show``: the
+    parts printed (``resources`` compiles each variant; without a compiler it says so
+    and the lowering stands)."""
     try:
         source = normalise_source(path.read_text(encoding="utf-8"))
         values = options.parse_params(" ".join(params))
@@ -91,6 +95,14 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                           # The JSON carries every result whole, pass changes included;
                           # the text output does not show them.
                           record_passes=as_json)
+        parts = options.parse_show(show) if show else ("gemm", "annotations", "shared",
+                                                        "sync")
+        if "resources" in parts:
+            toolkit = find_toolkit("auto")
+            if toolkit is None:
+                print("tlstages lower: no NVIDIA compiler found: resources are not shown "
+                      "(pip install sphinx-tlstages[resources])", file=sys.stderr)
+            variants = with_toolkit(variants, toolkit)
         cut = read_listing(source, str(path), listing, chosen.name, Config()) \
             if listing else None
     except OptionClash as exc:
@@ -109,7 +121,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         return 2
     spec = DirectiveSpec(name=path.stem, docname=str(path), lineno=1, kernel_line=None,
                          kernel_path=str(path), title=path.name, targets=chosen_targets,
-                         variants=variants, show=("gemm", "annotations", "shared", "sync"),
+                         variants=variants, show=parts,
                          diff="none", sweep=tuple((k, tuple(map(repr, v)))
                                                   for k, v in swept.items()),
                          params=canonical_params(values),

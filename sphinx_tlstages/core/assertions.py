@@ -52,6 +52,14 @@ _READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "cuda_lines": {"cuda_lines": int},
     "tmem": {"tmem": lambda buffers: _by_name(buffers, "columns")},
     "gemm": {"gemm": lambda calls: [g["instruction"] for g in calls]},
+    "resources": {
+        "registers": lambda r: r["registers"],
+        "spills": lambda r: r["spill_stores"] + r["spill_loads"],
+        "stack": lambda r: r["stack"],
+        "occupancy": lambda r: SimpleNamespace(**r["occupancy"]) if r["occupancy"] else None,
+        # No counts where the SASS could not be listed: a claim on them is skipped.
+        "sass": lambda r: dict(r["sass"]) if r.get("sass") else _ABSENT,
+    },
     # Pass records say what each run changed only where the variant recorded them (see
     # reads_passes); a page built from a snapshot has the counts its claims name.
     "hazards": {"hazards": lambda found: SimpleNamespace(
@@ -73,7 +81,10 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
     ``tcgen05``, ``mfma``, ``fma``), ``tmem`` (tensor-memory buffers by name:
     ``tmem["C_tmem"].columns``, ``.shape``, ``.dtype``), ``hazards`` (the hazard check's
     ``.verdict``: ``"none"``, ``"hazard"`` or ``"not checked"``; ``.text``; ``.findings``,
-    each ``"RAW on S"``)."""
+    each ``"RAW on S"``); where the page shows ``resources``: ``registers`` (per thread),
+    ``spills`` (bytes stored and loaded), ``stack`` (bytes), ``occupancy``
+    (``.blocks_per_sm``, ``.warps_per_sm``, ``.occupancy``, ``.limiter``), ``sass``
+    (static counts: ``sass["HMMA"]``)."""
     names: dict[str, Any] = {}
     for fact in FACTS:
         if fact.name not in result:

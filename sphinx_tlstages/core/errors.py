@@ -23,6 +23,8 @@ SUBTYPES: dict[str, str] = {
     "snapshot": "a snapshot is missing, drifted, unreadable or unused",
     "assert": "an :assert: claim is false for a variant (an error: the build fails)",
     "report": "the drift report could not be added to the CI job summary",
+    "toolkit": "NVIDIA's compiler is missing or failed: the resources part (registers, "
+               "spills, occupancy) cannot be built",
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
     "hazard": "the hazard check found a read of shared memory that can race a copy in the "
               "final code (a note instead where :expect-hazard: lists the variant)",

@@ -75,6 +75,14 @@ FACTS: tuple[Fact, ...] = (
     # required: a snapshot recorded before it still renders its page (and is reported).
     Fact("hazards", dict, (ALWAYS,), True, True, 4, names=("hazards",),
          about="the hazard check's verdict on the final code: none, hazard or not checked"),
+    # NVIDIA's compiler's view of the variant (core.resources): registers, spills, stack,
+    # shared memory, barriers, occupancy, static SASS counts. Only where the page shows
+    # the part and a toolkit compiled it; the toolkit's version is provenance.
+    Fact("resources", dict, ("resources",), True, True, 4,
+         names=("registers", "spills", "stack", "occupancy", "sass"),
+         about="registers, spills, occupancy and SASS counts of the compiled cubin"),
+    Fact("sass", str, ("resources",), False, False, 4,
+         about="the SASS listing of the compiled cubin (without encodings)"),
     # The whole pass pipeline is large, and a run that changes nothing shown is
     # provenance: snapshots keep only the counts an :assert: names (pass_counts).
     Fact("passes", list, ("passes",), False, False, 1, names=("passes",),
@@ -91,7 +99,8 @@ FACTS: tuple[Fact, ...] = (
 
 # Fields of a result that are not facts: how and when it was made, never shown as a
 # fact, never in a snapshot's variants (a failure is kept as its message).
-BOOKKEEPING = ("schema", "ok", "seconds", "error", "from_snapshot", "imports", "templates")
+BOOKKEEPING = ("schema", "ok", "seconds", "error", "from_snapshot", "imports", "templates",
+               "toolkit", "resources_error")
 
 BY_NAME = {fact.name: fact for fact in FACTS}
 # What every lowered result must hold (checked on reading a cache entry).

@@ -16,12 +16,13 @@ from .errors import OptionError
 # In page order: ``chart`` sits in the summary with the benchmark numbers it draws,
 # ``figure`` (the schedule figures) right under the summary, ``gemm`` (the instruction
 # each T.gemm became) under the figures.
-SHOW_PARTS = ("source", "chart", "figure", "gemm", "annotations", "shared", "sync", "passes",
-              "diff", "cuda")
+SHOW_PARTS = ("source", "chart", "figure", "gemm", "annotations", "shared", "resources",
+              "sync", "passes", "diff", "cuda")
 # The default of ``tlstages_show``: every part but "passes", the one whose facts cost
-# printing the IR after every pass run (about a tenth of the lowering); a page that
-# shows it, names ``:passes:`` or asserts on ``passes[...]`` pays for it.
-DEFAULT_SHOW = tuple(part for part in SHOW_PARTS if part != "passes")
+# printing the IR after every pass run (about a tenth of the lowering), and "resources",
+# which costs a compile with NVIDIA's compiler per variant (2-5 s); a page that shows
+# one, names ``:passes:`` or asserts on its facts pays for it.
+DEFAULT_SHOW = tuple(part for part in SHOW_PARTS if part not in ("passes", "resources"))
 DIFF_MODES = ("consecutive", "baseline", "none")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

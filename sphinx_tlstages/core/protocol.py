@@ -53,6 +53,9 @@ class Task:
     where: tuple[str, ...] = ()  # the same folders, relative to conf.py
     depth_param: str | None = "num_stages"  # None: the kernel fixes its depth
     record_passes: bool = False
+    # NVIDIA's compiler for the resources part: {"nvcc": path, "origin": what it is}; in
+    # the key by its origin only (a wheel's version), never by where it is installed.
+    toolkit: Json | None = None
 
     def encode(self) -> Json:
         data = _fields(self)
@@ -85,6 +88,8 @@ class Task:
             found["depth_param"] = self.depth_param
         if self.record_passes:
             found["record_passes"] = True
+        if self.toolkit is not None:
+            found["toolkit"] = self.toolkit.get("origin")
         return found
 
     def key(self, stamp: str) -> str:

@@ -80,6 +80,13 @@ class Result(TypedDict, total=False):
     # derived from the IR and bulky, so never in snapshots; absent when nothing is
     # pipelined and in results read back from a snapshot.
     schedule: dict[str, Any]
+    # Since schema 4, where the page shows "resources": what NVIDIA's compiler made of
+    # the CUDA (core/resources.py), the SASS listing, the compiler's version
+    # (provenance), or why it could not compile.
+    resources: dict[str, Any]
+    sass: str
+    toolkit: str
+    resources_error: str
 
 
 def failure(kind: FailureKind, message: str, line: int | None,

@@ -96,6 +96,25 @@ def _cuda(old: Any, new: Any) -> list[str]:
 
 
 # How a fact's change reads; a compared fact without one reads "<fact> changed".
+def _resources(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What the compiler's numbers did: registers, spills, blocks per SM, SASS counts."""
+    said = [f"{name.replace('_', ' ')} {old.get(name)} -> {new.get(name)}"
+            for name in ("registers", "spill_stores", "spill_loads", "stack", "static_shared")
+            if old.get(name) != new.get(name)]
+    def part(found: dict[str, Any], name: str) -> dict[str, Any]:
+        value = found.get(name)
+        return value if isinstance(value, dict) else {}
+
+    blocks = [part(r, "occupancy").get("blocks_per_sm") for r in (old, new)]
+    if blocks[0] != blocks[1]:
+        said.append(f"blocks per SM {blocks[0]} -> {blocks[1]}")
+    sass = [part(r, "sass") for r in (old, new)]
+    said += [f"SASS {op} {sass[0].get(op)} -> {sass[1].get(op)}"
+             for op in sorted(sass[0].keys() | sass[1].keys())
+             if sass[0].get(op) != sass[1].get(op)]
+    return said or ["resources changed"]
+
+
 _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     "pipeline": _pipeline,
     "shared": _buffers,
@@ -111,6 +130,7 @@ _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     or ["tmem changed"],
     "pass_counts": _pass_counts,
     "hazards": lambda a, b: [f"hazards {a.get('text')!r} -> {b.get('text')!r}"],
+    "resources": _resources,
     "cuda": _cuda,
 }
 # The order a variant's changes are said in: the schedule first, the code last.
@@ -186,9 +206,10 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
 def version_change(old: dict[str, Any], new: dict[str, Any]) -> str | None:
     """``TileLang 0.1.14 -> 0.1.15`` when the snapshots were recorded with different
     releases (provenance: said, never failed)."""
-    if old.get("tilelang") == new.get("tilelang"):
-        return None
-    return f"TileLang {old.get('tilelang')} -> {new.get('tilelang')}"
+    said = [f"{name} {old.get(key)} -> {new.get(key)}"
+            for key, name in (("tilelang", "TileLang"), ("toolkit", "NVIDIA's compiler"))
+            if old.get(key) != new.get(key) and (key == "tilelang" or key in old)]
+    return ", ".join(said) or None
 
 
 def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[tuple[str, str]]]:

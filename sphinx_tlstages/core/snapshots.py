@@ -147,6 +147,9 @@ def build(spec: DirectiveSpec, results: dict[str, Result],
         "params": dict(spec.params or first.params),
         "variants": {key: _variant(r, facts, runs) for key, r in results.items()},
     }
+    toolkits = sorted({str(r["toolkit"]) for r in results.values() if r.get("toolkit")})
+    if toolkits:  # provenance beside TileLang's: the resources part's compiler
+        snapshot["toolkit"] = " ".join(toolkits)
     if spec.sweep:
         snapshot["sweep"] = {name: list(values) for name, values in spec.sweep}
     if numbered(spec.passes, (e for _, e in spec.asserts)):

@@ -19,6 +19,7 @@ from .protocol import Task
 from .result import RESULT_SCHEMA
 from .stamps import lowering_stamp
 from .targets import Target
+from .toolkit import Toolkit
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,9 @@ class VariantSpec:
     # variant no page reads it for goes without. Part of the key, where it is asked for
     # (a variant that does not ask may take the result of one that does: see ext/batch).
     record_passes: bool = False
+    # NVIDIA's compiler that builds the "resources" part, where the page shows it (and
+    # the target is CUDA); where it came from is part of the key, its path is not.
+    toolkit: Toolkit | None = None
 
     def __post_init__(self) -> None:
         # IR diffs of chosen passes are made of the same texts.
@@ -79,7 +83,8 @@ class VariantSpec:
         """What a worker receives to lower this variant (:mod:`.protocol`)."""
         return Task(self.source, self.source_name, self.factory, self.params, self.num_stages,
                     self.target.as_dict, self.ir_passes, self.origin.file, self.origin.folders,
-                    self.origin.where, self.depth_param, self.record_passes)
+                    self.origin.where, self.depth_param, self.record_passes,
+                    self.toolkit.payload if self.toolkit is not None else None)
 
     # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
     @functools.cache  # noqa: B019 - specs live as long as the build
@@ -102,6 +107,7 @@ class VariantSpec:
             "target": self.target.canonical,
             "passes recorded": " ".join(self.ir_passes) or "(none)",
             "pass changes recorded": "yes" if self.record_passes else "no",
+            "NVIDIA compiler": self.toolkit.origin if self.toolkit else "(none)",
             "TileLang build": stamp,
             "result schema": str(RESULT_SCHEMA),
             "sphinx-tlstages lowering code": lowering_stamp(),

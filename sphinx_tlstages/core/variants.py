@@ -16,6 +16,7 @@ from .kernel_source import Factory, check_params, choose_factory, find_factories
 from .result import Result
 from .spec import KernelOrigin, VariantSpec, canonical_params
 from .targets import Target
+from .toolkit import Toolkit
 
 # More would make tables nobody can read and builds nobody waits for.
 MAX_VARIANTS = 48
@@ -88,6 +89,14 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
             target, axes=tuple(axes), ir_passes=passes, origin=origin or KernelOrigin(),
             depth_param=depth_param, record_passes=record_passes))
     return tuple(variants)
+
+
+def with_toolkit(variants: Sequence[VariantSpec], toolkit: Toolkit | None
+                 ) -> tuple[VariantSpec, ...]:
+    """The variants, those for NVIDIA targets compiled with ``toolkit`` (the resources
+    part); no other target has a compiler from which the part could be read."""
+    return tuple(dataclasses.replace(v, toolkit=toolkit) if v.target.kind == "cuda" else v
+                 for v in variants)
 
 
 def lowered_alike(results: Sequence[Mapping[str, Any]]) -> bool:

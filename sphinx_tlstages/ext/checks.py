@@ -47,6 +47,8 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
              f"{state.variants - len(state.lowered)} cached, {failed} failed, "
              f"{state.seconds:.1f} s")
     _report_unchanged(specs, state)
+    if settings(app).toolkit != "none":  # turned off on purpose: the part says so
+        _report_toolkit(specs, state)
     check_snapshots(app, specs, state)
     state.outcome.failures += _check_asserts(app, specs, state)
     state.outcome.failures += _report_hazards(app, specs, state)
@@ -105,6 +107,30 @@ def _report_unchanged(specs: list[DirectiveSpec], state: BuildState) -> None:
         rows = [(v, state.result(v)) for v in spec.variants]
         for variant in merge_unchanged(rows)[1]:
             info(f"tl-pipeline: {spec.name}: {unchanged_sentence(variant)}")
+
+
+def _report_toolkit(specs: list[DirectiveSpec], state: BuildState) -> None:
+    """One warning per build where a page wants the resources part and no NVIDIA
+    compiler was found, and one per directive whose variants it could not compile."""
+    missing = []
+    for spec in specs:
+        wanted = [v for v in spec.variants if v.target.kind == "cuda"
+                  and ("resources" in spec.show or v.toolkit is not None)]
+        if not wanted:
+            continue
+        if any(v.toolkit is None for v in wanted):
+            missing.append(spec)
+            continue
+        errors = {state.result(v).get("resources_error") for v in wanted} - {None}
+        if errors:
+            warn(f"{spec.name}: NVIDIA's compiler could not compile "
+                 f"{len(errors)} variant(s): {sorted(map(str, errors))[0]}", "toolkit",
+                 location=(spec.docname, spec.lineno))
+    if missing:
+        first = missing[0]
+        warn(f"no NVIDIA compiler found: {len(missing)} directive(s) show resources without "
+             "registers, spills or occupancy (pip install sphinx-tlstages[resources], or set "
+             "tlstages_toolkit to an nvcc)", "toolkit", location=(first.docname, first.lineno))
 
 
 def variant_names(variants: list[VariantSpec]) -> str:

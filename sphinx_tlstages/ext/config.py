@@ -146,6 +146,14 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "worker's start-up) before it is killed and reported as timed out.",
     ),
     ConfigValue(
+        "tlstages_toolkit", "auto", "env", (str,),
+        "NVIDIA's compiler for the ``resources`` part: ``auto`` (the release the "
+        "``resources`` extra pins, ``pip install sphinx-tlstages[resources]``; else an "
+        "``nvcc`` on ``PATH``, else under ``CUDA_HOME``), ``none`` (the part only says it "
+        "has no numbers; no warning), or the path of an ``nvcc``. The pinned release wins "
+        "over any other, since another release compiles to other SASS.",
+    ),
+    ConfigValue(
         "tlstages_collect_only", False, "", (bool,),
         "Read the directives without lowering or checking anything; the ``tlstages`` "
         "command sets it to find a project's directives as the docs build does.",
@@ -220,6 +228,7 @@ class Settings:
     keep_workers: float  # seconds; 0: the workers end with the build
     timeout: float
     collect_only: bool
+    toolkit: str = "auto"  # tlstages_toolkit
 
 
 def _choice(value: str, allowed: tuple[str, ...], what: str, fallback: str) -> str:
@@ -321,6 +330,7 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
         keep_workers=_keep_workers(config.tlstages_keep_workers, strict),
         timeout=_parsed(lambda v: options.parse_timeout(str(v)), config, "tlstages_timeout"),
         collect_only=bool(config.tlstages_collect_only),
+        toolkit=str(config.tlstages_toolkit),
     )
 
 

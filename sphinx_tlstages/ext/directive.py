@@ -17,13 +17,15 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from ..core import options
-from ..core.assertions import reads_passes
+from ..core.assertions import names_used, reads_passes
 from ..core.errors import OptionError, SourceError
+from ..core.fact_table import BY_NAME
 from ..core.kernel_source import normalise_source
 from ..core.listing import Listing
 from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
 from ..core.targets import parse_targets
-from ..core.variants import OptionClash, depths, kernel_factory, matrix
+from ..core.toolkit import find as find_toolkit
+from ..core.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
 from .collector import directives as directives_of
 from .listing import OPTIONS as LISTING_OPTIONS
 from .listing import ListingError, read_listing
@@ -226,6 +228,9 @@ class TlPipelineDirective(SphinxDirective):
             # The passes table compares variants: with one, it has nothing to show.
             if "passes" in show and len(variants) > 1:
                 variants = tuple(variant.recording() for variant in variants)
+            if "resources" in show \
+                    or names_used(e for _, e in asserts) & set(BY_NAME["resources"].names):
+                variants = with_toolkit(variants, find_toolkit(config.toolkit))
         except OptionClash as exc:
             raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
         labels = [t.label for t in targets]

@@ -68,7 +68,8 @@ def depart_collapsible(self: HTML5Translator, node: tl_collapsible) -> None:
 
 def cuda_downloads(app: Sphinx, docname: str, spec: DirectiveSpec,
                    rows: list[tuple[VariantSpec, Result]]) -> dict[str, str]:
-    """Write each variant's normalised CUDA under the output folder; return label -> URI.
+    """Write each variant's normalised CUDA under the output folder; return label -> URI
+    (and ``label:sass`` -> URI of its SASS listing, where the resources part made one).
 
     Files are written only when their content changed, so a rebuild touches nothing.
     """
@@ -83,6 +84,11 @@ def cuda_downloads(app: Sphinx, docname: str, spec: DirectiveSpec,
         relative = f"{DOWNLOAD_DIR}/{digest}/{name}"
         write_if_changed(Path(app.outdir, relative), result["cuda"], durable=False)
         uris[variant.label] = relative_uri(page, relative)
+        if result.get("sass"):
+            digest = hashlib.sha256(result["sass"].encode()).hexdigest()[:12]
+            relative = f"{DOWNLOAD_DIR}/{digest}/{spec.name}-{variant.label}.sass"
+            write_if_changed(Path(app.outdir, relative), result["sass"])
+            uris[f"{variant.label}:sass"] = relative_uri(page, relative)
     return uris
 
 

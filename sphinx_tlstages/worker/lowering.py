@@ -20,7 +20,7 @@ from ..core.errors import SourceError
 from ..core.passes import PassLog
 from ..core.protocol import Task
 from ..core.result import Result, failure
-from . import hazard_check, ir_facts, schedule
+from . import hazard_check, ir_facts, resources, schedule
 from .kernel_module import factory_arguments, kernel_module, prim_func
 from .templates import template_digest
 
@@ -112,6 +112,7 @@ def lower_variant(task: Task) -> Result:
     source, name = task.source, task.source_name
     started = time.perf_counter()
     imported: list[dict[str, str]] = []
+    pass_configs: dict[str, Any] = {}
     try:
         with kernel_module(source, name, task.file, task.folders) as module:
             imported = module.imported
@@ -139,6 +140,11 @@ def lower_variant(task: Task) -> Result:
         result = facts.success(ir, cuda, source, task.factory, task.num_stages,
                                seconds=time.perf_counter() - started)
         result["templates"] = template_digest(source_cuda)
+        if task.toolkit and task.target.get("kind") == "cuda":
+            # The cubin's resources, from the CUDA as the page offers it.
+            result.update(resources.compile_variant(  # type: ignore[typeddict-item]
+                cuda, str(task.target["arch"]), pass_configs, task.toolkit,
+                result["threads"], result["dynamic_shared_bytes"]))
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result

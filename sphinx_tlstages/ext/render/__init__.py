@@ -2,7 +2,8 @@
 
 The root is a container of class ``tl-pipeline`` holding a caption and the parts
 ``tl-summary`` (with the benchmark numbers and their chart, ``tl-bench``),
-``tl-figures``, ``tl-gemm``, ``tl-annotations``, ``tl-shared``, ``tl-sync`` and
+``tl-figures``, ``tl-gemm``, ``tl-annotations``, ``tl-shared``, ``tl-resources``,
+``tl-sync`` and
 ``tl-diff``. Long texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which
 only HTML keeps; pictures into :class:`tl_figure` nodes, which each builder draws its own
 way. Variants that differ in num_stages alone and lowered alike are shown as one column,
@@ -26,6 +27,7 @@ from .cuda import cuda_part, literal
 from .figure import schedule_figures
 from .gemm import gemm_part
 from .passes import passes_part
+from .resources import resources_part
 from .shared import has_tensor_memory, shared_table
 from .summary import code_name, hazards_table, summary_table
 from .sync import sync_part
@@ -122,7 +124,8 @@ class Context:
 
     version: str | None
     max_lines: int
-    downloads: dict[str, str] | None = None  # variant label -> URI of its CUDA file
+    # variant label -> URI of its CUDA file (and "<label>:sass" -> its SASS listing)
+    downloads: dict[str, str] | None = None
     bench: list[Attached] = field(default_factory=list)  # each GPU's numbers, stale ids
     bench_stale: str = "mark"
 
@@ -184,6 +187,10 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     if "shared" in spec.show and any_ok:
         title = "Shared buffers" + (" and tensor memory" if has_tensor_memory(rows) else "")
         root.append(_part("tl-shared", title, shared_table(rows)))
+    if "resources" in spec.show and any_ok:
+        found = resources_part(spec, rows, context.max_lines, context.downloads)
+        if found:
+            root.append(_part("tl-resources", "Registers, spills and occupancy", *found))
     if "sync" in spec.show and any_ok:
         root.append(_part("tl-sync", "Synchronisation and async operations", *sync_part(rows)))
     if "passes" in spec.show or spec.passes:

@@ -1,0 +1,133 @@
+"""The "Registers, spills and occupancy" part: what NVIDIA's compiler made of each
+variant's CUDA, one column per variant, and its SASS one click away."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docutils import nodes
+
+from ...core.resources import FAMILIES, spill_sentence
+from ...core.result import Result
+from ...core.spec import DirectiveSpec, VariantSpec
+from .cuda import _capped, _collapsible, literal
+from .tables import Cell, code, number, table
+
+_NO_TOOLKIT = ("This page was built without NVIDIA's compiler, so registers, spills and "
+               "occupancy are not shown (pip install sphinx-tlstages[resources]).")
+_NOT_NVIDIA = ("{targets}: registers, spills and occupancy come from NVIDIA's compiler; "
+               "no compiler for {what} installs from PyPI, so this part has no numbers "
+               "for {it}.")
+
+
+def _occupancy_cell(occupancy: dict[str, Any] | None) -> str:
+    if not occupancy:
+        return "—"
+    blocks = occupancy["blocks_per_sm"]
+    return (f"{blocks} block{'' if blocks == 1 else 's'}, {occupancy['warps_per_sm']} warps "
+            f"({occupancy['occupancy']:.0%}), limited by {' and '.join(occupancy['limiter'])}")
+
+
+def _registers(found: dict[str, Any]) -> str:
+    budgets = found.get("register_budgets") or {}
+    if "alloc" in budgets:
+        # setmaxnreg: the launch reserves the report's count for every warp, then the
+        # consumer warp groups take this budget and the producers give theirs back.
+        return (f"{found['registers']} (setmaxnreg: {budgets['alloc']} per consumer, "
+                f"{budgets.get('dealloc', '—')} per producer thread)")
+    return str(found["registers"])
+
+
+def _rows(ok: list[tuple[VariantSpec, dict[str, Any] | None]]) -> list[list[Cell]]:
+    def row(label: str, read: Any) -> list[Cell]:
+        return [label, *(read(found) if found else "—" for _, found in ok)]
+
+    rows = [
+        row("registers per thread", _registers),
+        row("spill stores / loads", lambda f: f"{number(f['spill_stores'])} B / "
+                                              f"{number(f['spill_loads'])} B"),
+        row("stack frame", lambda f: f"{number(f['stack'])} B"),
+        row("static shared (ptxas)", lambda f: f"{number(f['static_shared'])} B"),
+        row("dynamic shared", lambda f: f"{number(f['dynamic_shared'])} B"),
+        row("barriers", lambda f: str(f["barriers"])),
+        row("per SM", lambda f: _occupancy_cell(f.get("occupancy"))),
+    ]
+    families = [name for name in FAMILIES
+                if any(found and (found.get("sass") or {}).get(name) for _, found in ok)]
+    for name in families:
+        rows.append(row(f"SASS {name} (static)",
+                        lambda f, n=name: number((f.get("sass") or {}).get(n, 0))))
+    if any(found and found.get("sass") for _, found in ok):
+        rows.append(row("SASS instructions (static)",
+                        lambda f: number((f.get("sass") or {}).get("total", 0))))
+    return rows
+
+
+def _sentences(ok: list[tuple[VariantSpec, dict[str, Any] | None]]) -> list[str]:
+    said = []
+    for variant, found in ok:
+        sentence = spill_sentence(found) if found else None
+        if sentence:
+            said.append(f"{variant.heading} {sentence}.")
+    if not said and ok:
+        said.append("No variant spills registers or uses a stack frame.")
+    return said
+
+
+def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
+                   max_lines: int, downloads: dict[str, str] | None = None
+                   ) -> list[nodes.Node]:
+    """The table (class ``tl-resources``), sentences, and the SASS listings (each
+    downloadable whole where ``downloads`` has ``<label>:sass``)."""
+    cuda = [(v, r) for v, r in rows if v.target.kind == "cuda" and r.get("ok")]
+    found: list[nodes.Node] = []
+    others = sorted({v.target.label for v, _ in rows if v.target.kind != "cuda"})
+    if others:
+        hip = any(v.target.kind == "hip" for v, _ in rows)
+        found.append(nodes.paragraph(text=_NOT_NVIDIA.format(
+            targets=", ".join(others), what="AMD GPUs" if hip else "this target",
+            it="them" if len(others) > 1 else "it"), classes=["tl-note"]))
+    if not cuda:
+        return found
+    if any(v.toolkit is None for v, _ in cuda):
+        found.append(nodes.paragraph(text=_NO_TOOLKIT, classes=["tl-note"]))
+        return found
+    shown = [(v, r.get("resources")) for v, r in cuda]
+    failed = [(v, r["resources_error"]) for v, r in cuda if r.get("resources_error")]
+    for variant, why in failed:
+        found.append(nodes.paragraph(text=f"{variant.heading}: NVIDIA's compiler failed: "
+                                          f"{why.splitlines()[0]}", classes=["tl-note"]))
+    if not any(f for _, f in shown):
+        return found
+    headers: list[Cell] = ["", *(v.heading for v, _ in shown)]
+    found.append(table(headers, _rows(shown), ["tl-table"],
+                       widths=[24, *[20] * len(shown)], key_columns=1))
+    versions = sorted({str(r.get("toolkit")) for _, r in cuda if r.get("toolkit")})
+    intro = nodes.paragraph(classes=["tl-note"])
+    intro += nodes.Text(" ".join(_sentences(shown)) + " Compiled with "
+                        f"NVIDIA's nvcc {', '.join(versions) or ''} and TileLang's own flags "
+                        "(")
+    intro += code("--cubin -O3 -lineinfo -std=c++20")
+    listed = any(r.get("sass") for _, r in cuda)
+    intro += nodes.Text("); " + ("SASS counts are static (instructions in the code, not "
+                                 "executed)" if listed else "no SASS counts: no cuobjdump was "
+                                 "found beside nvcc")
+                        + "; occupancy follows cuda_occupancy.h with the default carveout.")
+    found.append(intro)
+    for variant, result in cuda:
+        if result.get("sass"):
+            text, hidden = _capped(result["sass"], max_lines)
+            body: list[nodes.Node] = []
+            uri = (downloads or {}).get(f"{variant.label}:sass")
+            if uri:
+                link = nodes.reference("", f"download {spec.name}-{variant.label}.sass",
+                                       refuri=uri, classes=["tl-download"])
+                body.append(nodes.paragraph("", "", link))
+            body.append(literal(text, "text"))
+            if hidden:
+                body.append(nodes.paragraph(text=f"{hidden} more lines not shown.",
+                                            classes=["tl-hidden-lines"]))
+            found.append(_collapsible(f"{variant.heading}: SASS, "
+                                      f"{result['resources']['sass']['total']} instructions",
+                                      "tl-sass-item", *body, variant=variant.label))
+    return found

@@ -1,0 +1,95 @@
+"""Compiling a lowered variant's CUDA to a cubin, as TileLang's own device build does.
+
+A step after lowering, for variants whose page shows ``resources``: the CUDA the page
+offers for download is compiled with the flags ``tilelang/cuda/backend.py`` gives nvcc
+for that variant (its pass configs included), ptxas's ``--verbose`` report and
+``cuobjdump -sass`` are read by :mod:`..core.resources`. A compiler that fails costs the
+variant its part (said on the page), never its lowering.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..core import resources
+
+# Seconds one compile may take (the GEMMs here take 2-5 s on two loaded cores).
+TIMEOUT = 300
+
+
+def flags(arch: str, pass_configs: dict[str, Any]) -> list[str]:
+    """nvcc's flags for one variant, as ``tilelang_callback_cuda_compile`` and
+    ``tilelang.contrib.nvcc.compile_cuda`` build them (verbose ptxas included, which
+    TileLang adds under ``TILELANG_VERBOSE``)."""
+    import shlex
+
+    from tilelang.env import CUTLASS_INCLUDE_DIR, TILELANG_TEMPLATE_PATH
+    from tilelang.transform import PassConfigKey
+
+    options = ["--cubin", "-O3", "-lineinfo", f"-arch={arch}", "-std=c++20",
+               f"-I{TILELANG_TEMPLATE_PATH}", f"-I{CUTLASS_INCLUDE_DIR}"]
+    extra = pass_configs.get(PassConfigKey.TL_DEVICE_COMPILE_FLAGS)
+    if extra:
+        for flag in [extra] if isinstance(extra, str) else extra:
+            options += shlex.split(flag) if isinstance(flag, str) else [str(flag)]
+    if pass_configs.get(PassConfigKey.TL_ENABLE_FAST_MATH):
+        options.append("--use_fast_math")
+    level = pass_configs.get(PassConfigKey.TL_PTXAS_REGISTER_USAGE_LEVEL)
+    if level is not None:
+        options.append(f"--ptxas-options=--register-usage-level={int(level)}")
+    return [*options, "--ptxas-options=--verbose", "-w"]
+
+
+@functools.cache
+def version(nvcc: str) -> str:
+    """``13.5.37``, from ``nvcc --version`` (provenance only)."""
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
+                             timeout=60, check=False).stdout
+    except OSError:
+        return "unknown"
+    match = re.search(r"\bV(\d+(?:\.\d+)+)", out)
+    return match[1] if match else "unknown"
+
+
+def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit: dict[str, str],
+                    threads: int, dynamic_shared: int) -> dict[str, Any]:
+    """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``."""
+    nvcc = toolkit["nvcc"]
+    # Beside nvcc in the wheel and in a CUDA install; a PATH nvcc may be a wrapper.
+    beside = Path(nvcc).with_name("cuobjdump")
+    cuobjdump = str(beside) if beside.is_file() else shutil.which("cuobjdump")
+    with tempfile.TemporaryDirectory(prefix="tlstages-nvcc-") as folder:
+        source, cubin = Path(folder, "kernel.cu"), Path(folder, "kernel.cubin")
+        source.write_text(cuda, encoding="utf-8")
+        command = [nvcc, f"-ccbin={os.environ.get('CXX', 'g++')}", *flags(arch, pass_configs),
+                   "-o", str(cubin), str(source)]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
+                                  check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return {"resources_error": f"nvcc could not run: {type(exc).__name__}: {exc}"}
+        report = done.stdout + done.stderr
+        if done.returncode != 0:
+            tail = "\n".join(report.strip().splitlines()[-6:])
+            return {"resources_error": f"nvcc failed (exit {done.returncode}): {tail}"}
+        sass: str | None = None
+        if cuobjdump is not None:
+            listed = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
+                                    text=True, timeout=TIMEOUT, check=False)
+            sass = listed.stdout if listed.returncode == 0 else None
+    try:
+        found = resources.resources(report, sass, arch, threads, dynamic_shared, cuda)
+    except resources.ReportError as exc:
+        return {"resources_error": str(exc)}
+    out: dict[str, Any] = {"resources": found, "toolkit": version(nvcc)}
+    if sass is not None:
+        out["sass"] = resources.strip_encodings(sass)
+    return out

@@ -1,0 +1,340 @@
+"""The resources part: NVIDIA's compiler's registers, spills, shared memory, occupancy and
+SASS counts per variant.
+
+The parsers and the occupancy calculator are tested on compiler output recorded from the
+seed GEMM (``tests/fixtures/nvcc``: nvcc 13.5.37 with TileLang 0.1.15's flags); the
+Sphinx builds lower and compile for real where the ``resources`` extra is installed, and
+are skipped where it is not. A missing toolkit is configured (``tlstages_toolkit =
+"none"``), never faked.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sphinx_tlstages.core import fact_table
+from sphinx_tlstages.core.occupancy import LIMITS, limits_for, occupancy
+from sphinx_tlstages.core.resources import (
+    ReportError,
+    cuda_register_budgets,
+    parse_ptxas,
+    register_budgets,
+    resources,
+    sass_counts,
+    spill_sentence,
+    strip_encodings,
+)
+from sphinx_tlstages.core.spec import VariantSpec
+from sphinx_tlstages.core.targets import parse_target
+from sphinx_tlstages.core.toolkit import Toolkit, find
+
+from .conftest import Built, build_once
+from .kernels import GEMM, GEMM_PARAMS, rst
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nvcc"
+TOOLKIT = find("auto")
+# Where the compiler came without cuobjdump (a CUDA install may), there are no SASS counts.
+SASS = TOOLKIT is not None and (Path(TOOLKIT.nvcc).with_name("cuobjdump").is_file()
+                                or shutil.which("cuobjdump") is not None)
+needs_toolkit = pytest.mark.skipif(TOOLKIT is None, reason="no NVIDIA compiler installed "
+                                   "(pip install sphinx-tlstages[resources])")
+
+
+def recorded(name: str) -> str:
+    path = FIXTURES / name
+    if path.suffix == ".gz":
+        return gzip.decompress(path.read_bytes()).decode()
+    return path.read_text(encoding="utf-8")
+
+
+# -- the parsers, on recorded output --------------------------------------------------------
+
+def test_ptxas_report_of_the_seed_gemm() -> None:
+    assert parse_ptxas(recorded("sm_80-ns1.ptxas")) == {
+        "registers": 225, "stack": 0, "spill_stores": 0, "spill_loads": 0,
+        "static_shared": 0, "barriers": 1}
+    # Hopper: the mbarrier ring is static shared memory (ptxas's figure, which the driver
+    # reports too; cuobjdump's resource dump says 1 KiB more).
+    hopper = parse_ptxas(recorded("sm_90a-ns3.ptxas"))
+    assert (hopper["registers"], hopper["static_shared"]) == (240, 1024)
+
+
+def test_ptxas_report_of_a_tile_too_large_for_the_registers() -> None:
+    # 256x128 accumulator tile on 128 threads: 256 floats per thread, over the 255 limit.
+    found = parse_ptxas(recorded("sm_80-256x128-ns2.ptxas"))
+    assert found == {"registers": 255, "stack": 792, "spill_stores": 1212,
+                     "spill_loads": 1216, "static_shared": 0, "barriers": 1}
+    assert "spills 1212 bytes" in str(spill_sentence(found))
+    assert spill_sentence(parse_ptxas(recorded("sm_80-ns1.ptxas"))) is None
+
+
+def test_a_report_without_one_entry_function_is_refused() -> None:
+    with pytest.raises(ReportError, match="0 entry functions"):
+        parse_ptxas("ptxas info    : 0 bytes gmem\n")
+    twice = recorded("sm_80-ns1.ptxas") * 2
+    with pytest.raises(ReportError, match="2 entry functions"):
+        parse_ptxas(twice)
+
+
+def test_static_sass_counts_of_the_seed_gemm() -> None:
+    ampere = sass_counts(recorded("sm_80-ns1.sass.gz"))
+    assert {k: ampere[k] for k in ("HMMA", "LDGSTS", "LDSM", "DEPBAR", "BAR", "HGMMA")} == {
+        "HMMA": 256, "LDGSTS": 32, "LDSM": 64, "DEPBAR": 2, "BAR": 3, "HGMMA": 0}
+    hopper = sass_counts(recorded("sm_90a-ns3.sass.gz"))
+    assert (hopper["HGMMA"], hopper["UTMALDG"], hopper["HMMA"]) == (16, 32, 0)
+    assert hopper["total"] > hopper["HGMMA"]
+
+
+def test_setmaxnreg_budgets_of_the_cuda_are_those_of_the_sass() -> None:
+    assert register_budgets(recorded("sm_90a-ns3.sass.gz")) == {"alloc": 240, "dealloc": 24}
+    assert cuda_register_budgets(recorded("sm_90a-ns3.cu.gz")) == {"alloc": 240, "dealloc": 24}
+    assert register_budgets(recorded("sm_80-ns1.sass.gz")) == {}
+
+
+def test_listing_keeps_the_instructions_and_drops_the_encodings() -> None:
+    raw = recorded("sm_80-ns1.sass.gz")
+    shown = strip_encodings(raw)
+    assert "/* 0x" not in shown
+    assert sass_counts(shown) == sass_counts(raw)
+
+
+# -- occupancy, cuda_occupancy.h's rules ------------------------------------------------------
+
+def test_occupancy_of_the_seed_gemm_on_ampere() -> None:
+    a100 = limits_for("sm_80")
+    assert a100 is not None
+    # 225 registers: 7,200 per warp, 7,424 allocated; 2 warps per sub-partition, 8 per SM.
+    shallow = occupancy(a100, 128, 225, 0, 32768)
+    assert (shallow["blocks_per_sm"], shallow["limiter"]) == (2, ["registers"])
+    assert shallow["warps_per_sm"] == 8 and shallow["occupancy"] == 0.125
+    # Three stages: 96 KiB + 1 KiB reserved per block, 164 KiB per SM.
+    deep = occupancy(a100, 128, 236, 0, 98304)
+    assert (deep["blocks_per_sm"], deep["limiter"]) == (1, ["shared memory"])
+
+
+def test_occupancy_of_the_seed_gemm_on_hopper() -> None:
+    h100 = limits_for("sm_90a")
+    assert h100 is not None and h100.shared_per_sm == 233472
+    found = occupancy(h100, 256, 240, 1024, 98304)
+    assert (found["blocks_per_sm"], found["limiter"]) == (1, ["registers"])
+    assert found["limits"]["shared memory"] == 2
+
+
+def test_occupancy_limited_by_blocks_threads_and_nothing_fitting() -> None:
+    h100 = LIMITS["9.0"]
+    small = occupancy(h100, 32, 16, 0, 0)
+    assert (small["blocks_per_sm"], small["limiter"]) == (32, ["blocks"])
+    wide = occupancy(h100, 1024, 16, 0, 0)
+    assert (wide["blocks_per_sm"], wide["limiter"]) == (2, ["warps"])
+    # 128 registers x 1,024 threads is twice the 64K a block may have.
+    assert occupancy(h100, 1024, 128, 0, 0)["blocks_per_sm"] == 0
+    # More than the 227 KiB a block may opt in to.
+    assert occupancy(h100, 128, 32, 0, 232449)["blocks_per_sm"] == 0
+    # Shared memory is allocated in 128-byte units: 1 B more takes one more unit.
+    assert occupancy(h100, 128, 32, 0, 116736 - 1024)["limits"]["shared memory"] == 2
+    assert occupancy(h100, 128, 32, 0, 116736 - 1024 + 1)["limits"]["shared memory"] == 1
+
+
+def test_limits_are_known_for_the_targets_the_book_uses() -> None:
+    assert [limits_for(a) is not None for a in ("sm_80", "sm_86", "sm_89", "sm_90a",
+                                                 "sm_100a", "sm_120")] == [True] * 6
+    assert limits_for("gfx942") is None
+
+
+def test_resources_assembles_the_fact() -> None:
+    found = resources(recorded("sm_80-ns1.ptxas"), recorded("sm_80-ns1.sass.gz"), "sm_80",
+                      128, 32768)
+    assert found["occupancy"]["blocks_per_sm"] == 2
+    assert found["sass"]["HMMA"] == 256 and found["dynamic_shared"] == 32768
+    assert set(found) >= {"registers", "spill_stores", "spill_loads", "stack",
+                          "static_shared", "barriers", "register_budgets"}
+
+
+# -- declarations and keys ---------------------------------------------------------------------
+
+def test_the_fact_is_declared_for_the_part_and_for_claims() -> None:
+    fact = fact_table.BY_NAME["resources"]
+    assert fact.parts == ("resources",) and fact.kept and fact.compared
+    assert {"registers", "spills", "occupancy", "sass"} <= set(fact.names)
+    assert "resources" not in fact_table.read_by(("shared", "sync"), ())
+    assert "resources" in fact_table.read_by(("resources",), ())
+
+
+def test_the_toolkit_is_part_of_the_key_and_its_path_is_not() -> None:
+    variant = VariantSpec(GEMM, "gemm.py", "matmul", (), 2, parse_target("sm_80"))
+    here = Toolkit("/a/nvcc", "wheel nvidia-cuda-nvcc 13.5.37")
+    there = Toolkit("/b/nvcc", "wheel nvidia-cuda-nvcc 13.5.37")
+    other = Toolkit("/a/nvcc", "wheel nvidia-cuda-nvcc 13.0.88")
+    keyed = [VariantSpec(GEMM, "gemm.py", "matmul", (), 2, parse_target("sm_80"), toolkit=t)
+             for t in (here, there, other)]
+    assert keyed[0].key("tl") == keyed[1].key("tl")
+    assert len({variant.key("tl"), keyed[0].key("tl"), keyed[2].key("tl")}) == 3
+    assert keyed[0].task().toolkit == {"nvcc": "/a/nvcc", "origin": here.origin}
+
+
+def test_none_turns_the_toolkit_off_and_a_path_that_is_no_file_finds_none(
+        tmp_path: Path) -> None:
+    assert find("none") is None
+    assert find(str(tmp_path / "nvcc")) is None
+
+
+# -- real builds -----------------------------------------------------------------------------
+
+CLAIMS = ("spills == 0\n      registers <= 240\n      occupancy.blocks_per_sm >= 1\n"
+          '      sass["HMMA"] == 128 * max(num_stages, 2) or target != "sm_80"')
+AMPERE_HOPPER = rst(GEMM, "Seed GEMM, what each depth costs", num_stages="1 2 3 4",
+                    target="sm_80 sm_90a", params=GEMM_PARAMS, name="cost",
+                    show="shared resources", assert_=CLAIMS)
+SPILLS = rst(GEMM, "A tile too large for the registers", num_stages="2", target="sm_80",
+             params=GEMM_PARAMS.replace("block_M=128", "block_M=256")
+             .replace("block_K=64", "block_K=32"), name="spills", show="resources")
+AMD = rst(GEMM, "Seed GEMM on MI300", num_stages="2", target="gfx942", params=GEMM_PARAMS,
+          name="amd", show="shared resources")
+PAGE = "Cost\n====\n\n" + "\n".join((AMPERE_HOPPER, SPILLS, AMD))
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> Built:
+    if TOOLKIT is None:
+        pytest.skip("no NVIDIA compiler installed")
+    return build_once(tmp_path_factory.mktemp("resources") / "src", {"index.rst": PAGE},
+                      confoverrides={"tlstages_snapshots": "update"})
+
+
+@needs_toolkit
+def test_builds_with_every_claim_true(built: Built) -> None:
+    assert built.warnings == ""
+    assert built.app.statuscode == 0
+
+
+@needs_toolkit
+def test_the_snapshot_keeps_the_numbers_and_names_the_compiler(built: Built) -> None:
+    import json
+
+    snapshot = json.loads((Path(built.app.srcdir) / "_tlstages" / "snapshots" / "cost.json")
+                          .read_text(encoding="utf-8"))
+    assert snapshot["toolkit"].startswith("13.")
+    first = next(iter(snapshot["variants"].values()))
+    assert first["resources"]["registers"] == 225 and "sass" not in first
+
+
+@needs_toolkit
+def test_the_table_shows_registers_and_occupancy_per_variant(built: Built) -> None:
+    rows = {row[0]: row[1:] for row in built.table("tl-resources")}
+    assert rows["registers per thread"][:4] == ["225", "232", "236", "232"]
+    # Hopper's flat 240 is the consumer's setmaxnreg budget, and the table says so.
+    assert all(cell.startswith("240 (setmaxnreg: 240") for cell in
+               rows["registers per thread"][4:])
+    assert rows["per SM"][0].startswith("2 blocks, 8 warps (12%), limited by registers")
+    assert rows["per SM"][2].startswith("1 block, 4 warps (6%), limited by shared memory")
+    text = built.part("tl-resources").astext()
+    assert "No variant spills registers" in text and "nvcc 13." in text
+    if SASS:
+        assert rows["SASS HMMA (static)"][:4] == ["256", "256", "384", "512"]
+        assert rows["SASS HGMMA (static)"][4:] == ["32", "16", "16", "16"]
+        assert "SASS, " in text  # the listings, one click away
+    else:
+        assert "no cuobjdump" in text
+
+
+@needs_toolkit
+@pytest.mark.skipif(not SASS, reason="no cuobjdump: no SASS listing")
+def test_each_sass_listing_is_one_click_away_and_downloadable(built: Built) -> None:
+    links = [a for a in built.part("tl-resources").iter("a")
+             if "tl-download" in a.classes]
+    assert [a.astext() for a in links][:2] == ["download cost-sm_80-ns1.sass",
+                                               "download cost-sm_80-ns2.sass"]
+    listing = (built.outdir / links[0].attrs["href"]).read_text(encoding="utf-8")
+    assert sass_counts(listing)["HMMA"] == 256 and "/* 0x" not in listing
+
+
+@needs_toolkit
+def test_spills_are_pointed_out_in_words(built: Built) -> None:
+    text = built.part("tl-resources", index=1).astext()
+    assert "num_stages=2 spills 1212 bytes to local memory" in text
+
+
+def test_amd_says_why_there_is_no_such_part(build, shared_cache: Path) -> None:
+    result = build({"index.rst": "AMD\n===\n\n" + AMD})
+    assert "gfx942: registers, spills and occupancy come from NVIDIA's compiler; no " \
+           "compiler for AMD GPUs installs from PyPI" in result.part("tl-resources").astext()
+    assert "tlstages.toolkit" not in result.warnings
+
+
+@needs_toolkit
+def test_a_false_claim_on_the_registers_fails_the_build(build, shared_cache: Path) -> None:
+    page = rst(GEMM, "Claims", num_stages="1", target="sm_80", params=GEMM_PARAMS,
+               name="claims", show="resources", assert_="registers < 200")
+    result = build({"index.rst": "Claims\n======\n\n" + page})
+    assert "registers < 200" in result.warnings and "is false" in result.warnings
+    assert result.app.statuscode == 1
+
+
+def test_without_a_toolkit_one_warning_a_sentence_and_the_lowering_stands(
+        build, shared_cache: Path, tmp_path: Path) -> None:
+    first = rst(GEMM, "One", num_stages="1 2", target="sm_80", params=GEMM_PARAMS,
+                name="one", show="shared resources", assert_="registers <= 240")
+    second = rst(GEMM, "Two", num_stages="1", target="sm_80", params=GEMM_PARAMS,
+                 name="two", show="resources")
+    result = build({"index.rst": "None\n====\n\n" + first + "\n" + second},
+                   confoverrides={"tlstages_toolkit": str(tmp_path / "no" / "nvcc")})
+    assert result.warnings.count("[tlstages.toolkit]") == 1
+    assert "2 directive(s) show resources" in result.warnings
+    assert "built without NVIDIA's compiler" in result.part("tl-resources").astext()
+    assert result.table("tl-shared")  # lowered all the same
+    assert result.app.statuscode == 0
+
+
+@needs_toolkit
+@pytest.mark.parametrize(("builder", "output"), [("text", "index.txt"), ("latex", "tests.tex")])
+def test_every_builder_shows_the_table_and_the_sentence(build, shared_cache: Path,
+                                                        builder: str, output: str) -> None:
+    result = build({"index.rst": "Spills\n======\n\n" + SPILLS}, buildername=builder,
+                   conf="extensions = ['sphinx_tlstages']\nproject = 'tests'\n")
+    text = (result.outdir / output).read_text(encoding="utf-8")
+    assert "registers per thread" in text and "limited by registers" in text
+    assert "spills 1212 bytes to local memory" in text
+
+
+def test_a_toolkit_turned_off_is_said_on_the_page_without_a_warning(
+        build, shared_cache: Path) -> None:
+    page = rst(GEMM, "Off", num_stages="1", target="sm_80", params=GEMM_PARAMS, name="off",
+               show="resources")
+    result = build({"index.rst": "Off\n===\n\n" + page},
+                   confoverrides={"tlstages_toolkit": "none"})
+    assert result.warnings == ""
+    assert "built without NVIDIA's compiler" in result.part("tl-resources").astext()
+
+
+@needs_toolkit
+def test_tlstages_lower_shows_the_part(tmp_path: Path) -> None:
+    import io
+
+    from sphinx_tlstages.cli.lower import lower_file
+
+    kernel = tmp_path / "gemm.py"
+    kernel.write_text(GEMM, encoding="utf-8")
+    out = io.StringIO()
+    status = lower_file(kernel, None, GEMM_PARAMS.split(), [2], ["sm_80"], None, False,
+                        out=out, show=["resources"])
+    text = out.getvalue()
+    assert status == 0
+    assert re.search(r"registers per thread +232\n", text)
+    assert "limited by registers and shared memory" in text
+
+
+def test_a_changed_register_count_is_drift_in_words() -> None:
+    from sphinx_tlstages.core.snapshot_compare import variant_changes
+
+    before = resources(recorded("sm_80-ns1.ptxas"), recorded("sm_80-ns1.sass.gz"), "sm_80",
+                       128, 32768)
+    after = resources(recorded("sm_80-256x128-ns2.ptxas"), recorded("sm_80-ns1.sass.gz"),
+                      "sm_80", 128, 32768)
+    said = [c.words for c in variant_changes("1", {"resources": before}, {"resources": after})]
+    assert "registers 225 -> 255" in said and "spill stores 0 -> 1212" in said
+    assert variant_changes("1", {"resources": before}, {"resources": before}) == []
