@@ -290,6 +290,19 @@ def test_without_a_toolkit_one_warning_a_sentence_and_the_lowering_stands(
     assert result.app.statuscode == 0
 
 
+def test_without_a_toolkit_a_ci_build_fails(build, shared_cache: Path, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under CI the part must be built: a missing compiler is an error, not a warning."""
+    monkeypatch.setenv("CI", "true")
+    page = rst(GEMM, "One", num_stages="2", target="sm_80", params=GEMM_PARAMS,
+               name="one", show="resources")
+    result = build({"index.rst": "None\n====\n\n" + page},
+                   confoverrides={"tlstages_toolkit": str(tmp_path / "no" / "nvcc"),
+                                  "tlstages_snapshots": "off"})
+    assert "ERROR: no NVIDIA compiler found: 1 directive(s)" in result.warnings
+    assert result.app.statuscode == 1
+
+
 @needs_toolkit
 @pytest.mark.parametrize(("builder", "output"), [("text", "index.txt"), ("latex", "tests.tex")])
 def test_every_builder_shows_the_table_and_the_sentence(build, shared_cache: Path,

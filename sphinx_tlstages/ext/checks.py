@@ -48,7 +48,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
              f"{state.seconds:.1f} s")
     _report_unchanged(specs, state)
     if settings(app).toolkit != "none":  # turned off on purpose: the part says so
-        _report_toolkit(specs, state)
+        state.outcome.failures += _report_toolkit(specs, state, settings(app).strict)
     check_snapshots(app, specs, state)
     state.outcome.failures += _check_asserts(app, specs, state)
     state.outcome.failures += _report_hazards(app, specs, state)
@@ -109,9 +109,11 @@ def _report_unchanged(specs: list[DirectiveSpec], state: BuildState) -> None:
             info(f"tl-pipeline: {spec.name}: {unchanged_sentence(variant)}")
 
 
-def _report_toolkit(specs: list[DirectiveSpec], state: BuildState) -> None:
+def _report_toolkit(specs: list[DirectiveSpec], state: BuildState, strict: bool) -> int:
     """One warning per build where a page wants the resources part and no NVIDIA
-    compiler was found, and one per directive whose variants it could not compile."""
+    compiler was found (under ``CI`` or ``READTHEDOCS`` an error: the page would show
+    less than it says, and a CI build is where the part must be built), and one per
+    directive whose variants it could not compile. Return the errors."""
     missing = []
     for spec in specs:
         wanted = [v for v in spec.variants if v.target.kind == "cuda"
@@ -126,11 +128,17 @@ def _report_toolkit(specs: list[DirectiveSpec], state: BuildState) -> None:
             warn(f"{spec.name}: NVIDIA's compiler could not compile "
                  f"{len(errors)} variant(s): {sorted(map(str, errors))[0]}", "toolkit",
                  location=(spec.docname, spec.lineno))
-    if missing:
-        first = missing[0]
-        warn(f"no NVIDIA compiler found: {len(missing)} directive(s) show resources without "
-             "registers, spills or occupancy (pip install sphinx-tlstages[resources], or set "
-             "tlstages_toolkit to an nvcc)", "toolkit", location=(first.docname, first.lineno))
+    if not missing:
+        return 0
+    first = missing[0]
+    said = (f"no NVIDIA compiler found: {len(missing)} directive(s) show resources without "
+            "registers, spills or occupancy (pip install sphinx-tlstages[resources], or set "
+            "tlstages_toolkit to an nvcc)")
+    if strict:
+        error(said, "toolkit", location=(first.docname, first.lineno))
+        return 1
+    warn(said, "toolkit", location=(first.docname, first.lineno))
+    return 0
 
 
 def variant_names(variants: list[VariantSpec]) -> str:

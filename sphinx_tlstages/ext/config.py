@@ -185,7 +185,7 @@ ENVIRONMENT_VARIABLES: dict[str, str] = {
                           "over ``tlstages_snapshots``.",
     "CI": "When set (and not ``0``/``false``), snapshots are checked strictly: a missing "
           "one, or one that lacks a fact its page shows, fails the build and nothing is "
-          "written.",
+          "written; a page showing ``resources`` without NVIDIA's compiler fails it too.",
     "READTHEDOCS": "Set by Read the Docs; the same strict checking as ``CI``.",
 }
 
