@@ -272,6 +272,7 @@ def gemm90(request: pytest.FixtureRequest) -> tuple[dict[str, Any], str, int]:
     return after, arch, num_stages
 
 
+@pytest.mark.smoke  # at both ends of the TileLang range: 0.1.14 names its passes otherwise
 def test_seed_gemm_ring_is_clean(gemm90: tuple[dict[str, Any], str, int]) -> None:
     after, arch, num_stages = gemm90
     found = check(after, arch)
@@ -324,6 +325,7 @@ def test_consume_then_fetch_is_flagged_on_sm90a() -> None:
         assert [(f["kind"], f["buffer"]) for f in found["findings"]] == [("WAR", "S")]
 
 
+@pytest.mark.smoke
 def test_fetch_then_consume_is_clean_on_sm90a() -> None:
     after, _ = lowered(FETCH_FIRST, "fetch_first", "sm_90a", num_stages=2, **SUM_PARAMS)
     assert check(after, "sm_90a")["text"] == ("none found: RAW and WAR on S over 2 slots; "

@@ -13,6 +13,7 @@ from ..core.hazards import not_checked, verdict
 from .hazard_rings import Undecided, shared
 from .hazard_trace import Trace
 from .ir_walk import integer, version_dims
+from .schedule import BEFORE_WS
 
 
 def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
@@ -39,7 +40,7 @@ def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> 
     """Per shared buffer: its byte offset in its allocation, its bytes and its versions
     (the leading dimension the pipeliner gave it), for naming slots."""
     # Hopper's warp specialisation versions the buffers before pipeline planning runs.
-    planned = kept.get("before:tl.AutoWarpSpecialization") or kept.get("tl.PipelinePlanning")
+    planned = kept.get(BEFORE_WS) or kept.get("tl.PipelinePlanning")
     injected = kept.get("tl.InjectSoftwarePipeline")
     versions = version_dims(main(planned), main(injected)) \
         if planned is not None and injected is not None else {}

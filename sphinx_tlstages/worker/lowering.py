@@ -67,8 +67,8 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
                 if log.changes:
                     last.append(tvm.ir.structural_hash(mod))
                     log.start(_script(mod))
-            if info.name in schedule.BEFORE:
-                after.setdefault(f"before:{info.name}", mod)
+            if info.name in schedule.BEFORE:  # the first of them
+                after.setdefault(schedule.BEFORE_WS, mod)
 
         def run_after_pass(self, mod: Any, info: Any) -> None:
             try:

@@ -44,7 +44,11 @@ from .ws_schedule import warp_specialized_schedule
 
 SCHEDULE_SCHEMA = 1
 # The modules the recorder keeps for this reader: before the first run of these passes.
-BEFORE = ("tl.AutoWarpSpecialization",)
+# The module before the first warp-specialisation pass (buffers not yet versioned) is
+# kept as BEFORE_WS: TileLang 0.1.15 runs tl.AutoWarpSpecialization first, 0.1.14 has no
+# such pass and starts with tl.ProducerConsumerWarpSpecialized.
+BEFORE = ("tl.AutoWarpSpecialization", "tl.ProducerConsumerWarpSpecialized")
+BEFORE_WS = "before:warp-specialization"
 _SYNC = {"ptx_commit_group": "commit", "ptx_wait_group": "wait"}
 Json = dict[str, Any]
 
@@ -234,11 +238,11 @@ def disagreements(loops: list[Json], generated: list[Json]) -> list[str]:
 
 def read(kept: dict[str, Any], main: Any, device: Any) -> Json | None:
     """The schedule facts from the modules the recorder kept (after each watched pass by
-    its name, ``"before:NAME"`` before the passes of :data:`BEFORE`, ``"final"`` after the
+    its name, :data:`BEFORE_WS` before the first pass of :data:`BEFORE`, ``"final"`` after the
     last pass); ``main``/``device`` pick a module's function. None: nothing pipelined."""
     planned = kept.get("tl.PipelinePlanning")
     injected = kept.get("tl.InjectSoftwarePipeline")
-    before_ws = kept.get("before:tl.AutoWarpSpecialization")
+    before_ws = kept.get(BEFORE_WS)
     specialised = kept.get("tl.ProducerConsumerWarpSpecialized")
     loops = cp_async_schedules(main(planned), main(injected)) \
         if planned is not None and injected is not None else []
