@@ -11,18 +11,27 @@ from typing import Any
 
 from . import cuda as cuda_text
 from .kernel_statements import Statement, gemm_statements, pipelined_loops
-from .result import RESULT_SCHEMA, Result
+from .result import (
+    RESULT_SCHEMA,
+    GemmCall,
+    Hazards,
+    NamedStatement,
+    PipelineLoop,
+    Result,
+    Role,
+    WarpSpecialization,
+)
 
 # Calls that the compiler inserts to synchronise; they have no source statement.
 _SYNC_OPS = ("mbarrier", "barrier", "fence", "sync")
 
 
-def _named(ir_stmts: list[dict[str, Any]], source: list[Statement]) -> list[dict[str, Any]]:
+def _named(ir_stmts: list[dict[str, Any]], source: list[Statement]) -> list[NamedStatement]:
     """Give each IR statement its source text: in order when the counts agree (the usual
     case), else by the buffers it touches, else its own IR text."""
     if len(ir_stmts) == len(source):
         return [{"text": s.text, "line": s.line} for s in source]
-    named: list[dict[str, Any]] = []
+    named: list[NamedStatement] = []
     unused = list(source)
     for stmt in ir_stmts:
         buffers = set(stmt["buffers"])
@@ -35,9 +44,9 @@ def _named(ir_stmts: list[dict[str, Any]], source: list[Statement]) -> list[dict
     return named
 
 
-def _roles(ws: dict[str, Any], source: list[Statement]) -> list[dict[str, Any]]:
+def _roles(ws: dict[str, Any], source: list[Statement]) -> list[Role]:
     """Who runs each source statement once the loop is warp-specialised."""
-    rows: list[dict[str, Any]] = []
+    rows: list[Role] = []
     barriers = {b["name"] for b in ws["barriers"]}
     known = {name for role in ("producer", "consumer") for ir in ws[role]
              for name in ir["buffers"]} - barriers
@@ -66,10 +75,10 @@ def _roles(ws: dict[str, Any], source: list[Statement]) -> list[dict[str, Any]]:
     return rows
 
 
-def _gemms(ir_gemms: list[dict[str, Any]], source: list[Statement]) -> list[dict[str, Any]]:
+def _gemms(ir_gemms: list[dict[str, Any]], source: list[Statement]) -> list[GemmCall]:
     """Each gemm call with its source text: in order when the counts agree, else by its
     operands' names, else the call as the IR names it."""
-    found = []
+    found: list[GemmCall] = []
     unused = list(source)
     for i, gemm in enumerate(ir_gemms):
         operands = gemm["operands"]
@@ -86,7 +95,7 @@ def _gemms(ir_gemms: list[dict[str, Any]], source: list[Statement]) -> list[dict
     return found
 
 
-def _located(hazards: dict[str, Any], source: list[Statement]) -> dict[str, Any]:
+def _located(hazards: Hazards, source: list[Statement]) -> Hazards:
     """Each finding with the pipelined loop's statements that name its buffer (the IR
     keeps no source spans; a buffer's name does survive): ``{text, line}``."""
     for finding in hazards.get("findings", []):
@@ -99,13 +108,13 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
             seconds: float) -> Result:
     """Assemble a successful variant's result from IR facts and normalised CUDA."""
     loops = pipelined_loops(source, factory)
-    pipeline = []
+    pipeline: list[PipelineLoop] = []
     for i, loop in enumerate(ir["pipeline"]):
         statements = _named(loop["statements"], loops[i] if i < len(loops) else [])
         pipeline.append({"num_stages": loop["num_stages"], "stage": loop["stage"],
                          "order": loop["order"], "statements": statements})
     ws = ir.get("warp_specialized")
-    warp = None
+    warp: WarpSpecialization | None = None
     if ws:
         warp = {
             "threads": ws.get("threads", 0),

@@ -36,6 +36,88 @@ class ErrorInfo(TypedDict):
     line: int | None
 
 
+# -- the records inside a result (produced in core.facts and the worker, read by the
+# renderers, checks and snapshots) ------------------------------------------------------
+
+class NamedStatement(TypedDict):
+    """A statement of a pipelined loop, by its source text and kernel line (None: the
+    IR's own text, where the source did not say)."""
+
+    text: str
+    line: int | None
+
+
+class PipelineLoop(TypedDict):
+    """A ``T.Pipelined`` loop as ``tl.PipelinePlanning`` annotated it."""
+
+    num_stages: int
+    stage: list[int]
+    order: list[int]
+    statements: list[NamedStatement]
+
+
+class Role(TypedDict, total=False):
+    """Who runs a statement of a warp-specialised loop; ``inserted``: a barrier call the
+    compiler added (``op`` names it)."""
+
+    text: Required[str]
+    line: Required[int | None]
+    role: Required[str]
+    inserted: Required[bool]
+    op: str
+
+
+class Barrier(TypedDict):
+    name: str
+    shape: list[int]
+    dtype: str
+    init: list[int]
+
+
+class WarpSpecialization(TypedDict):
+    threads: int
+    producer_threads: int
+    consumer_threads: int
+    roles: list[Role]
+    barriers: list[Barrier]
+
+
+class SharedBuffer(TypedDict):
+    """A shared buffer as allocated after pipelining (its version dimension first)."""
+
+    name: str
+    shape: list[int]
+    dtype: str
+    scope: str
+    bytes: int
+
+
+class TensorMemoryBuffer(TypedDict):
+    name: str
+    shape: list[int]
+    dtype: str
+    columns: int | None
+
+
+class GemmCall(TypedDict):
+    """A tile-level gemm call and the instruction it became (None: not traced)."""
+
+    text: str
+    line: int | None
+    operands: list[str]
+    instruction: str | None
+    form: str | None
+
+
+class Hazards(TypedDict):
+    """The hazard check's verdict (core.hazards): ``none``, ``hazard`` or ``not
+    checked``, in words, and each finding."""
+
+    verdict: str
+    text: str
+    findings: list[dict[str, Any]]
+
+
 class Result(TypedDict, total=False):
     """One variant's lowering: ``ok`` with its facts, or not ``ok`` with ``error``.
 
@@ -47,18 +129,18 @@ class Result(TypedDict, total=False):
     seconds: float
     error: ErrorInfo
     num_stages: int
-    pipeline: list[dict[str, Any]]
-    warp_specialized: dict[str, Any] | None
-    shared: list[dict[str, Any]]
+    pipeline: list[PipelineLoop]
+    warp_specialized: WarpSpecialization | None
+    shared: list[SharedBuffer]
     # Since schema 3: tensor-memory buffers ({name, shape, dtype, columns}); each
     # tile-level gemm call in source order ({text, line, operands, instruction, form});
     # a digest of the IR after pipeline planning (None where it did not run).
-    tmem: list[dict[str, Any]]
-    gemm: list[dict[str, Any]]
+    tmem: list[TensorMemoryBuffer]
+    gemm: list[GemmCall]
     planned_ir: str | None
     # Since schema 4: the hazard check's verdict on the final code (core.hazards):
     # {"verdict": "none" | "hazard" | "not checked", "text", "findings"}.
-    hazards: dict[str, Any]
+    hazards: Hazards
     dynamic_shared_bytes: int
     static_shared_bytes: int
     threads: int

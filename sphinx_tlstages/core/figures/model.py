@@ -35,7 +35,7 @@ nothing to draw; :func:`group_variants` keeps one figure per distinct drawing.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..result import Result
@@ -43,7 +43,7 @@ from ..result import Result
 Json = dict[str, Any]
 
 
-def _statements(named: list[dict[str, Any]], read: list[Json],
+def _statements(named: Sequence[Mapping[str, Any]], read: list[Json],
                 line: Callable[[int | None], int | None]) -> list[Json]:
     """Source text and document line where the tables have them, else the IR's label."""
     if len(named) != len(read):
@@ -74,7 +74,7 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
                     f"code ({'; '.join(schedule['problems'])}), so it is not drawn")
     ws = schedule.get("warp_specialized")
     if ws:
-        warp = result.get("warp_specialized") or {}
+        warp: Mapping[str, Any] = result.get("warp_specialized") or {}
         roles = [r for r in warp.get("roles", []) if not r.get("inserted")]
         return [{**ws, "kind": "warp_specialized",
                  "statements": _statements(roles, ws["statements"], line),

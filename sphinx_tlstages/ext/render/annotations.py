@@ -7,12 +7,12 @@ from typing import Any
 
 from docutils import nodes
 
-from ...core.result import Result
+from ...core.result import PipelineLoop, Result, WarpSpecialization
 from ...core.spec import DirectiveSpec, VariantSpec
 from .tables import Cell, Span, code, doc_line, table
 
 
-def _stage_cell(loop: dict[str, Any], i: int) -> str:
+def _stage_cell(loop: PipelineLoop, i: int) -> str:
     # The stage and order arrays hold one entry per statement the pipeliner scheduled; a
     # body it read differently (a conditional it folded, say) leaves a statement without.
     if i >= len(loop["stage"]):
@@ -35,14 +35,15 @@ def _schedule_rows(rows: list[tuple[VariantSpec, Result]]) -> dict[tuple[str, st
             for i, stmt in enumerate(loop["statements"]):
                 row = found.setdefault(("", stmt["text"]), {"line": stmt["line"]})
                 row[variant.label] = _stage_cell(loop, i)
-        for role in (result.get("warp_specialized") or {}).get("roles", []):
+        warp = result.get("warp_specialized")
+        for role in warp["roles"] if warp else []:
             key = (role["role"], role["op"]) if role["inserted"] else ("", role["text"])
             row = found.setdefault(key, {"line": role["line"]})
             row[variant.label] = role["role"]
     return found
 
 
-def _ring(ws: dict[str, Any]) -> str:
+def _ring(ws: WarpSpecialization) -> str:
     return "; ".join(f"{b['name']} {tuple(b['shape'])}, arrivals "
                      + " ".join(str(c) for c in b["init"]) for b in ws["barriers"]) or "none"
 

@@ -8,11 +8,9 @@ without a tensor-memory accumulator), the cell refers to it, said once under the
 
 from __future__ import annotations
 
-from typing import Any
-
 from docutils import nodes
 
-from ...core.result import Result
+from ...core.result import GemmCall, Result
 from ...core.spec import DirectiveSpec, VariantSpec
 from ...core.targets import instruction_rule
 from .tables import Cell, Span, code, doc_line, table
@@ -20,7 +18,7 @@ from .tables import Cell, Span, code, doc_line, table
 NOT_RECORDED = "not recorded"
 
 
-def _cell(variant: VariantSpec, gemm: dict[str, Any] | None, rules: list[str]) -> Cell:
+def _cell(variant: VariantSpec, gemm: GemmCall | None, rules: list[str]) -> Cell:
     """The instruction and its form; a rule of the architecture that explains it is
     numbered here and said once under the table."""
     if gemm is None:
@@ -44,7 +42,7 @@ def gemm_part(spec: DirectiveSpec,
     """One row per gemm call of the kernel, one column per lowered variant, and the
     architecture's rules the cells refer to; None when no variant has a gemm."""
     ok = [(v, r) for v, r in rows if r.get("ok")]
-    found: dict[tuple[int | None, str], dict[str, dict[str, Any]]] = {}
+    found: dict[tuple[int | None, str], dict[str, GemmCall]] = {}
     for variant, result in ok:
         for gemm in result.get("gemm") or []:
             found.setdefault((gemm.get("line"), gemm["text"]), {})[variant.label] = gemm

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from docutils import nodes
@@ -14,7 +15,7 @@ from .tables import Cell, Span, code, number, table
 NOT_RECORDED = "not recorded"
 
 
-def _tmem_cell(buf: dict[str, Any] | None) -> str:
+def _tmem_cell(buf: Mapping[str, Any] | None) -> str:
     if buf is None:
         return "—"
     columns = buf.get("columns")

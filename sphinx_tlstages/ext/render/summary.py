@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from docutils import nodes
 
-from ...core.result import Result, shared_bytes
+from ...core.result import Hazards, Result, shared_bytes
 from ...core.spec import DirectiveSpec, VariantSpec
 from ...core.targets import Target
 from .tables import Cell, Span, doc_line, number, table
@@ -95,7 +94,7 @@ def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
     check)."""
     matrix = not all(v.only_num_stages for v, _ in rows)
     groups: dict[str, list[str]] = {}
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, Hazards] = {}
     for variant, result in rows:
         hazards = result.get("hazards")
         if not result.get("ok") or hazards is None:
