@@ -243,8 +243,9 @@ def test_an_upgrade_that_changes_no_code_keeps_the_numbers(build, tmp_path) -> N
     assert kept.warnings == ""
     assert "stale" not in kept.part("tl-bench").astext()
     said = (f"This build uses TileLang {tilelang_version()}, the numbers were measured with "
-            "TileLang 0.0.1: the sm_90a code this build lowered (with the TileLang templates "
-            "it includes) is compared with the code that was timed")
+            "TileLang 0.0.1: the sm_90a code this build lowered is compared with the code "
+            "that was timed (TileLang's template headers it includes are said where they "
+            "differ, not compared)")
     assert kept.part("tl-bench-caption").astext().endswith(f"m. {said}.")
     assert f"timed: numbers from Test GPU: {said}" in kept.status
 
