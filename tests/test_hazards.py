@@ -9,6 +9,7 @@ tests accept "flagged, or the lowered code no longer has the defect".
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import re
 import subprocess
@@ -17,20 +18,40 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import tilelang
-from tilelang import tvm
-from tvm.tirx.stmt_functor import ir_transform, post_order_visit, substitute
 
 from sphinx_tlstages.core.hazards import verdict
 from sphinx_tlstages.core.passes import PassLog
-from sphinx_tlstages.worker import hazard_check, ir_facts
-from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
-from sphinx_tlstages.worker.lowering import _lower, _recorder
 
 from .html_tree import Element
 from .kernels import GEMM, rst
 
-VERSION = tilelang.__version__
+VERSION = importlib.metadata.version("tilelang")
+
+# This module lowers and mutates TileLang IR in the test process itself. So that the
+# tests proving that Sphinx's own process never imports TileLang can prove it, TileLang
+# is imported only when these tests run, and conftest runs them last.
+tvm: Any = None
+ir_transform: Any = None
+post_order_visit: Any = None
+substitute: Any = None
+hazard_check: Any = None
+ir_facts: Any = None
+kernel_module: Any = None
+prim_func: Any = None
+_lower: Any = None
+_recorder: Any = None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _tilelang() -> None:
+    global tvm, ir_transform, post_order_visit, substitute, hazard_check, ir_facts
+    global kernel_module, prim_func, _lower, _recorder
+    from tilelang import tvm
+    from tvm.tirx.stmt_functor import ir_transform, post_order_visit, substitute
+
+    from sphinx_tlstages.worker import hazard_check, ir_facts
+    from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
+    from sphinx_tlstages.worker.lowering import _lower, _recorder
 ROOT = Path(__file__).resolve().parent.parent
 
 # Consume the tile in S, then fetch the next one into S: the order #2668 mislowers.
