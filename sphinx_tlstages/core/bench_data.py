@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -207,20 +207,33 @@ def load_all(folder: Path, chosen: list[str] | None) -> BenchSet:
 Attached = tuple[dict[str, Any], dict[str, Any], tuple[str, ...]]
 
 
+def _timed(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any],
+           result_of: Callable[[VariantSpec], Result]
+           ) -> Iterator[tuple[VariantSpec, dict[str, Any], Result | None]]:
+    """Each variant of ``spec`` that ``entry`` (one GPU's numbers) has numbers for, with
+    this build's lowering of it when the page lowered for the arch that was timed."""
+    for variant in benched(spec):
+        numbers = entry["variants"].get(variant.id)
+        if numbers is not None:
+            same_arch = variant.target.arch == data["gpu"].get("sm")
+            yield variant, numbers, result_of(variant) if same_arch else None
+
+
 def attach(spec: DirectiveSpec, files: BenchSet,
            result_of: Callable[[VariantSpec], Result]) -> list[Attached]:
     """Each GPU's numbers for ``spec``, with the ids of those that went stale."""
     attached: list[Attached] = []
     for data, entry in files.for_directive(spec.name):
-        stale = []
-        for variant in benched(spec):
-            numbers = entry["variants"].get(variant.id)
-            if numbers is None:
-                continue
-            # The page's own lowering tells, when it lowered for the arch that was timed.
-            same_arch = variant.target.arch == data["gpu"].get("sm")
-            if is_stale(variant, numbers, data["gpu"].get("tilelang"),
-                        result_of(variant) if same_arch else None):
-                stale.append(variant.id)
-        attached.append((data, entry, tuple(stale)))
+        measured = data["gpu"].get("tilelang")
+        stale = tuple(v.id for v, numbers, result in _timed(spec, data, entry, result_of)
+                      if is_stale(v, numbers, measured, result))
+        attached.append((data, entry, stale))
     return attached
+
+
+def other_headers(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any],
+                  result_of: Callable[[VariantSpec], Result]) -> list[VariantSpec]:
+    """The variants whose numbers were timed with other TileLang template headers than
+    this build's, their code the same (:func:`headers_changed`)."""
+    return [v for v, numbers, result in _timed(spec, data, entry, result_of)
+            if headers_changed(numbers, result)]

@@ -292,9 +292,7 @@ def decode(data: object) -> Message:
             return Malformed()
     event, op = data.get("event"), data.get("op")
     if event in ("ready", "status") and "key" in data:
-        status = _build(ServerStatus, data)
-        return ServerStatus(**{**_fields(status), "ready": event == "ready"}) \
-            if isinstance(status, ServerStatus) else status
+        return _build(ServerStatus, {**data, "ready": event == "ready"})
     if isinstance(event, str) and event in _EVENTS:
         return _build(_EVENTS[event], data)
     if isinstance(op, str) and op in _OPS:

@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from ..core.assertions import check, namespace
-from ..core.bench_data import attach, benched, headers_changed, load_all, provenance
+from ..core.bench_data import attach, load_all, other_headers, provenance
 from ..core.pass_compare import unmatched
 from ..core.result import Result, over_limit, shared_bytes
 from ..core.spec import DirectiveSpec, VariantSpec
@@ -255,8 +255,7 @@ def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) ->
             if said is not None:  # provenance, not a problem: the page says it too
                 info(f"{spec.name}: numbers from {data['gpu']['name']}: {said}",
                      location=(spec.docname, spec.lineno))
-            headers = [v for v in benched(spec) if v.target.arch == data["gpu"].get("sm")
-                       and headers_changed(numbers["variants"].get(v.id, {}), state.result(v))]
+            headers = other_headers(spec, data, numbers, state.result)
             if headers:
                 info(f"{spec.name}: the numbers from {data['gpu']['name']} for "
                      f"{variant_names(headers)} were timed with other TileLang template "

@@ -17,6 +17,7 @@ from typing import Any
 MONO_EM = 0.62  # advance of one monospace character, in em (a little generous)
 SANS_EM = 0.6   # average advance of a sans-serif character, in em (generous)
 FONT_SIZE = 11.0  # the figures' text size when a text names none
+HATCH_CLASSES = {"stale", "grid"}  # a hatched box: stale-grey fill, grid-coloured lines
 
 Point = tuple[float, float]
 
@@ -124,8 +125,12 @@ class Drawing:
         return self
 
     def classes(self) -> set[str]:
-        """Every class word the shapes use (the writers define only those colours)."""
-        return {word for shape in self.shapes for word in shape.cls.split()}
+        """Every class word the shapes use, the hatching's colours included (the writers
+        define only those colours)."""
+        used = {word for shape in self.shapes for word in shape.cls.split()}
+        if any(isinstance(shape, Rect) and shape.hatch for shape in self.shapes):
+            used |= HATCH_CLASSES
+        return used
 
 
 def num(value: float) -> str:

@@ -147,7 +147,6 @@ def to_svg(pic: Drawing) -> str:
     used = pic.classes() | {"paper"}
     defs = []
     if any(isinstance(s, Rect) and s.hatch for s in pic.shapes):
-        used |= {"stale", "grid"}
         defs.append(f'<pattern id="{p}-h" patternUnits="userSpaceOnUse" width="6" '
                     'height="6" patternTransform="rotate(45)"><rect width="6" '
                     'height="6" class="stale" fill-opacity="0.35"/><line x1="1" y1="0" '

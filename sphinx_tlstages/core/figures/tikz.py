@@ -105,10 +105,7 @@ def _shape(shape: Shape, encode: Callable[[str], str]) -> str:
 
 def to_tikz(pic: Drawing, encode: Callable[[str], str]) -> str:
     """The drawing as a ``tlstagesfigure`` environment holding a ``tikzpicture``."""
-    used = pic.classes()
-    if any(isinstance(s, Rect) and s.hatch for s in pic.shapes):
-        used |= {"stale", "grid"}
-    words = {word for cls in used for word in cls.split() if word != "m"}
+    words = pic.classes() - {"m"}
     colours = print_colours(pic.colours)
     defined = [f"\\definecolor{{{_colour_name(w)}}}{{HTML}}{{{colours[w][1:].upper()}}}"
                for w in sorted(words) if w in colours]
