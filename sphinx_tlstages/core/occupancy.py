@@ -97,6 +97,8 @@ def occupancy(limits: Limits, threads: int, registers: int, static_shared: int,
                           SHARED_GRANULARITY)
     if allocated > limits.shared_per_block + limits.reserved_shared_per_block:
         by_shared = 0
+    elif allocated == 0:  # no shared memory and none reserved: no limit from it
+        by_shared = limits.blocks_per_sm
     else:
         by_shared = limits.shared_per_sm // allocated
     each = {"warps": by_warps, "registers": by_registers, "blocks": limits.blocks_per_sm,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 import traceback
+from pathlib import Path
 from typing import Any
 
 import tilelang
@@ -107,8 +108,9 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {tail}" if tail else type(exc).__name__
 
 
-def lower_variant(task: Task) -> Result:
-    """Lower one variant and return its result."""
+def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
+    """Lower one variant and return its result (``keep_cubin``: where to copy the cubin
+    of the resources part, for a check on a GPU)."""
     source, name = task.source, task.source_name
     started = time.perf_counter()
     imported: list[dict[str, str]] = []
@@ -144,7 +146,7 @@ def lower_variant(task: Task) -> Result:
             # The cubin's resources, from the CUDA as the page offers it.
             result.update(resources.compile_variant(  # type: ignore[typeddict-item]
                 cuda, str(task.target["arch"]), pass_configs, task.toolkit,
-                result["threads"], result["dynamic_shared_bytes"]))
+                result["threads"], result["dynamic_shared_bytes"], keep_cubin))
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result

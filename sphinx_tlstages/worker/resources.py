@@ -60,8 +60,11 @@ def version(nvcc: str) -> str:
 
 
 def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit: dict[str, str],
-                    threads: int, dynamic_shared: int) -> dict[str, Any]:
-    """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``."""
+                    threads: int, dynamic_shared: int,
+                    keep_cubin: Path | None = None) -> dict[str, Any]:
+    """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``;
+    ``keep_cubin``: where to copy the cubin the figures were read from (the hardware
+    check loads it on a GPU)."""
     nvcc = toolkit["nvcc"]
     # Beside nvcc in the wheel and in a CUDA install; a PATH nvcc may be a wrapper.
     beside = Path(nvcc).with_name("cuobjdump")
@@ -85,6 +88,8 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
             listed = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
                                     text=True, timeout=TIMEOUT, check=False)
             sass = listed.stdout if listed.returncode == 0 else None
+        if keep_cubin is not None:
+            shutil.copyfile(cubin, keep_cubin)
     try:
         found = resources.resources(report, sass, arch, threads, dynamic_shared, cuda)
     except resources.ReportError as exc:
