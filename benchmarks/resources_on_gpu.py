@@ -111,6 +111,7 @@ def _conf(book: Path) -> dict[str, Any]:
 def prepare(book: Path, names: list[str], num_stages: list[int] | None,
             target: str | None, out: Path) -> int:
     from sphinx_tlstages.core import options
+    from sphinx_tlstages.core.files import write_atomic
     from sphinx_tlstages.core.kernel_source import normalise_source
     from sphinx_tlstages.core.spec import KernelOrigin
     from sphinx_tlstages.core.stamps import tilelang_version
@@ -188,7 +189,7 @@ def prepare(book: Path, names: list[str], num_stages: list[int] | None,
             manifest["variants"] = [v for v in manifest["variants"]
                                     if v["cubin"] != cubin] + [entry]
     manifest["variants"].sort(key=lambda v: (v["directive"], v["cubin"]))
-    manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    write_atomic(manifest_path, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     return 1 if failed else 0
 
 

@@ -109,3 +109,20 @@ def test_prepare_finds_the_books_directives() -> None:
     assert "stage == [0, 0" in ampere["options"]["assert"]
     # A directive written as an example inside a code block is not one.
     assert all(d["docname"] != "guide/resources" for d in found.values())
+
+
+def test_prepare_reads_rest_and_myst_directives(tmp_path: Path) -> None:
+    (tmp_path / "page.rst").write_text(
+        "Title\n=====\n\n.. tl-pipeline:: Copy\n   :target: sm_90a\n   :show: shared\n"
+        "      resources\n\n   def copy(N):\n       pass\n\nAfter.\n", encoding="utf-8")
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "more.md").write_text(
+        "# More\n\n```{tl-pipeline} Two\n:name: two\n:num-stages: 2 3\n\n"
+        "def two(N):\n    pass\n```\n\n```rst\n.. tl-pipeline:: not one\n```\n",
+        encoding="utf-8")
+    found = _script().directives(tmp_path)
+    assert [(d["name"], d["options"], d["kernel"]) for d in found] == [
+        ("two", {"name": "two", "num-stages": "2 3"}, "def two(N):\n    pass"),
+        ("page-1", {"target": "sm_90a", "show": "shared\nresources"},
+         "def copy(N):\n    pass"),
+    ]
