@@ -196,6 +196,16 @@ def bench_build(session: nox.Session) -> None:
     session.run("python", "benchmarks/remote_cache.py")
 
 
+@nox.session(name="bench-resources", python=PYTHON)
+def bench_resources(session: nox.Session) -> None:
+    """What the resources part costs: its compile step against nvcc alone on the same
+    CUDA, and a cold book with the part against without it (``-- --json FILE`` keeps the
+    figures). The check against a GPU's driver is ``benchmarks/resources_on_gpu.py``."""
+    install_cpu_torch(session)
+    session.install("-e", ".[docs,resources]")
+    session.run("python", "benchmarks/resources_cost.py", *session.posargs)
+
+
 def _tracked_copy(session: nox.Session) -> Path:
     """The checkout's tracked files as they are now, and nothing else: what Read the
     Docs clones (a stale egg-info in the working tree can hide a file package-data misses)."""

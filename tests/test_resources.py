@@ -351,3 +351,31 @@ def test_a_changed_register_count_is_drift_in_words() -> None:
     said = [c.words for c in variant_changes("1", {"resources": before}, {"resources": after})]
     assert "registers 225 -> 255" in said and "spill stores 0 -> 1212" in said
     assert variant_changes("1", {"resources": before}, {"resources": before}) == []
+
+
+_KEEP = """
+import gzip, json, sys
+from pathlib import Path
+from sphinx_tlstages.worker.resources import compile_variant
+cuda = gzip.decompress(Path(sys.argv[1]).read_bytes()).decode()
+found = compile_variant(cuda, "sm_90a", {}, json.loads(sys.argv[2]), 256, 98304,
+                        keep_cubin=Path(sys.argv[3]))
+print(json.dumps(found["resources"]["registers"]))
+"""
+
+
+@needs_toolkit
+def test_the_cubin_the_figures_come_from_can_be_kept(tmp_path: Path) -> None:
+    """What the GPU check loads (``benchmarks/resources_on_gpu.py``): the cubin compiled,
+    in a process of its own, as TileLang is not imported into this one."""
+    import json
+    import subprocess
+    import sys
+
+    assert TOOLKIT is not None
+    cubin = tmp_path / "kernel.cubin"
+    done = subprocess.run([sys.executable, "-c", _KEEP, str(FIXTURES / "sm_90a-ns3.cu.gz"),
+                           json.dumps(TOOLKIT.payload), str(cubin)],
+                          capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == 240
+    assert cubin.read_bytes()[:4] == b"\x7fELF"
