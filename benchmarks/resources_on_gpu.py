@@ -101,13 +101,6 @@ def directives(book: Path) -> list[dict[str, Any]]:
     return found
 
 
-def _conf(book: Path) -> dict[str, Any]:
-    namespace: dict[str, Any] = {"__file__": str(book / "conf.py")}
-    exec(compile((book / "conf.py").read_text(encoding="utf-8"), "conf.py", "exec"),
-         namespace)
-    return namespace
-
-
 def prepare(book: Path, names: list[str], num_stages: list[int] | None,
             target: str | None, out: Path) -> int:
     from sphinx_tlstages.core import options
@@ -121,7 +114,8 @@ def prepare(book: Path, names: list[str], num_stages: list[int] | None,
     from sphinx_tlstages.worker.resources import version
     from sphinx_tlstages.worker.tasks import import_tilelang
 
-    conf = _conf(book)
+    conf: dict[str, Any] = {"__file__": str(book / "conf.py")}  # the book's defaults
+    exec(compile((book / "conf.py").read_text(encoding="utf-8"), "conf.py", "exec"), conf)
     toolkit = find(str(conf.get("tlstages_toolkit", "auto")))
     if toolkit is None:
         print("no NVIDIA compiler: pip install sphinx-tlstages[resources]", file=sys.stderr)
@@ -277,6 +271,10 @@ class Driver:
             self._call("cuModuleUnload", module)
 
 
+# A list of numbers (the occupancy sweep), written on one line rather than one a line.
+_NUMBERS = re.compile(r"\[\s*\d+(?:,\s*\d+)*\s*\]")
+
+
 def check(folder: Path, out: Path | None) -> int:
     manifest = json.loads((folder / "manifest.json").read_text())
     driver = Driver()
@@ -291,10 +289,9 @@ def check(folder: Path, out: Path | None) -> int:
     for entry in manifest["variants"]:
         arch = re.sub(r"[af]$", "", entry["arch"])
         if "error" in entry or arch != "sm_" + capability.replace(".", ""):
+            why = entry.get("error") or f"{entry['arch']} SASS does not load on {capability}"
             report["skipped"].append({**{k: entry.get(k) for k in ("directive", "variant",
-                                                                  "arch", "error")},
-                                      "why": entry.get("error") or
-                                      f"{entry['arch']} SASS does not load on {capability}"})
+                                                                  "arch", "error")}, "why": why})
             continue
         said = entry["stated"]
         points = driver_check.sweep_points(limits.shared_per_block, said["static_shared"],
@@ -316,7 +313,8 @@ def check(folder: Path, out: Path | None) -> int:
     wrong = report["limits_mismatches"] + [m for row in report["variants"]
                                            for m in row["mismatches"] + row["sweep_mismatches"]]
     report["agree"] = not wrong and bool(report["variants"])
-    text = json.dumps(report, indent=1, sort_keys=True) + "\n"
+    text = _NUMBERS.sub(lambda m: "[" + ", ".join(re.findall(r"\d+", m[0])) + "]",
+                        json.dumps(report, indent=1, sort_keys=True)) + "\n"
     if out:
         out.write_text(text)
     print(text if not out else f"wrote {out}")
