@@ -60,7 +60,8 @@ def version(nvcc: str) -> str:
 
 
 def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit: dict[str, str],
-                    threads: int, dynamic_shared: int) -> dict[str, Any]:
+                    threads: int, dynamic_shared: int, tensor_memory: int = 0
+                    ) -> dict[str, Any]:
     """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``."""
     nvcc = toolkit["nvcc"]
     # Beside nvcc in the wheel and in a CUDA install; a PATH nvcc may be a wrapper.
@@ -86,7 +87,8 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
                                     text=True, timeout=TIMEOUT, check=False)
             sass = listed.stdout if listed.returncode == 0 else None
     try:
-        found = resources.resources(report, sass, arch, threads, dynamic_shared, cuda)
+        found = resources.resources(report, sass, arch, threads, dynamic_shared, cuda,
+                                    tensor_memory)
     except resources.ReportError as exc:
         return {"resources_error": str(exc)}
     out: dict[str, Any] = {"resources": found, "toolkit": version(nvcc)}
