@@ -241,6 +241,10 @@ def test_the_table_shows_registers_and_occupancy_per_variant(built: Built) -> No
     assert rows["per SM"][2].startswith("1 block, 4 warps (6%), limited by shared memory")
     text = built.part("tl-resources").astext()
     assert "No variant spills registers" in text and "nvcc 13." in text
+    # Eight variants: the occupancy figure draws their blocks per SM above the table.
+    (figure,) = built.part("tl-resources").iter("div", cls="tl-occupancy-figure")
+    assert "num_stages=3: 1 block per SM (6% of its warps), limited by shared memory" \
+        in figure.iter("desc")[0].astext()
     if SASS:
         assert rows["SASS HMMA (static)"][:4] == ["256", "256", "384", "512"]
         assert rows["SASS HGMMA (static)"][4:] == ["32", "16", "16", "16"]
@@ -264,6 +268,8 @@ def test_each_sass_listing_is_one_click_away_and_downloadable(built: Built) -> N
 def test_spills_are_pointed_out_in_words(built: Built) -> None:
     text = built.part("tl-resources", index=1).astext()
     assert "num_stages=2 spills 1212 bytes to local memory" in text
+    # One variant: nothing to compare, no occupancy figure.
+    assert built.part("tl-resources", index=1).iter("div", cls="tl-occupancy-figure") == []
 
 
 def test_amd_says_why_there_is_no_such_part(build, shared_cache: Path) -> None:
