@@ -61,9 +61,10 @@ def install_cpu_torch(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """The test suite (real TileLang lowering on the CPU), with the newest TileLang."""
+    """The test suite (real TileLang lowering on the CPU), with the newest TileLang and
+    NVIDIA's compiler (the resources part's builds run here; under ``CI`` they must)."""
     install_cpu_torch(session)
-    session.install("-e", ".[test]", f"tilelang=={TILELANG_NEWEST}")
+    session.install("-e", ".[test,resources]", f"tilelang=={TILELANG_NEWEST}")
     session.run("pytest", *session.posargs)
 
 

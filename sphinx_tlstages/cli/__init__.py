@@ -74,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     lower.add_argument("--show", nargs="+", metavar="PART",
                        help="the parts to print (default: gemm annotations shared sync); "
                             "resources compiles each variant with NVIDIA's compiler")
+    lower.add_argument("--toolkit", default="auto", metavar="auto|none|NVCC",
+                       help="NVIDIA's compiler for --show resources, as tlstages_toolkit "
+                            "(auto: the pinned release, else an nvcc on PATH or under "
+                            "CUDA_HOME; none: no numbers)")
     lower.add_argument("--json", action="store_true", help="print the results as JSON")
     lower.add_argument("--pyobject", nargs="?", const="", metavar="NAME",
                        help="print this function or class of the file first, numbered as "
@@ -122,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           listing={name: value for name, value in
                                    (("pyobject", args.pyobject), ("lines", args.lines))
                                    if value is not None},
-                          show=args.show)
+                          show=args.show, toolkit=args.toolkit)
     if args.command == "explain":
         from .explain import explain
 

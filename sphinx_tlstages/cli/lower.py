@@ -26,6 +26,7 @@ from ..core.stamps import tilelang_version
 from ..core.targets import parse_target
 from ..core.toolkit import find as find_toolkit
 from ..core.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from ..ext.config import strict_environment
 from ..ext.listing import ListingError, read_listing
 from ..ext.render import Context, render
 from ..runner.launch import Job, default_jobs
@@ -71,13 +72,15 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                num_stages: Sequence[int] | None, targets: Sequence[str], dump_dir: Path | None,
                as_json: bool, sweep: Sequence[str] = (), out: TextIO = sys.stdout,
                listing: dict[str, str] | None = None,
-               show: Sequence[str] | None = None) -> int:
+               show: Sequence[str] | None = None, toolkit: str = "auto") -> int:
     """Lower ``path`` for each variant (num_stages x swept values x targets, as a
     directive would) and print what the compiler did. ``num_stages`` None: 1-4, or the
     depth a kernel sets itself. ``listing``: the directive's listing options
     (``pyobject``, ``lines``), to print that part of the file first. ``show``: the
-    parts printed (``resources`` compiles each variant; without a compiler it says so
-    and the lowering stands)."""
+    parts printed (``resources`` compiles each variant with the compiler ``toolkit``
+    selects, as ``tlstages_toolkit``; without one the part says so and the lowering
+    stands, but under ``CI`` or ``READTHEDOCS`` a compiler not found makes the exit
+    status 1, as it fails a build there; ``none`` turns the part off anywhere)."""
     try:
         source = normalise_source(path.read_text(encoding="utf-8"))
         values = options.parse_params(" ".join(params))
@@ -97,12 +100,16 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                           record_passes=as_json)
         parts = options.parse_show(show) if show else ("gemm", "annotations", "shared",
                                                         "sync")
+        compiler_missing = False
         if "resources" in parts:
-            toolkit = find_toolkit("auto")
-            if toolkit is None:
-                print("tlstages lower: no NVIDIA compiler found: resources are not shown "
-                      "(pip install sphinx-tlstages[resources])", file=sys.stderr)
-            variants = with_toolkit(variants, toolkit)
+            found = find_toolkit(toolkit)
+            compiler_missing = found is None and toolkit != "none"
+            if compiler_missing:
+                print(f"tlstages lower: {'error: ' if strict_environment() else ''}no NVIDIA "
+                      "compiler found: resources are not shown (pip install "
+                      "sphinx-tlstages[resources], or --toolkit PATH-TO-NVCC)",
+                      file=sys.stderr)
+            variants = with_toolkit(variants, found)
         cut = read_listing(source, str(path), listing, chosen.name, Config()) \
             if listing else None
     except OptionClash as exc:
@@ -170,4 +177,5 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
             where = f"{path}:{line}" if line else str(path)
             print(f"{where}: {variant.heading}: {result['error']['message']}",
                   file=sys.stderr)
-    return 1 if failed else 0
+    # Under CI a compiler not found is an error, as in a build: the part was asked for.
+    return 1 if failed or (compiler_missing and strict_environment()) else 0

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from .targets import TENSOR_MEMORY_COLUMNS
+
 WARP = 32
 # cuda_occupancy.h, cudaOccRegAllocationGranularity: 256 registers per warp from
 # compute capability 3.0 on; cudaOccRegAllocationMaxPerThread: 255;
@@ -23,6 +25,8 @@ MAX_REGISTERS_PER_THREAD = 255
 SUB_PARTITIONS = 4
 # cudaOccSMemAllocationGranularity: 128 bytes from compute capability 7.0 on.
 SHARED_GRANULARITY = 128
+# What may limit the blocks per SM, in the order a tie names them.
+LIMITERS = ("warps", "registers", "shared memory", "blocks", "tensor memory")
 
 
 @dataclass(frozen=True)
@@ -68,11 +72,22 @@ def _round_up(value: int, unit: int) -> int:
     return -(-value // unit) * unit
 
 
+def tensor_memory_blocks(columns: int) -> int:
+    """Blocks that fit in one SM's tensor memory when each allocates ``columns``:
+    ``tcgen05.alloc`` takes a power of two of at least 32 columns of the SM's 512."""
+    allocated = 32
+    while allocated < columns:
+        allocated *= 2
+    return TENSOR_MEMORY_COLUMNS // allocated if allocated <= TENSOR_MEMORY_COLUMNS else 0
+
+
 def occupancy(limits: Limits, threads: int, registers: int, static_shared: int,
-              dynamic_shared: int) -> dict[str, Any]:
+              dynamic_shared: int, tensor_memory: int = 0) -> dict[str, Any]:
     """Blocks and warps per SM for a block of ``threads`` using ``registers`` per
-    thread and that much shared memory; ``limiter`` names what allows the fewest
-    blocks (ties name each, in cuda_occupancy.h's order of its limiting factors)."""
+    thread and that much shared memory (and ``tensor_memory`` columns, Blackwell's, where
+    it allocates any: a fifth limit cuda_occupancy.h does not know); ``limiter`` names
+    what allows the fewest blocks (ties name each, in cuda_occupancy.h's order of its
+    limiting factors, tensor memory last)."""
     warps = -(-threads // WARP)
     # cudaOccMaxBlocksPerSMWarpsLimit
     by_warps = 0 if threads > limits.threads_per_block \
@@ -103,6 +118,8 @@ def occupancy(limits: Limits, threads: int, registers: int, static_shared: int,
         by_shared = limits.shared_per_sm // allocated
     each = {"warps": by_warps, "registers": by_registers, "blocks": limits.blocks_per_sm,
             "shared memory": by_shared}
+    if tensor_memory:
+        each["tensor memory"] = tensor_memory_blocks(tensor_memory)
     blocks = min(each.values())
     max_warps = limits.threads_per_sm // WARP
     return {
@@ -110,7 +127,6 @@ def occupancy(limits: Limits, threads: int, registers: int, static_shared: int,
         "blocks_per_sm": blocks,
         "warps_per_sm": blocks * warps,
         "occupancy": round(blocks * warps / max_warps, 4),
-        "limiter": [name for name in ("warps", "registers", "shared memory", "blocks")
-                    if each[name] == blocks],
+        "limiter": [name for name in LIMITERS if each.get(name) == blocks],
         "limits": each,
     }

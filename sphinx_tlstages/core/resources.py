@@ -94,15 +94,17 @@ def strip_encodings(sass: str) -> str:
 
 
 def resources(report: str, sass: str | None, arch: str, threads: int,
-              dynamic_shared: int, cuda: str = "") -> dict[str, Any]:
+              dynamic_shared: int, cuda: str = "", tensor_memory: int = 0) -> dict[str, Any]:
     """The ``resources`` fact of one variant (see :mod:`.fact_table`); ``sass`` None
-    where no ``cuobjdump`` was found (no counts then)."""
+    where no ``cuobjdump`` was found (no counts then); ``tensor_memory``: the columns its
+    tensor-memory buffers take (a limit of their own on Blackwell)."""
     found: dict[str, Any] = dict(parse_ptxas(report))
     found["register_budgets"] = cuda_register_budgets(cuda)
     found["dynamic_shared"] = dynamic_shared
     limits = limits_for(arch)
     found["occupancy"] = None if limits is None else occupancy(
-        limits, threads, found["registers"], found["static_shared"], dynamic_shared)
+        limits, threads, found["registers"], found["static_shared"], dynamic_shared,
+        tensor_memory)
     found["sass"] = sass_counts(sass) if sass is not None else None
     return found
 

@@ -198,6 +198,12 @@ def _flag(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
 
 
+def strict_environment() -> bool:
+    """Whether this runs under ``CI`` or on Read the Docs: what a page or a command says
+    it shows must be built there (a missing snapshot or compiler is an error)."""
+    return _flag("CI") or _flag("READTHEDOCS")
+
+
 @dataclass(frozen=True)
 class Settings:
     """The configuration as the rest of the extension reads it: validated once, with the
@@ -299,7 +305,7 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
     roots = tuple(Path(confdir, root).resolve() for root in config.tlstages_file_roots)
     cache = os.environ.get("TLSTAGES_CACHE_DIR") or config.tlstages_cache_dir
     mode = os.environ.get("TLSTAGES_SNAPSHOTS") or config.tlstages_snapshots
-    strict = _flag("CI") or _flag("READTHEDOCS")
+    strict = strict_environment()
     return Settings(
         confdir=confdir.resolve(),
         srcdir=srcdir.resolve(),

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from docutils import nodes
 
-from ..core.figures import Drawing, chart_drawing, schedule_drawing, to_svg
+from ..core.figures import Drawing, chart_drawing, occupancy_drawing, schedule_drawing, to_svg
 from ..core.figures.tikz import to_tikz
 from .nodes import tl_figure
 
@@ -32,6 +32,8 @@ def figure_drawing(node: tl_figure, theme: str) -> Drawing:
     """The drawing of a figure node in ``theme`` (``html`` or ``print``)."""
     if node["kind"] == "chart":
         return chart_drawing(node["data"], theme, node["ident"])
+    if node["kind"] == "occupancy":
+        return occupancy_drawing(node["data"], theme, node["ident"])
     return schedule_drawing(node["data"], node["covers"], theme, node["ident"])
 
 

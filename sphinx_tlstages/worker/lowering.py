@@ -146,7 +146,8 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
             # The cubin's resources, from the CUDA as the page offers it.
             result.update(resources.compile_variant(  # type: ignore[typeddict-item]
                 cuda, str(task.target["arch"]), pass_configs, task.toolkit,
-                result["threads"], result["dynamic_shared_bytes"], keep_cubin))
+                result["threads"], result["dynamic_shared_bytes"],
+                sum(buffer.get("columns") or 0 for buffer in result["tmem"]), keep_cubin))
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result

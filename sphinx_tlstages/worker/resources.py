@@ -60,7 +60,7 @@ def version(nvcc: str) -> str:
 
 
 def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit: dict[str, str],
-                    threads: int, dynamic_shared: int,
+                    threads: int, dynamic_shared: int, tensor_memory: int = 0,
                     keep_cubin: Path | None = None) -> dict[str, Any]:
     """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``;
     ``keep_cubin``: where to copy the cubin the figures were read from (the hardware
@@ -91,7 +91,8 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
         if keep_cubin is not None:
             shutil.copyfile(cubin, keep_cubin)
     try:
-        found = resources.resources(report, sass, arch, threads, dynamic_shared, cuda)
+        found = resources.resources(report, sass, arch, threads, dynamic_shared, cuda,
+                                    tensor_memory)
     except resources.ReportError as exc:
         return {"resources_error": str(exc)}
     out: dict[str, Any] = {"resources": found, "toolkit": version(nvcc)}

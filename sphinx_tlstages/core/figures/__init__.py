@@ -25,8 +25,8 @@ converter.
 Modules: :mod:`.model` (figure data from results, one figure per distinct schedule),
 :mod:`.lanes` and :mod:`.cp_async` (the cp.async pipeline), :mod:`.warp_chips` and
 :mod:`.warp` (warp-specialised loops), :mod:`.chart` and :mod:`.chart_panel` (benchmark
-numbers), :mod:`.drawing` (shapes and layout helpers), :mod:`.svg` and :mod:`.tikz`
-(the writers).
+numbers), :mod:`.occupancy` (blocks per SM and their limits), :mod:`.drawing` (shapes
+and layout helpers), :mod:`.svg` and :mod:`.tikz` (the writers).
 """
 
 from __future__ import annotations
@@ -37,11 +37,12 @@ from . import lanes, warp_chips
 from .chart import chart_drawing
 from .cp_async import cp_async_drawing
 from .drawing import Drawing
+from .occupancy import occupancy_drawing
 from .svg import to_svg
 from .warp import warp_specialized_drawing
 
-__all__ = ["Drawing", "chart_drawing", "chart_svg", "schedule_drawing", "schedule_sentence",
-           "schedule_svg", "to_svg"]
+__all__ = ["Drawing", "chart_drawing", "chart_svg", "occupancy_drawing", "schedule_drawing",
+           "schedule_sentence", "schedule_svg", "to_svg"]
 
 
 def schedule_drawing(fig: dict[str, Any], covers: list[str], theme: str = "html",

@@ -7,10 +7,12 @@ from typing import Any
 
 from docutils import nodes
 
+from ...core.figures import occupancy as occupancy_figure
 from ...core.resources import FAMILIES, spill_sentence
 from ...core.result import Result
 from ...core.spec import DirectiveSpec, VariantSpec
 from .cuda import _capped, _collapsible, literal
+from .figure import figure_node
 from .tables import Cell, code, number, table
 
 _NO_TOOLKIT = ("This page was built without NVIDIA's compiler, so registers, spills and "
@@ -99,6 +101,10 @@ def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                                           f"{why.splitlines()[0]}", classes=["tl-note"]))
     if not any(f for _, f in shown):
         return found
+    drawn = occupancy_figure.occupancy_input(spec.name, [(v.heading, f) for v, f in shown])
+    if drawn is not None:  # several variants: their blocks per SM side by side
+        found.append(figure_node("occupancy", drawn, [], f"{spec.name}-occupancy",
+                                 occupancy_figure.sentence(drawn)))
     headers: list[Cell] = ["", *(v.heading for v, _ in shown)]
     found.append(table(headers, _rows(shown), ["tl-table"],
                        widths=[24, *[20] * len(shown)], key_columns=1))
