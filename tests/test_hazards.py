@@ -1,10 +1,12 @@
 """The hazard check on real compiler output: TileLang's known pipelining bug flagged, its
 correct twin clean, the seed GEMM clean, and every mutation of its synchronisation caught.
 
-The bug (tile-ai/tilelang#2668, open in TileLang 0.1.15): a loop that consumes a shared
+The bugs, open in TileLang 0.1.15: tile-ai/tilelang#2668, a loop that consumes a shared
 buffer and then copies the next tile into it lowers at num_stages >= 2 with no
-cp_async_wait and one buffer version. A TileLang that fixes it changes the code, so the
-tests accept "flagged, or the lowered code no longer has the defect".
+cp_async_wait and one buffer version; tile-ai/tilelang#2927, cluster copies in a loop,
+each on a barrier of its own, wait with the loop's parity on fresh barriers. A TileLang
+that fixes one changes the code, so the tests accept "flagged, or the lowered code no
+longer has the defect".
 """
 
 from __future__ import annotations
@@ -93,7 +95,36 @@ def fetch_first(N, K, num_stages):
     return kernel
 '''
 
+# A pair of CTAs shares each chunk of a panel: the leader multicasts it, each CTA sums it.
+# One barrier per chunk: the pattern of tile-ai/tilelang#2927.
+PANEL_SUM = '''\
+@tilelang.jit
+def panel_sum(M, N, chunks, block_M=64, block_N=64):
+    @T.prim_func
+    def kernel(X: T.Tensor((chunks, M, N), "float16"), Out: T.Tensor((M, N), "float32")):
+        with T.ClusterKernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128,
+                             cluster_dims=(2, 1, 1)) as (bx, by):
+            tiles = T.alloc_shared((chunks, block_M, block_N), "float16")
+            ready = T.alloc_cluster_barrier([1] * chunks)
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for s in T.serial(chunks):
+                T.copy_cluster(X[s, by * block_M, bx * block_N], tiles[s, :, :],
+                               cluster_mask=0b11, remote_barrier=ready[s])
+                for i, j in T.Parallel(block_M, block_N):
+                    acc[i, j] += tiles[s, i, j]
+            T.copy(acc, Out[by * block_M, bx * block_N])
+
+    return kernel
+'''
+
+# The same sum with one barrier reused by every chunk: its parity is the loop's.
+PANEL_SUM_ONE_BARRIER = PANEL_SUM.replace("T.alloc_cluster_barrier([1] * chunks)",
+                                          "T.alloc_cluster_barrier([1])") \
+    .replace("remote_barrier=ready[s]", "remote_barrier=ready[0]")
+
 SUM_PARAMS = {"N": 512, "K": 16}
+PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
 GEMM_ARGS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128,
              "block_K": 64, "threads": 128}
 HEAD = "Hazards\n=======\n\n"
@@ -298,7 +329,8 @@ def test_seed_gemm_ring_is_clean(gemm90: tuple[dict[str, Any], str, int]) -> Non
     after, arch, num_stages = gemm90
     found = check(after, arch)
     assert found["text"] == (f"none found: RAW and WAR on A_shared, B_shared over {num_stages} "
-                             f"slots; {2 * num_stages} barriers, phases and arrivals"), found
+                             f"slots; {2 * num_stages} barriers, phases and arrivals, bytes"), \
+        found
 
 
 @pytest.mark.parametrize("mutation", sorted(RING_MUTATIONS))
@@ -350,7 +382,49 @@ def test_consume_then_fetch_is_flagged_on_sm90a() -> None:
 def test_fetch_then_consume_is_clean_on_sm90a() -> None:
     after, _ = lowered(FETCH_FIRST, "fetch_first", "sm_90a", num_stages=2, **SUM_PARAMS)
     assert check(after, "sm_90a")["text"] == ("none found: RAW and WAR on S over 2 slots; "
-                                              "4 barriers, phases and arrivals")
+                                              "4 barriers, phases and arrivals, bytes")
+
+
+def _double(stmt: Any) -> Any:
+    count = stmt.value.args[1]
+    return _call(stmt, [stmt.value.args[0], tvm.tirx.IntImm("int32", count.value * 2)])
+
+
+@pytest.mark.parametrize("mutation", ["halved", "doubled"])
+def test_changed_expected_bytes_are_flagged(gemm90: tuple[dict[str, Any], str, int],
+                                            mutation: str) -> None:
+    """The producer expects 16384 bytes twice per stage (A's box and B's, 16384 each); with
+    the loop's first expect_tx changed, no phase's bytes are its copies'."""
+    after, arch, _ = gemm90
+    change = _halve if mutation == "halved" else _double
+    found = check(mutated(after, _nth("mbarrier_expect_tx", 0, change)(), loop_only=False),
+                  arch)
+    assert found["verdict"] == "hazard", found
+    assert {f["kind"] for f in found["findings"]} == {"TX"}, found
+    assert re.search(r"mbarrier\[0\] expects (24576|49152) bytes at ko=0 \(phase 0\) but "
+                     r"the TMA copies signalling it bring 32768", found["findings"][0]["text"]), \
+        found
+
+
+def test_cluster_copies_on_a_barrier_each_are_flagged_on_sm90a() -> None:
+    """tile-ai/tilelang#2927: the wait on ready[s] asks for parity s & 1; ready[1] has
+    completed no phase yet, so the wait with parity 1 returns at once."""
+    after, code = lowered(PANEL_SUM, "panel_sum", "sm_90a", **PANEL_PARAMS)
+    found = check(after, "sm_90a")
+    still_broken = "ready[s].wait((s & 1));" in code
+    assert "tl::tma_load_multicast(" in code
+    assert found["verdict"] == "hazard" or not still_broken, (VERSION, found)
+    if still_broken:
+        assert [(f["kind"], f["buffer"], f["at"]) for f in found["findings"]] == \
+            [("RAW", "tiles", "s=1")], found
+        assert "no wait on ready[1] covers it" in found["findings"][0]["text"]
+
+
+def test_cluster_copies_on_one_barrier_are_clean_on_sm90a() -> None:
+    after, code = lowered(PANEL_SUM_ONE_BARRIER, "panel_sum", "sm_90a", **PANEL_PARAMS)
+    assert "ready[0].wait((s & 1));" in code
+    assert check(after, "sm_90a")["text"] == ("none found: RAW and WAR on tiles over 1 slot; "
+                                              "1 barrier, phases and arrivals, bytes")
 
 
 def test_a_trace_without_copies_is_not_checked() -> None:

@@ -135,7 +135,8 @@ def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
     said = [f"{groups} cp.async groups" for groups in
             [sum(1 for r in records if r["op"] == "commit")] if copies]
     if rings:
-        said.append(f"{rings['barriers']} barriers, phases and arrivals")
+        said.append(f"{rings['barriers']} barrier{'s' if rings['barriers'] != 1 else ''}, "
+                    f"phases and arrivals" + (", bytes" if rings.get("bytes") else ""))
     return {"verdict": "none",
             "text": f"none found: RAW and WAR on {', '.join(written)} over {slots} "
                     f"slot{'s' if slots != 1 else ''}; {', '.join(said)}",

@@ -27,13 +27,45 @@ def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], 
     if final is None:
         return not_checked("no final device code")
     try:
-        trace = Trace(device(final))
+        trace = Trace(device(final), _boxes(kept))
         buffers = _buffers(trace, kept, main)
         return verdict(_sized(trace.records, buffers), buffers)
     except Undecided as exc:
         return not_checked(str(exc))
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
         return not_checked(f"the check failed ({type(exc).__name__}: {exc})"[:300])
+
+
+# CUtensorMapDataType -> bytes per element (CUDA's enum order, up to TFLOAT32_FTZ).
+_ELEMENT_BYTES = (1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4)
+
+
+def _boxes(kept: dict[str, Any]) -> dict[str, int]:
+    """Bytes of each TMA descriptor's box, by the descriptor's name, from the arguments the
+    host passes to ``__tvm_tensormap_create_tiled`` (kept on the host function until the
+    device code is split off): ``(name, desc, dtype, rank, address, dims[rank],
+    strides[rank], box[rank], element strides[rank], ...)``. An im2col descriptor, or a
+    type past the table, is left out (its copies' bytes are unknown)."""
+    for module in kept.values():
+        for func in getattr(module, "functions", {}).values():
+            args = (func.attrs or {}).get("tma_descriptor_args") \
+                if hasattr(func, "attrs") else None
+            if not args:
+                continue
+            boxes: dict[str, int] = {}
+            for desc, call in args.items():
+                if getattr(call[0], "value", None) != "__tvm_tensormap_create_tiled":
+                    continue
+                dtype, rank = integer(call[2]), integer(call[3])
+                if dtype is None or rank is None or not 0 <= dtype < len(_ELEMENT_BYTES):
+                    continue
+                size = _ELEMENT_BYTES[dtype]
+                for extent in call[5 + 2 * rank:5 + 3 * rank]:
+                    size *= integer(extent) or 0
+                if size:
+                    boxes[str(desc.name)] = size
+            return boxes
+    return {}
 
 
 def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from .ir_walk import kind, op_name, short
 BARRIER_OPS = frozenset({
     "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
     "mbarrier_arrive", "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
+    "tma_load_multicast",
     "ptx_fence_barrier_init", "warpgroup_wait", "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
     "ptx_wgmma_rs"})
@@ -35,6 +36,7 @@ class RingOps:
     elected: bool
     descriptors: dict[Any, list[Any]]
     batch: set[tuple[Any, ...]]
+    boxes: dict[str, int]
 
     def constant(self, expr: Any, what: str) -> int:
         raise NotImplementedError
@@ -90,12 +92,23 @@ class RingOps:
             dst = self.pointer(args[0])
             bar, size = (args[2], self.constant(args[3], "a copy's bytes")) \
                 if dst is not None else (args[1], None)
-            dst = dst or self.pointer(args[2])
+            if dst is None:  # the box's bytes: from the descriptor the host builds
+                dst, size = self.pointer(args[2]), self.boxes.get(str(args[0]))
             if dst is None:
                 raise Undecided("a TMA load into an address the check cannot read")
             buffer, root, lo, _ = dst
             self.emit({"op": "tma", "bar": self.barrier(bar), "buffer": buffer, "root": root,
                        "lo": lo, "bytes": size})
+        elif name == "tma_load_multicast":
+            # (descriptor, barrier, dst, CTA mask, coordinates...): the box and its
+            # completion land at the same offsets in every CTA of the mask, this one too.
+            dst = self.pointer(args[2])
+            if dst is None:
+                raise Undecided("a TMA multicast into an address the check cannot read")
+            buffer, root, lo, _ = dst
+            self.emit({"op": "tma", "bar": self.barrier(args[1]), "buffer": buffer,
+                       "root": root, "lo": lo, "bytes": self.boxes.get(str(args[0])),
+                       "multicast": True})
         elif name == "ptx_fence_barrier_init":
             self.emit({"op": "fence"})
         elif name == "warpgroup_wait":

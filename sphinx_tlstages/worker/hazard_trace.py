@@ -31,7 +31,7 @@ MAX_STEPS = 4096
 _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
-                       "ptx_init_barrier_thread_count", "warpgroup_wait",
+                       "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
                        "ptx_cp_async_barrier_noinc"})
 # Calls that do not touch shared memory's data (a descriptor's prefetch, fences).
 # Reads through a pointer: bytes each thread reads at its address.
@@ -41,7 +41,7 @@ _POINTER_READS = {"ptx_ldmatrix": 16}
 class Trace(RingOps):
     """One walk of a device function; :attr:`records` is its output."""
 
-    def __init__(self, func: Any) -> None:
+    def __init__(self, func: Any, boxes: dict[str, int] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
         self.records: list[Record] = []
@@ -52,6 +52,8 @@ class Trace(RingOps):
         self.threads: Any = None  # threadIdx.x
         self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
         self.batch: set[tuple[Any, ...]] = set()  # regions read by this wgmma batch
+        self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
+        self.fallback = False  # inside the else of a cluster rank's multicast branch
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -175,6 +177,9 @@ class Trace(RingOps):
         (``T.tl_shuffle_elect``, ``tx == c``), or the roles of a warp-specialised loop
         (``if tx < P:`` producer ``else:`` consumer)."""
         cond = stmt.condition
+        if _has(cond, ("block_rank_in_cluster",)):
+            self.cluster_branch(stmt)
+            return
         name = short(op_name(cond)) if kind(cond) == "Call" else kind(cond)
         if name in ("tl_shuffle_elect", "EQ") and stmt.else_case is None:
             outer, self.elected = self.elected, True
@@ -192,6 +197,35 @@ class Trace(RingOps):
             self.role = "producer" if _has(case, ("tma_load", "ptx_cp_async")) else "consumer"
             self.walk(case)
         self.env[self.threads], self.role = (lo, hi), "all"
+
+    def cluster_branch(self, stmt: Any) -> None:
+        """A TMA copy under a condition on the CTA's rank in its cluster, as
+        ``T.copy_cluster(..., cluster_mask=m)`` lowers: the leader multicasts the box to
+        every CTA of the mask, a CTA outside the mask loads its own (``else: if not in m:
+        tma_load``). Every CTA then receives the same box at the same offset, signalled on
+        its own barrier: the records are one path's, when both paths agree."""
+        if stmt.else_case is None:
+            if not self.fallback:
+                raise Undecided(f"a synchronisation under the condition {stmt.condition}")
+            self.walk(stmt.then_case)  # a CTA in the mask gets the leader's multicast
+            return
+        paths: list[list[Record]] = []
+        outer, kept = self.fallback, self.records
+        for number, case in enumerate((stmt.then_case, stmt.else_case)):
+            self.records, self.fallback = [], number == 1
+            try:
+                self.walk(case)
+            finally:
+                paths.append(self.records)
+                self.records, self.fallback = kept, outer
+
+        def same(path: list[Record]) -> list[tuple[Any, ...]]:
+            return [(r["op"], r.get("bar"), r.get("buffer"), r.get("lo"), r.get("bytes"))
+                    for r in path]
+
+        if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
+            raise Undecided(f"a synchronisation under the condition {stmt.condition}")
+        self.records.extend(paths[0])
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
@@ -222,7 +256,7 @@ class Trace(RingOps):
             self.emit({"op": "wait", "n": self.constant(call.args[0], "a wait's count")})
         elif name == "tvm_storage_sync":
             scope = call.args[0].value if kind(call.args[0]) == "StringImm" else ""
-            if scope in ("shared", "shared.dyn"):
+            if scope in ("shared", "shared.dyn", "cluster"):  # a cluster's holds the CTA's
                 self.emit({"op": "sync"})
         elif name in BARRIER_OPS:
             self.mbarrier(call, name)
