@@ -455,8 +455,10 @@ def test_a_page_with_the_race_warns_at_the_directive_and_its_twin_does_not(build
     assert found[0][1].startswith("racy: num_stages=2: hazard: RAW on S")
     copy_line = next(i for i, text in enumerate(page.splitlines(), 1)
                      if "T.copy(A[k + 1, :], S)" in text)
-    assert f"(for i in T.Parallel(N): acc[i] += S[i] at line {copy_line - 2}; " \
-           f"T.copy(A[k + 1, :], S) at line {copy_line})" in found[0][1], found[0][1]
+    # Each statement with its kernel line and the CUDA lines its #line directives mark.
+    assert re.search(rf"\(for i in T\.Parallel\(N\): acc\[i\] \+= S\[i\] at line "
+                     rf"{copy_line - 2}, CUDA lines \d+(, \d+)+; T\.copy\(A\[k \+ 1, :\], S\) "
+                     rf"at line {copy_line}, CUDA lines \d+(, \d+)+\)", found[0][1]), found[0][1]
     racy_rows, twin_rows = (hazard_rows(result, i) for i in (0, 1))
     assert racy_rows[0][0] == twin_rows[0][0] == "Hazards"
     verdicts = {row[0]: row[1] for row in racy_rows[1:]}
@@ -496,6 +498,17 @@ def test_tlstages_lower_keeps_a_flagged_variant_ok(tmp_path: Path) -> None:
     result = json.loads(done.stdout)["2"]
     assert result["ok"] is True
     assert result["hazards"]["verdict"] == "hazard" or "cp_async_wait" in result["cuda"]
+    if result["hazards"]["verdict"] == "hazard":  # the statements and their CUDA lines
+        listing = [line for line in result["cuda"].splitlines()
+                   if not line.lstrip().startswith("#line")]
+        read, copy = result["hazards"]["findings"][0]["statements"]
+        assert read["text"] == "for i in T.Parallel(N): acc[i] += S[i]"
+        # The sum's first line each time; it reads S within the next lines.
+        assert read["cuda_lines"] and all(any("*)(S + " in line for line in listing[n - 1:n + 3])
+                                          for n in read["cuda_lines"]), read
+        assert copy["text"] == "T.copy(A[k + 1, :], S)"
+        assert copy["cuda_lines"] and all("cp_async_gs" in listing[n - 1]
+                                          for n in copy["cuda_lines"]), copy
 
 
 def test_a_tile_copied_as_several_tma_boxes_is_clean() -> None:

@@ -33,6 +33,18 @@ Json = dict[str, Any]
 _KEPT = 4
 
 
+def cuda_words(lines: list[int]) -> str:
+    """``CUDA lines 40-42, 45`` (``""`` for none): a statement's lines in the listing."""
+    spans: list[list[int]] = []
+    for line in sorted(set(lines)):
+        if spans and line == spans[-1][1] + 1:
+            spans[-1][1] = line
+        else:
+            spans.append([line, line])
+    said = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+    return f"CUDA line{'s' if len(lines) > 1 else ''} {said}" if spans else ""
+
+
 def not_checked(why: str) -> Json:
     return {"verdict": "not checked", "text": f"not checked: {why}", "findings": []}
 

@@ -33,9 +33,11 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                        "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
                        "ptx_cp_async_barrier_noinc"})
-# Calls that do not touch shared memory's data (a descriptor's prefetch, fences).
 # Reads through a pointer: bytes each thread reads at its address.
 _POINTER_READS = {"ptx_ldmatrix": 16}
+# Stores the threads make themselves through a pointer (like a BufferStore into shared
+# memory, outside the model: TileLang's thread-sync pass places their barriers).
+_POINTER_STORES = frozenset({"ptx_stmatrix"})
 
 
 class Trace(RingOps):
@@ -268,7 +270,7 @@ class Trace(RingOps):
                         buffer, root, lo, _ = self.region(load.buffer, list(load.indices))
                         self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
                                    "hi": lo + _POINTER_READS[name] - 1, "how": name})
-        else:
+        elif name not in _POINTER_STORES:
             self.other(call, name)
 
     def other(self, call: Any, name: str) -> None:
