@@ -125,6 +125,8 @@ def _check_multicast(records: list[Json]) -> None:
     """A multicast lands in the other CTAs of its cluster too: bytes it writes again
     (a reused slot) may still be read there, which a CTA's own trace cannot see."""
     tmas = [r for r in records if r["op"] == "tma"]
+    if not any(r.get("multicast") for r in tmas):
+        return
     for i, first in enumerate(tmas):
         for second in tmas[i + 1:]:
             if (first.get("multicast") or second.get("multicast")) \

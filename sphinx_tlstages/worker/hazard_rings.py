@@ -18,6 +18,11 @@ BARRIER_OPS = frozenset({
     "ptx_wgmma_rs"})
 
 
+def _name(var: Any) -> str:
+    """A variable's name (``str`` of a TVM node prints it as a script: slow)."""
+    return str(getattr(var, "name", "")) or str(var)
+
+
 class Undecided(Exception):
     """The walk cannot say what the code does; the message says why."""
 
@@ -93,7 +98,7 @@ class RingOps:
             bar, size = (args[2], self.constant(args[3], "a copy's bytes")) \
                 if dst is not None else (args[1], None)
             if dst is None:  # the box's bytes: from the descriptor the host builds
-                dst, size = self.pointer(args[2]), self.boxes.get(str(args[0]))
+                dst, size = self.pointer(args[2]), self.boxes.get(_name(args[0]))
             if dst is None:
                 raise Undecided("a TMA load into an address the check cannot read")
             buffer, root, lo, _ = dst
@@ -107,7 +112,7 @@ class RingOps:
                 raise Undecided("a TMA multicast into an address the check cannot read")
             buffer, root, lo, _ = dst
             self.emit({"op": "tma", "bar": self.barrier(args[1]), "buffer": buffer,
-                       "root": root, "lo": lo, "bytes": self.boxes.get(str(args[0])),
+                       "root": root, "lo": lo, "bytes": self.boxes.get(_name(args[0])),
                        "multicast": True})
         elif name == "ptx_fence_barrier_init":
             self.emit({"op": "fence"})

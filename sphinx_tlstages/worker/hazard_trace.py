@@ -56,6 +56,9 @@ class Trace(RingOps):
         self.batch: set[tuple[Any, ...]] = set()  # regions read by this wgmma batch
         self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
         self.fallback = False  # inside the else of a cluster rank's multicast branch
+        # Whether a statement holds a synchronisation, by its address: an unrolled loop
+        # asks it of the same inner statements once per iteration (the IR outlives the walk).
+        self.synced: dict[int, bool] = {}
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -135,7 +138,7 @@ class Trace(RingOps):
 
     def _For(self, stmt: Any) -> None:
         name = f"the loop over {stmt.loop_var.name}"
-        if not _has_sync(stmt.body):
+        if not self.has_sync(stmt.body):
             lo, extent = self.bound(stmt.min, name), self.bound(stmt.extent, name)
             if extent[1] <= 0:
                 return
@@ -165,8 +168,8 @@ class Trace(RingOps):
             if branch is not None:
                 self.walk(branch)
             return
-        if _has_sync(stmt.then_case) or (stmt.else_case is not None
-                                         and _has_sync(stmt.else_case)):
+        if self.has_sync(stmt.then_case) or (stmt.else_case is not None
+                                         and self.has_sync(stmt.else_case)):
             self.branch(stmt)
             return
         # Accesses under a condition: those of both branches (the intervals widen).
@@ -241,6 +244,13 @@ class Trace(RingOps):
         for index in stmt.indices:
             self.reads(index)
 
+    def has_sync(self, stmt: Any) -> bool:
+        key = stmt.__chandle__()
+        found = self.synced.get(key)
+        if found is None:
+            found = self.synced[key] = _has(stmt, _SYNC_OPS)
+        return found
+
     # --- calls ----------------------------------------------------------------------
     def call(self, call: Any) -> None:
         name = short(op_name(call))
@@ -311,13 +321,11 @@ def _has(stmt: Any, names: Any) -> bool:
     found = [False]
 
     def visit(node: Any) -> None:
-        if kind(node) == "Call" and short(op_name(node)) in names:
+        if not found[0] and type(node).__name__ == "Call" \
+                and str(node.op.name).rsplit(".", 1)[-1] in names:
             found[0] = True
 
     post_order_visit(stmt, visit)
     return found[0]
 
-
-def _has_sync(stmt: Any) -> bool:
-    return _has(stmt, _SYNC_OPS)
 
