@@ -6,7 +6,8 @@ Each example below is lowered as a worker lowers it, for each target and each
 verdict recorded. The examples are TileLang's (its repository's ``examples/`` folder,
 which this script does not ship): every verdict must be "none" or "not checked"; a
 "hazard" is a false alarm to fix (or a real bug of TileLang's, to report). An example
-that does not lower here is listed with its error and is no verdict. Each example runs
+that does not lower here is listed with its error and is no verdict. Some examples import
+``einops`` for their reference code: install it beside TileLang to sweep them. Each example runs
 in a process of its own, so that one that crashes its process costs only its rows.
 
     python benchmarks/hazard_sweep.py --examples PATH/TO/tilelang/examples \\
@@ -64,9 +65,10 @@ EXAMPLES: dict[str, tuple[str, str, str, str | None, tuple[int, ...]]] = {
                    "dict(batch=1, heads=128, kv_head_num=1, seqlen_kv=1024, dim=512, "
                    "pe_dim=64, block_N=64, block_H=64, num_split=1, softmax_scale=0.04)",
                    None, (2,)),
-    "linear_attn_fwd": ("linear_attention/example_linear_attn_fwd.py",
-                        "tl_fused_chunk_fwd_kernel", "dict(B=1, S=512, H=4, DK=128, DV=128)",
-                        None, (0,)),
+    "mamba_chunk_scan": ("linear_attention/example_mamba_chunk_scan.py", "chunk_scan_fwd",
+                         "dict(batch=1, seqlen=1024, chunk_size=256, ngroups=1, nheads=8, "
+                         "headdim=64, dstate=128, block_M=64, block_N=64, block_K=64, "
+                         "block_Dstate=128, threads=128)", "num_stages", (2, 3)),
     "retention_fwd": ("linear_attention/example_retention_fwd.py",
                       "chunk_retention_fwd_kernel", "dict(B=1, S=512, H=4, DK=128, DV=128)",
                       None, (0,)),

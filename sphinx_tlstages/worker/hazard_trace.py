@@ -172,10 +172,18 @@ class Trace(RingOps):
                                          and self.has_sync(stmt.else_case)):
             self.branch(stmt)
             return
-        # Accesses under a condition: those of both branches (the intervals widen).
-        self.walk(stmt.then_case)
-        if stmt.else_case is not None:
-            self.walk(stmt.else_case)
+        # Accesses under a condition: those of both branches, each with what the
+        # condition says of a variable's range (``tx < 64``: a copy by half the threads).
+        for case, holds in ((stmt.then_case, True), (stmt.else_case, False)):
+            if case is None:
+                continue
+            narrowed = _narrowed(stmt.condition, holds, self.env)
+            saved = {var: self.env[var] for var in narrowed}
+            self.env.update(narrowed)
+            try:
+                self.walk(case)
+            finally:
+                self.env.update(saved)
 
     def branch(self, stmt: Any) -> None:
         """A synchronisation under a condition on the thread index: one elected thread
@@ -277,9 +285,11 @@ class Trace(RingOps):
                 if kind(arg) == "Call" and short(op_name(arg)) == "address_of":
                     load = arg.args[0]
                     if shared(load.buffer.data):
-                        buffer, root, lo, _ = self.region(load.buffer, list(load.indices))
+                        buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+                        # From each thread's address (the last element's first byte on).
+                        last = hi - load.buffer.dtype.bits * load.buffer.dtype.lanes // 8 + 1
                         self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
-                                   "hi": lo + _POINTER_READS[name] - 1, "how": name})
+                                   "hi": last + _POINTER_READS[name] - 1, "how": name})
         elif name not in _POINTER_STORES:
             self.other(call, name)
 
@@ -302,19 +312,50 @@ class Trace(RingOps):
     def reads(self, expr: Any) -> None:
         """Every shared element an expression loads."""
         found: list[Any] = []
+        passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
 
         def visit(node: Any) -> None:
             if kind(node) == "BufferLoad" and shared(node.buffer.data):
                 found.append(node)
             elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
                     and shared(node.args[0].buffer.data):
-                raise Undecided(f"a pointer into {node.args[0].buffer.name} is passed on")
+                passed.append(str(node.args[0].buffer.name))
 
         post_order_visit(expr, visit)
+        if passed:
+            raise Undecided(f"a pointer into {passed[0]} is passed on")
         for load in found:
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
                        "how": "load"})
+
+
+_FLIP = {"LT": "GE", "GE": "LT", "LE": "GT", "GT": "LE"}
+
+
+def _narrowed(cond: Any, holds: bool, env: dict[Any, Interval]) -> dict[Any, Interval]:
+    """The ranges a condition ``var < c`` (``<=``, ``>``, ``>=``, ``c < var``, their
+    conjunction) gives its variables where it holds (or, for one comparison, fails)."""
+    name = kind(cond)
+    if name == "And" and holds:
+        found = _narrowed(cond.a, True, env)
+        inner = dict(env, **found)
+        found.update(_narrowed(cond.b, True, inner))
+        return found
+    if name not in _FLIP:
+        return {}
+    a, b = cond.a, cond.b
+    if kind(a) == "IntImm" and kind(b) == "Var":  # c < var is var > c
+        a, b, name = b, a, {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}[name]
+    if kind(a) != "Var" or kind(b) != "IntImm" or a not in env:
+        return {}
+    if not holds:
+        name = _FLIP[name]
+    lo, hi = env[a]
+    c = int(b.value)
+    lo, hi = {"LT": (lo, min(hi, c - 1)), "LE": (lo, min(hi, c)),
+              "GT": (max(lo, c + 1), hi), "GE": (max(lo, c), hi)}[name]
+    return {a: (lo, hi)} if lo <= hi else {}
 
 
 def _has(stmt: Any, names: Any) -> bool:
