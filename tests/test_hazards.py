@@ -463,6 +463,24 @@ def test_a_copy_by_part_of_the_threads_is_clean_on_sm80(num_stages: int) -> None
                                     "slots; 8 cp.async groups")
 
 
+# The seed GEMM with its tile staged in shared memory for the store (a TMA store on Hopper).
+GEMM_STAGED_STORE = GEMM.replace(
+    "            T.copy(C_local, C[by * block_M, bx * block_N])",
+    "            C_shared = T.alloc_shared((block_M, block_N), dtype)\n"
+    "            T.copy(C_local, C_shared)\n"
+    "            T.copy(C_shared, C[by * block_M, bx * block_N])")
+
+
+def test_a_tma_store_epilogue_is_checked_on_sm90a() -> None:
+    """The TMA store reads C_shared's box: a read like any other, not "not checked"."""
+    assert GEMM_STAGED_STORE != GEMM
+    after, code = lowered(GEMM_STAGED_STORE, "matmul", "sm_90a", num_stages=3, **GEMM_ARGS)
+    assert "tl::tma_store(" in code
+    assert check(after, "sm_90a")["text"] == (
+        "none found: RAW and WAR on A_shared, B_shared over 3 slots; 6 barriers, phases and "
+        "arrivals, bytes")
+
+
 def test_a_trace_without_copies_is_not_checked() -> None:
     assert verdict([{"op": "sync", "at": ""}], {})["verdict"] == "not checked"
 

@@ -42,6 +42,11 @@ class RingOps:
     descriptors: dict[Any, list[Any]]
     batch: set[tuple[Any, ...]]
     boxes: dict[str, int]
+    records: list[dict[str, Any]]
+    fallback: bool
+
+    def walk(self, stmt: Any) -> None:
+        raise NotImplementedError
 
     def constant(self, expr: Any, what: str) -> int:
         raise NotImplementedError
@@ -72,9 +77,9 @@ class RingOps:
             return self.region(load.buffer, list(load.indices))
         return None
 
-    def mbarrier(self, call: Any, name: str) -> None:
-        """The barrier operations of TMA pipelines (Hopper, Blackwell)."""
-        args = list(call.args)
+    def mbarrier(self, args: list[Any], name: str) -> None:
+        """The barrier operations of TMA pipelines (Hopper, Blackwell), from a call's
+        name and arguments."""
         if name == "ptx_init_barrier_thread_count":
             self.emit({"op": "init", "bar": self.barrier(args[0]),
                        "count": self.constant(args[1], "a barrier's count")})
@@ -139,3 +144,32 @@ class RingOps:
                     buffer, root, lo, _ = region
                     self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
                                "hi": None, "how": "wgmma", "async": True})
+
+    def cluster_branch(self, stmt: Any) -> None:
+        """A TMA copy under a condition on the CTA's rank in its cluster, as
+        ``T.copy_cluster(..., cluster_mask=m)`` lowers: the leader multicasts the box to
+        every CTA of the mask, a CTA outside the mask loads its own (``else: if not in m:
+        tma_load``). Every CTA then receives the same box at the same offset, signalled on
+        its own barrier: the records are one path's, when both paths agree."""
+        if stmt.else_case is None:
+            if not self.fallback:
+                raise Undecided(f"a synchronisation under the condition {stmt.condition}")
+            self.walk(stmt.then_case)  # a CTA in the mask gets the leader's multicast
+            return
+        paths: list[list[dict[str, Any]]] = []
+        outer, kept = self.fallback, self.records
+        for number, case in enumerate((stmt.then_case, stmt.else_case)):
+            self.records, self.fallback = [], number == 1
+            try:
+                self.walk(case)
+            finally:
+                paths.append(self.records)
+                self.records, self.fallback = kept, outer
+
+        def same(path: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+            return [(r["op"], r.get("bar"), r.get("buffer"), r.get("lo"), r.get("bytes"))
+                    for r in path]
+
+        if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
+            raise Undecided(f"a synchronisation under the condition {stmt.condition}")
+        self.records.extend(paths[0])

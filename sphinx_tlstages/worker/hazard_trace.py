@@ -22,7 +22,7 @@ import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
 from tvm.tirx.stmt_functor import post_order_visit
 
 from .hazard_rings import BARRIER_OPS, RingOps, Undecided, shared
-from .intervals import Interval, Unbounded, interval
+from .intervals import Interval, Unbounded, interval, narrowed
 from .ir_walk import integer, kind, op_name, short
 
 Record = dict[str, Any]
@@ -59,6 +59,8 @@ class Trace(RingOps):
         # Whether a statement holds a synchronisation, by its address: an unrolled loop
         # asks it of the same inner statements once per iteration (the IR outlives the walk).
         self.synced: dict[int, bool] = {}
+        self.calls: dict[int, tuple[str, list[Any]]] = {}  # a call's name and arguments
+        self.seqs: dict[int, list[Any]] = {}  # a sequence's statements
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -110,7 +112,11 @@ class Trace(RingOps):
             self.walk(stmt.body)
 
     def _SeqStmt(self, stmt: Any) -> None:
-        for item in stmt.seq:
+        key = stmt.__chandle__()
+        items = self.seqs.get(key)
+        if items is None:
+            items = self.seqs[key] = list(stmt.seq)
+        for item in items:
             self.walk(item)
 
     def _AttrStmt(self, stmt: Any) -> None:
@@ -177,9 +183,9 @@ class Trace(RingOps):
         for case, holds in ((stmt.then_case, True), (stmt.else_case, False)):
             if case is None:
                 continue
-            narrowed = _narrowed(stmt.condition, holds, self.env)
-            saved = {var: self.env[var] for var in narrowed}
-            self.env.update(narrowed)
+            ranges = narrowed(stmt.condition, holds, self.env)
+            saved = {var: self.env[var] for var in ranges}
+            self.env.update(ranges)
             try:
                 self.walk(case)
             finally:
@@ -211,35 +217,6 @@ class Trace(RingOps):
             self.walk(case)
         self.env[self.threads], self.role = (lo, hi), "all"
 
-    def cluster_branch(self, stmt: Any) -> None:
-        """A TMA copy under a condition on the CTA's rank in its cluster, as
-        ``T.copy_cluster(..., cluster_mask=m)`` lowers: the leader multicasts the box to
-        every CTA of the mask, a CTA outside the mask loads its own (``else: if not in m:
-        tma_load``). Every CTA then receives the same box at the same offset, signalled on
-        its own barrier: the records are one path's, when both paths agree."""
-        if stmt.else_case is None:
-            if not self.fallback:
-                raise Undecided(f"a synchronisation under the condition {stmt.condition}")
-            self.walk(stmt.then_case)  # a CTA in the mask gets the leader's multicast
-            return
-        paths: list[list[Record]] = []
-        outer, kept = self.fallback, self.records
-        for number, case in enumerate((stmt.then_case, stmt.else_case)):
-            self.records, self.fallback = [], number == 1
-            try:
-                self.walk(case)
-            finally:
-                paths.append(self.records)
-                self.records, self.fallback = kept, outer
-
-        def same(path: list[Record]) -> list[tuple[Any, ...]]:
-            return [(r["op"], r.get("bar"), r.get("buffer"), r.get("lo"), r.get("bytes"))
-                    for r in path]
-
-        if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
-            raise Undecided(f"a synchronisation under the condition {stmt.condition}")
-        self.records.extend(paths[0])
-
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
         if kind(value) == "Call":
@@ -261,27 +238,33 @@ class Trace(RingOps):
 
     # --- calls ----------------------------------------------------------------------
     def call(self, call: Any) -> None:
-        name = short(op_name(call))
+        # An unrolled loop walks the same calls once per iteration: their names and
+        # arguments are read from TVM once.
+        key = call.__chandle__()
+        known = self.calls.get(key)
+        if known is None:
+            known = self.calls[key] = (short(op_name(call)), list(call.args))
+        name, args = known
         if name == "ptx_cp_async":
-            load = call.args[0].args[0]
-            count = self.constant(call.args[2], "the size of a cp.async")
+            load = args[0].args[0]
+            count = self.constant(args[2], "the size of a cp.async")
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             size = load.buffer.dtype.bits // 8
             self.emit({"op": "copy", "buffer": buffer, "root": root, "lo": lo,
                        "hi": hi + (count - 1) * size})
-            self.reads(call.args[1])
+            self.reads(args[1])
         elif name == "ptx_commit_group":
             self.emit({"op": "commit"})
         elif name == "ptx_wait_group":
-            self.emit({"op": "wait", "n": self.constant(call.args[0], "a wait's count")})
+            self.emit({"op": "wait", "n": self.constant(args[0], "a wait's count")})
         elif name == "tvm_storage_sync":
-            scope = call.args[0].value if kind(call.args[0]) == "StringImm" else ""
+            scope = args[0].value if kind(args[0]) == "StringImm" else ""
             if scope in ("shared", "shared.dyn", "cluster"):  # a cluster's holds the CTA's
                 self.emit({"op": "sync"})
         elif name in BARRIER_OPS:
-            self.mbarrier(call, name)
+            self.mbarrier(args, name)
         elif name in _POINTER_READS:
-            for arg in call.args:
+            for arg in args:
                 if kind(arg) == "Call" and short(op_name(arg)) == "address_of":
                     load = arg.args[0]
                     if shared(load.buffer.data):
@@ -290,6 +273,16 @@ class Trace(RingOps):
                         last = hi - load.buffer.dtype.bits * load.buffer.dtype.lanes // 8 + 1
                         self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
                                    "hi": last + _POINTER_READS[name] - 1, "how": name})
+        elif name == "tma_store":
+            # (descriptor, source, coordinates...): the box is read from shared memory
+            # (asynchronously, after the threads' stores are fenced for it).
+            found = self.pointer(args[1])
+            if found is None:
+                raise Undecided("a TMA store from an address the check cannot read")
+            buffer, root, lo, _ = found
+            self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": None,
+                       "bytes": self.boxes.get(str(getattr(args[0], "name", ""))),
+                       "how": "tma_store"})
         elif name not in _POINTER_STORES:
             self.other(call, name)
 
@@ -328,34 +321,6 @@ class Trace(RingOps):
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
                        "how": "load"})
-
-
-_FLIP = {"LT": "GE", "GE": "LT", "LE": "GT", "GT": "LE"}
-
-
-def _narrowed(cond: Any, holds: bool, env: dict[Any, Interval]) -> dict[Any, Interval]:
-    """The ranges a condition ``var < c`` (``<=``, ``>``, ``>=``, ``c < var``, their
-    conjunction) gives its variables where it holds (or, for one comparison, fails)."""
-    name = kind(cond)
-    if name == "And" and holds:
-        found = _narrowed(cond.a, True, env)
-        inner = dict(env, **found)
-        found.update(_narrowed(cond.b, True, inner))
-        return found
-    if name not in _FLIP:
-        return {}
-    a, b = cond.a, cond.b
-    if kind(a) == "IntImm" and kind(b) == "Var":  # c < var is var > c
-        a, b, name = b, a, {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}[name]
-    if kind(a) != "Var" or kind(b) != "IntImm" or a not in env:
-        return {}
-    if not holds:
-        name = _FLIP[name]
-    lo, hi = env[a]
-    c = int(b.value)
-    lo, hi = {"LT": (lo, min(hi, c - 1)), "LE": (lo, min(hi, c)),
-              "GT": (max(lo, c + 1), hi), "GE": (max(lo, c), hi)}[name]
-    return {a: (lo, hi)} if lo <= hi else {}
 
 
 def _has(stmt: Any, names: Any) -> bool:
