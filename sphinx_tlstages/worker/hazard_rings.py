@@ -44,6 +44,7 @@ class RingOps:
     boxes: dict[str, int]
     records: list[dict[str, Any]]
     fallback: bool
+    parts: dict[int, Any]  # a barrier's or pointer's parts, by the node's address
 
     def walk(self, stmt: Any) -> None:
         raise NotImplementedError
@@ -59,10 +60,14 @@ class RingOps:
 
     def barrier(self, load: Any) -> str:
         """``mbarrier[3]``: a barrier by its array and index."""
-        if kind(load) != "BufferLoad" or len(load.indices) != 1:
-            raise Undecided(f"a barrier the check cannot name: {load}")
-        index = self.constant(load.indices[0], "a barrier's index")
-        return f"{load.buffer.data.name}[{index}]"
+        key = load.__chandle__()
+        known = self.parts.get(key)
+        if known is None:
+            if kind(load) != "BufferLoad" or len(load.indices) != 1:
+                raise Undecided(f"a barrier the check cannot name: {load}")
+            known = self.parts[key] = (str(load.buffer.data.name), load.indices[0])
+        name, index = known
+        return f"{name}[{self.constant(index, 'a barrier index')}]"
 
     def arrivals(self) -> int:
         if self.elected:
@@ -71,11 +76,16 @@ class RingOps:
         return hi - lo + 1
 
     def pointer(self, arg: Any) -> tuple[str, str, int, int] | None:
-        if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
-                and shared(arg.args[0].buffer.data):
-            load = arg.args[0]
-            return self.region(load.buffer, list(load.indices))
-        return None
+        """The shared region ``&buffer[indices]`` points to (None: not such a pointer)."""
+        key = arg.__chandle__()
+        if key not in self.parts:
+            self.parts[key] = None
+            if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
+                    and shared(arg.args[0].buffer.data):
+                load = arg.args[0]
+                self.parts[key] = (load.buffer, list(load.indices))
+        found = self.parts[key]
+        return None if found is None else self.region(*found)
 
     def mbarrier(self, args: list[Any], name: str) -> None:
         """The barrier operations of TMA pipelines (Hopper, Blackwell), from a call's

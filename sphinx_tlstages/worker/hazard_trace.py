@@ -61,6 +61,7 @@ class Trace(RingOps):
         self.synced: dict[int, bool] = {}
         self.calls: dict[int, tuple[str, list[Any]]] = {}  # a call's name and arguments
         self.seqs: dict[int, list[Any]] = {}  # a sequence's statements
+        self.parts: dict[int, Any] = {}
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
