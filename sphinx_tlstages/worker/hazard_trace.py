@@ -208,15 +208,22 @@ class Trace(RingOps):
             finally:
                 self.elected = outer
             return
-        if name != "LT" or not cond.a.same_as(self.threads) or kind(cond.b) != "IntImm" \
-                or self.role != "all" or stmt.else_case is None:
+        # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
+        # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself.
+        cases = [(case, narrowed(cond, holds, self.env).get(self.threads))
+                 for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
+                 if case is not None] if self.threads is not None else []
+        if self.role != "all" or not cases or any(r is None for _, r in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
-        split, (lo, hi) = int(cond.b.value), self.env[self.threads]
-        for case, threads in ((stmt.then_case, (lo, split - 1)), (stmt.else_case, (split, hi))):
-            self.env[self.threads] = threads
-            self.role = "producer" if _has(case, ("tma_load", "ptx_cp_async")) else "consumer"
+        roles = ["producer" if _has(case, ("tma_load", "ptx_cp_async")) else "consumer"
+                 for case, _ in cases]
+        if len(set(roles)) != len(roles):
+            raise Undecided(f"two branches of one role under the condition {cond}")
+        everyone = self.env[self.threads]
+        for (case, threads), role in zip(cases, roles, strict=True):
+            self.env[self.threads], self.role = threads or everyone, role
             self.walk(case)
-        self.env[self.threads], self.role = (lo, hi), "all"
+        self.env[self.threads], self.role = everyone, "all"
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
