@@ -28,10 +28,10 @@ completes. The model:
   mask at the same offsets and signals each CTA's own barrier: each CTA is checked as
   receiving it.
 
-What it does not cover: the bytes of a copy whose descriptor the check cannot read (an
-im2col copy: its extent is taken to be the rest of the slot it starts in, its phase's
-bytes are not compared), a multicast into bytes it rewrites (the other CTAs' reads are
-not seen: not checked), arrivals on other CTAs' barriers.
+What it does not cover: the bytes of a copy whose descriptor the check cannot read (its
+extent is taken to be the rest of the slot it starts in, its phase's bytes are not
+compared), a multicast into bytes it rewrites (the other CTAs' reads are not seen: not
+checked), arrivals on other CTAs' barriers.
 """
 
 from __future__ import annotations
