@@ -433,8 +433,9 @@ def test_changed_expected_bytes_are_flagged(gemm90: tuple[dict[str, Any], str, i
 
 
 def test_cluster_copies_on_a_barrier_each_are_flagged_on_sm90a() -> None:
-    """tile-ai/tilelang#2927: the wait on ready[s] asks for parity s & 1; ready[1] has
-    completed no phase yet, so the wait with parity 1 returns at once."""
+    """tile-ai/tilelang#2927 (open; TileLang 0.1.15 lowers it so): the wait on ready[s]
+    asks for parity s & 1; ready[1] has completed no phase yet, so the wait with parity 1
+    returns at once and the read of tiles[1] races its multicast."""
     after, code = lowered(PANEL_SUM, "panel_sum", "sm_90a", **PANEL_PARAMS)
     found = check(after, "sm_90a")
     still_broken = "ready[s].wait((s & 1));" in code
