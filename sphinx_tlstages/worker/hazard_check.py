@@ -77,6 +77,7 @@ def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> 
     versions = version_dims(main(planned), main(injected)) \
         if planned is not None and injected is not None else {}
     sizes: dict[str, int] = {}
+    tiles: dict[str, int] = {}  # tiles of a buffer of 3 or more dimensions: its first
     if injected is not None:
         def visit(node: Any) -> None:
             for buffer in getattr(node, "alloc_buffers", None) or []:
@@ -85,17 +86,23 @@ def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> 
                     for extent in buffer.shape:
                         count *= integer(extent) or 0
                     sizes[str(buffer.name)] = count * buffer.dtype.bits // 8
+                    if len(buffer.shape) >= 3:
+                        tiles[str(buffer.name)] = integer(buffer.shape[0]) or 1
 
         post_order_visit(main(injected).body, visit)
     bases = {str(var.name): offset for var, (_, offset) in trace.bases.items()}
-    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name)}
+    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name),
+                   "tiles": tiles.get(name)}
             for name, size in sizes.items()}
 
 
 def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[str, Any]]:
     """Give each access whose extent the code does not say (a wgmma operand, a TMA box
     of a tensor copy) the rest of the slot of its buffer it starts in: a ring's copy or
-    read stays in one tile (a tile copied as several boxes has each start inside it)."""
+    read stays in one tile (a tile copied as several boxes has each start inside it).
+    A buffer the pipeliner did not version but that the kernel declares with 3 or more
+    dimensions (``(num_stages, M, K)``, a ring of its own) has a slot per first index: a
+    tile operation's operand is 2-D, one first index of it."""
     for record in records:
         if record["op"] in ("read", "tma") and record.get("hi") is None:
             size = record.get("bytes")
@@ -105,6 +112,6 @@ def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[
             info = buffers.get(record["buffer"])
             if info is None:
                 raise Undecided(f"the extent of an access to {record['buffer']} is unknown")
-            slot = max(info["bytes"] // (info["versions"] or 1), 1)
+            slot = max(info["bytes"] // (info["versions"] or info.get("tiles") or 1), 1)
             record["hi"] = info["base"] + ((record["lo"] - info["base"]) // slot + 1) * slot - 1
     return records
