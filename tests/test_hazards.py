@@ -1,10 +1,12 @@
 """The hazard check on real compiler output: TileLang's known pipelining bug flagged, its
 correct twin clean, the seed GEMM clean, and every mutation of its synchronisation caught.
 
-The bug (tile-ai/tilelang#2668, open in TileLang 0.1.15): a loop that consumes a shared
+The bugs, open in TileLang 0.1.15: tile-ai/tilelang#2668, a loop that consumes a shared
 buffer and then copies the next tile into it lowers at num_stages >= 2 with no
-cp_async_wait and one buffer version. A TileLang that fixes it changes the code, so the
-tests accept "flagged, or the lowered code no longer has the defect".
+cp_async_wait and one buffer version; tile-ai/tilelang#2927, cluster copies in a loop,
+each on a barrier of its own, wait with the loop's parity on fresh barriers. A TileLang
+that fixes one changes the code, so the tests accept "flagged, or the lowered code no
+longer has the defect".
 """
 
 from __future__ import annotations
@@ -93,16 +95,105 @@ def fetch_first(N, K, num_stages):
     return kernel
 '''
 
+# A pair of CTAs shares each chunk of a panel: the leader multicasts it, each CTA sums it.
+# One barrier per chunk: the pattern of tile-ai/tilelang#2927.
+PANEL_SUM = '''\
+@tilelang.jit
+def panel_sum(M, N, chunks, block_M=64, block_N=64):
+    @T.prim_func
+    def kernel(X: T.Tensor((chunks, M, N), "float16"), Out: T.Tensor((M, N), "float32")):
+        with T.ClusterKernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128,
+                             cluster_dims=(2, 1, 1)) as (bx, by):
+            tiles = T.alloc_shared((chunks, block_M, block_N), "float16")
+            ready = T.alloc_cluster_barrier([1] * chunks)
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for s in T.serial(chunks):
+                T.copy_cluster(X[s, by * block_M, bx * block_N], tiles[s, :, :],
+                               cluster_mask=0b11, remote_barrier=ready[s])
+                for i, j in T.Parallel(block_M, block_N):
+                    acc[i, j] += tiles[s, i, j]
+            T.copy(acc, Out[by * block_M, bx * block_N])
+
+    return kernel
+'''
+
+# The same sum with one barrier reused by every chunk: its parity is the loop's.
+PANEL_SUM_ONE_BARRIER = PANEL_SUM.replace("T.alloc_cluster_barrier([1] * chunks)",
+                                          "T.alloc_cluster_barrier([1])") \
+    .replace("remote_barrier=ready[s]", "remote_barrier=ready[0]")
+
+# Each row of a tile weighted by a vector fetched with it: 64 floats, copied by half of
+# the 128 threads (``if tx < 64``), as the backward flash-attention kernels fetch their
+# row statistics.
+WEIGHTED_ROWS = '''\
+@tilelang.jit
+def weighted_rows(N, K, num_stages):
+    @T.prim_func
+    def kernel(A: T.Tensor((K, 64, N), "float16"), W: T.Tensor((K, 64), "float32"),
+               Out: T.Tensor((64, N), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            tile = T.alloc_shared((64, N), "float16")
+            w = T.alloc_shared((64,), "float32")
+            acc = T.alloc_fragment((64, N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(K, num_stages=num_stages):
+                T.copy(A[k, :, :], tile)
+                T.copy(W[k, :], w)
+                for i, j in T.Parallel(64, N):
+                    acc[i, j] += tile[i, j] * w[i]
+            T.copy(acc, Out)
+
+    return kernel
+'''
+
+# A ring the kernel manages itself: (stages, M, K) buffers, a loader and a math
+# warpgroup, full and empty barriers it waits on with its own parities.
+RING_GEMM = '''\
+@tilelang.jit
+def ring_gemm(M, N, K, block_M=128, block_N=128, block_K=64, stages=2):
+    @T.prim_func
+    def kernel(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+               C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
+            a_ring = T.alloc_shared((stages, block_M, block_K), "float16")
+            b_ring = T.alloc_shared((stages, block_K, block_N), "float16")
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            full_empty = T.alloc_barrier([128] * (2 * stages))
+            with T.ws(0):
+                T.clear(acc)
+            for k in range(T.ceildiv(K, block_K)):
+                with T.ws(1):  # the loader
+                    T.mbarrier_wait_parity(full_empty[stages + k % stages],
+                                           (k // stages) % 2 ^ 1)
+                    T.tma_copy(A[by * block_M:(by + 1) * block_M, k * block_K:(k + 1) * block_K],
+                               a_ring[k % stages, :, :], barrier=full_empty[k % stages])
+                    T.tma_copy(B[k * block_K:(k + 1) * block_K, bx * block_N:(bx + 1) * block_N],
+                               b_ring[k % stages, :, :], barrier=full_empty[k % stages])
+                    T.mbarrier_arrive(full_empty[k % stages])
+                with T.ws(0):  # the math warpgroup
+                    T.mbarrier_wait_parity(full_empty[k % stages], (k // stages) % 2)
+                    T.gemm(a_ring[k % stages, :, :], b_ring[k % stages, :, :], acc)
+                    T.mbarrier_arrive(full_empty[stages + k % stages])
+            with T.ws(0):
+                T.copy(acc, C[by * block_M, bx * block_N])
+
+    return kernel
+'''
+
 SUM_PARAMS = {"N": 512, "K": 16}
+PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
 GEMM_ARGS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128,
              "block_K": 64, "threads": 128}
 HEAD = "Hazards\n=======\n\n"
 
 
+HEADER = "import tilelang\nimport tilelang.language as T\n\n"
+
+
 def lowered(source: str, factory: str, arch: str, **kwargs: Any) -> tuple[dict[str, Any], str]:
     """The modules the worker keeps of one real lowering, and the code."""
-    header = "import tilelang\nimport tilelang.language as T\n\n"
-    with kernel_module(header + source, "hazard_kernel.py", None) as module:
+    with kernel_module(HEADER + source, "hazard_kernel.py", None) as module:
         func, configs = prim_func(module.namespace[factory], kwargs)
         after: dict[str, Any] = {}
         code = _lower(func, configs, {"kind": "cuda", "arch": arch},
@@ -298,7 +389,8 @@ def test_seed_gemm_ring_is_clean(gemm90: tuple[dict[str, Any], str, int]) -> Non
     after, arch, num_stages = gemm90
     found = check(after, arch)
     assert found["text"] == (f"none found: RAW and WAR on A_shared, B_shared over {num_stages} "
-                             f"slots; {2 * num_stages} barriers, phases and arrivals"), found
+                             f"slots; {2 * num_stages} barriers, phases and arrivals, bytes"), \
+        found
 
 
 @pytest.mark.parametrize("mutation", sorted(RING_MUTATIONS))
@@ -350,7 +442,132 @@ def test_consume_then_fetch_is_flagged_on_sm90a() -> None:
 def test_fetch_then_consume_is_clean_on_sm90a() -> None:
     after, _ = lowered(FETCH_FIRST, "fetch_first", "sm_90a", num_stages=2, **SUM_PARAMS)
     assert check(after, "sm_90a")["text"] == ("none found: RAW and WAR on S over 2 slots; "
-                                              "4 barriers, phases and arrivals")
+                                              "4 barriers, phases and arrivals, bytes")
+
+
+def _double(stmt: Any) -> Any:
+    count = stmt.value.args[1]
+    return _call(stmt, [stmt.value.args[0], tvm.tirx.IntImm("int32", count.value * 2)])
+
+
+@pytest.mark.parametrize("mutation", ["halved", "doubled"])
+def test_changed_expected_bytes_are_flagged(gemm90: tuple[dict[str, Any], str, int],
+                                            mutation: str) -> None:
+    """The producer expects 16384 bytes twice per stage (A's box and B's, 16384 each); with
+    the loop's first expect_tx changed, no phase's bytes are its copies'."""
+    after, arch, _ = gemm90
+    change = _halve if mutation == "halved" else _double
+    found = check(mutated(after, _nth("mbarrier_expect_tx", 0, change)(), loop_only=False),
+                  arch)
+    assert found["verdict"] == "hazard", found
+    assert {f["kind"] for f in found["findings"]} == {"TX"}, found
+    assert re.search(r"mbarrier\[0\] expects (24576|49152) bytes at ko=0 \(phase 0\) but "
+                     r"the TMA copies signalling it bring 32768", found["findings"][0]["text"]), \
+        found
+
+
+def test_cluster_copies_on_a_barrier_each_are_flagged_on_sm90a() -> None:
+    """tile-ai/tilelang#2927 (open; TileLang 0.1.15 lowers it so): the wait on ready[s]
+    asks for parity s & 1; ready[1] has completed no phase yet, so the wait with parity 1
+    returns at once and the read of tiles[1] races its multicast."""
+    after, code = lowered(PANEL_SUM, "panel_sum", "sm_90a", **PANEL_PARAMS)
+    found = check(after, "sm_90a")
+    still_broken = "ready[s].wait((s & 1));" in code
+    assert "tl::tma_load_multicast(" in code
+    assert found["verdict"] == "hazard" or not still_broken, (VERSION, found)
+    if still_broken:
+        assert [(f["kind"], f["buffer"], f["at"]) for f in found["findings"]] == \
+            [("RAW", "tiles", "s=1")], found
+        assert "no wait on ready[1] covers it" in found["findings"][0]["text"]
+
+
+def test_the_cluster_finding_names_its_statements_and_cuda_lines() -> None:
+    """Outside a pipelined loop, the finding's iteration (s=1) names the loop whose
+    statements use the buffer; each comes with the CUDA lines it became."""
+    from sphinx_tlstages.core import cuda as cuda_text
+    from sphinx_tlstages.core.facts import _located
+
+    after, code = lowered(PANEL_SUM, "panel_sum", "sm_90a", **PANEL_PARAMS)
+    found = check(after, "sm_90a")
+    if found["verdict"] != "hazard":  # a TileLang without #2927's defect
+        assert "ready[s].wait((s & 1));" not in code, VERSION
+        return
+    source = HEADER + PANEL_SUM  # the module text lowered() executes, numbered from 1
+    cuda = cuda_text.normalise(code, "hazard_kernel.py")
+    located = _located(found, [], source, "panel_sum", cuda, "hazard_kernel.py")
+    listing = [line for line in cuda.splitlines() if not line.lstrip().startswith("#line")]
+    copy, read = located["findings"][0]["statements"]
+    assert copy["text"].startswith("T.copy_cluster(X[s, by * block_M, bx * block_N]")
+    assert source.splitlines()[copy["line"] - 1].lstrip().startswith("T.copy_cluster(")
+    assert any("tma_load_multicast" in listing[n - 1] for n in copy["cuda_lines"]), copy
+    assert read["text"] == ("for i, j in T.Parallel(block_M, block_N): "
+                            "acc[i, j] += tiles[s, i, j]")
+    assert read["cuda_lines"] and not set(read["cuda_lines"]) & set(copy["cuda_lines"])
+
+
+def test_a_multicast_into_a_tile_it_rewrites_is_not_checked() -> None:
+    """One tile for every chunk: the leader's next multicast may land while the other CTA
+    still reads the tile, which this CTA's code cannot show."""
+    source = PANEL_SUM_ONE_BARRIER.replace("T.alloc_shared((chunks, block_M, block_N)",
+                                           "T.alloc_shared((block_M, block_N)") \
+        .replace("tiles[s, :, :]", "tiles").replace("tiles[s, i, j]", "tiles[i, j]")
+    after, code = lowered(source, "panel_sum", "sm_90a", **PANEL_PARAMS)
+    assert "tl::tma_load_multicast(" in code
+    assert check(after, "sm_90a")["text"] == (
+        "not checked: a TMA multicast rewrites bytes of tiles: the other CTAs' reads of them "
+        "are not modelled")
+
+
+def test_cluster_copies_on_one_barrier_are_clean_on_sm90a() -> None:
+    after, code = lowered(PANEL_SUM_ONE_BARRIER, "panel_sum", "sm_90a", **PANEL_PARAMS)
+    assert "ready[0].wait((s & 1));" in code
+    assert check(after, "sm_90a")["text"] == ("none found: RAW and WAR on tiles over 1 slot; "
+                                              "1 barrier, phases and arrivals, bytes")
+
+
+@pytest.mark.parametrize("num_stages", [2, 3])
+def test_a_copy_by_part_of_the_threads_is_clean_on_sm80(num_stages: int) -> None:
+    """The copy of w runs under ``if threadIdx.x < 64``: its slot is 256 bytes, not the
+    512 that all 128 threads would write (that overlap of the next slot was a false RAW
+    on TileLang's own backward flash-attention example)."""
+    after, code = lowered(WEIGHTED_ROWS, "weighted_rows", "sm_80", N=64, K=8,
+                          num_stages=num_stages)
+    assert "if (((int)threadIdx.x) < 64) {" in code
+    assert check(after)["text"] == (f"none found: RAW and WAR on tile, w over {num_stages} "
+                                    "slots; 8 cp.async groups")
+
+
+# The seed GEMM with its tile staged in shared memory for the store (a TMA store on Hopper).
+GEMM_STAGED_STORE = GEMM.replace(
+    "            T.copy(C_local, C[by * block_M, bx * block_N])",
+    "            C_shared = T.alloc_shared((block_M, block_N), dtype)\n"
+    "            T.copy(C_local, C_shared)\n"
+    "            T.copy(C_shared, C[by * block_M, bx * block_N])")
+
+
+def test_a_tma_store_epilogue_is_checked_on_sm90a() -> None:
+    """The TMA store reads C_shared's box: a read like any other, not "not checked"."""
+    assert GEMM_STAGED_STORE != GEMM
+    after, code = lowered(GEMM_STAGED_STORE, "matmul", "sm_90a", num_stages=3, **GEMM_ARGS)
+    assert "tl::tma_store(" in code
+    assert check(after, "sm_90a")["text"] == (
+        "none found: RAW and WAR on A_shared, B_shared over 3 slots; 6 barriers, phases and "
+        "arrivals, bytes")
+
+
+def test_a_ring_the_kernel_manages_itself_is_clean_on_sm90a() -> None:
+    """The pipeliner does not version a_ring: its slots are its first index (a wgmma
+    operand starting in slot 0 once spread over slot 1 too: a false WAR on TileLang's
+    own barrier-pipe example)."""
+    after, code = lowered(RING_GEMM, "ring_gemm", "sm_90a", M=1024, N=1024, K=1024)
+    assert "tl::increase_descriptor_offset<int>(desc_a, ((k & 1) * 16384));" in code
+    found = check(after, "sm_90a")
+    assert found["text"] == ("none found: RAW and WAR on a_ring, b_ring over 1 slot; 4 barriers, "
+                             "phases and arrivals, bytes"), found
+    # Its own parity flipped on the math side is still a race.
+    flipped = check(mutated(after, _nth("mbarrier_wait_parity", 1, _flip)(), loop_only=False),
+                    "sm_90a")
+    assert flipped["verdict"] == "hazard", flipped
 
 
 def test_a_trace_without_copies_is_not_checked() -> None:
@@ -381,8 +598,10 @@ def test_a_page_with_the_race_warns_at_the_directive_and_its_twin_does_not(build
     assert found[0][1].startswith("racy: num_stages=2: hazard: RAW on S")
     copy_line = next(i for i, text in enumerate(page.splitlines(), 1)
                      if "T.copy(A[k + 1, :], S)" in text)
-    assert f"(for i in T.Parallel(N): acc[i] += S[i] at line {copy_line - 2}; " \
-           f"T.copy(A[k + 1, :], S) at line {copy_line})" in found[0][1], found[0][1]
+    # Each statement with its kernel line and the CUDA lines its #line directives mark.
+    assert re.search(rf"\(for i in T\.Parallel\(N\): acc\[i\] \+= S\[i\] at line "
+                     rf"{copy_line - 2}, CUDA lines \d+(, \d+)+; T\.copy\(A\[k \+ 1, :\], S\) "
+                     rf"at line {copy_line}, CUDA lines \d+(, \d+)+\)", found[0][1]), found[0][1]
     racy_rows, twin_rows = (hazard_rows(result, i) for i in (0, 1))
     assert racy_rows[0][0] == twin_rows[0][0] == "Hazards"
     verdicts = {row[0]: row[1] for row in racy_rows[1:]}
@@ -422,6 +641,17 @@ def test_tlstages_lower_keeps_a_flagged_variant_ok(tmp_path: Path) -> None:
     result = json.loads(done.stdout)["2"]
     assert result["ok"] is True
     assert result["hazards"]["verdict"] == "hazard" or "cp_async_wait" in result["cuda"]
+    if result["hazards"]["verdict"] == "hazard":  # the statements and their CUDA lines
+        listing = [line for line in result["cuda"].splitlines()
+                   if not line.lstrip().startswith("#line")]
+        read, copy = result["hazards"]["findings"][0]["statements"]
+        assert read["text"] == "for i in T.Parallel(N): acc[i] += S[i]"
+        # The sum's first line each time; it reads S within the next lines.
+        assert read["cuda_lines"] and all(any("*)(S + " in line for line in listing[n - 1:n + 3])
+                                          for n in read["cuda_lines"]), read
+        assert copy["text"] == "T.copy(A[k + 1, :], S)"
+        assert copy["cuda_lines"] and all("cp_async_gs" in listing[n - 1]
+                                          for n in copy["cuda_lines"]), copy
 
 
 def test_a_tile_copied_as_several_tma_boxes_is_clean() -> None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import cuda as cuda_text
-from .kernel_statements import Statement, gemm_statements, pipelined_loops
+from . import line_links
+from .kernel_statements import Statement, gemm_statements, loop_over, pipelined_loops
 from .result import (
     RESULT_SCHEMA,
     GemmCall,
@@ -95,17 +96,36 @@ def _gemms(ir_gemms: list[dict[str, Any]], source: list[Statement]) -> list[Gemm
     return found
 
 
-def _located(hazards: Hazards, source: list[Statement]) -> Hazards:
-    """Each finding with the pipelined loop's statements that name its buffer (the IR
-    keeps no source spans; a buffer's name does survive): ``{text, line}``."""
-    for finding in hazards.get("findings", []):
-        finding["statements"] = [{"text": s.text, "line": s.line} for s in source
-                                 if finding["buffer"] in s.names]
+def _located(hazards: Hazards, loops: list[Statement], source: str, factory: str,
+             cuda: str, source_name: str | None) -> Hazards:
+    """Each finding with the statements that name its buffer (the IR keeps no source
+    spans; a buffer's name does survive): those of the pipelined loops, else of the loop
+    its iteration names (``s=1``), each ``{text, line, cuda_lines}``: the lines of the
+    CUDA listing (``#line`` directives left out, from 1) that the compiler's ``#line``
+    directives give the statement and its body (see :mod:`.line_links`)."""
+    findings = hazards.get("findings", [])
+    if not findings:
+        return hazards
+    links = line_links.attribute(cuda_text.source_map(cuda, source_name), source) \
+        if source_name else []
+    lines = source.splitlines()
+    for finding in findings:
+        found = [s for s in loops if finding["buffer"] in s.names]
+        variable = str(finding.get("at") or "").split("=")[0]
+        if not found and variable.isidentifier():
+            found = [s for s in loop_over(source, factory, variable)
+                     if finding["buffer"] in s.names]
+        finding["statements"] = []
+        for statement in found:
+            region = line_links.statement_lines(lines, statement.line)
+            finding["statements"].append({
+                "text": statement.text, "line": statement.line,
+                "cuda_lines": [i for i, link in enumerate(links, 1) if link.line in region]})
     return hazards
 
 
 def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages: int,
-            seconds: float) -> Result:
+            seconds: float, source_name: str | None = None) -> Result:
     """Assemble a successful variant's result from IR facts and normalised CUDA."""
     loops = pipelined_loops(source, factory)
     pipeline: list[PipelineLoop] = []
@@ -149,7 +169,8 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         "pass_diffs": ir.get("pass_diffs", {}),
     }
     if ir.get("hazards") is not None:
-        result["hazards"] = _located(ir["hazards"], [s for loop in loops for s in loop])
+        result["hazards"] = _located(ir["hazards"], [s for loop in loops for s in loop],
+                                     source, factory, cuda, source_name)
     if ir.get("schedule"):
         result["schedule"] = ir["schedule"]
     return result

@@ -33,6 +33,18 @@ Json = dict[str, Any]
 _KEPT = 4
 
 
+def cuda_words(lines: list[int]) -> str:
+    """``CUDA lines 40-42, 45`` (``""`` for none): a statement's lines in the listing."""
+    spans: list[list[int]] = []
+    for line in sorted(set(lines)):
+        if spans and line == spans[-1][1] + 1:
+            spans[-1][1] = line
+        else:
+            spans.append([line, line])
+    said = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
+    return f"CUDA line{'s' if len(lines) > 1 else ''} {said}" if spans else ""
+
+
 def not_checked(why: str) -> Json:
     return {"verdict": "not checked", "text": f"not checked: {why}", "findings": []}
 
@@ -135,7 +147,8 @@ def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
     said = [f"{groups} cp.async groups" for groups in
             [sum(1 for r in records if r["op"] == "commit")] if copies]
     if rings:
-        said.append(f"{rings['barriers']} barriers, phases and arrivals")
+        said.append(f"{rings['barriers']} barrier{'s' if rings['barriers'] != 1 else ''}, "
+                    f"phases and arrivals" + (", bytes" if rings.get("bytes") else ""))
     return {"verdict": "none",
             "text": f"none found: RAW and WAR on {', '.join(written)} over {slots} "
                     f"slot{'s' if slots != 1 else ''}; {', '.join(said)}",

@@ -39,6 +39,21 @@ def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
     return loops
 
 
+def loop_over(source: str, factory_name: str, variable: str) -> list[Statement]:
+    """The body statements of the first loop over ``variable`` in the factory (a plain
+    ``for s in T.serial(n)``): where a finding in an unpipelined loop is."""
+    scope = factory_scope(ast.parse(source), factory_name)
+    for found in ast.walk(scope):
+        if isinstance(found, ast.For) and isinstance(found.target, ast.Name) \
+                and found.target.id == variable:
+            return [Statement(_one_line(ast.get_source_segment(source, stmt)
+                                        or ast.unparse(stmt)), stmt.lineno,
+                              frozenset(n.id for n in ast.walk(stmt)
+                                        if isinstance(n, ast.Name)))
+                    for stmt in found.body]
+    return []
+
+
 def _call_text(source: str, node: ast.AST) -> str:
     return _one_line(ast.get_source_segment(source, node) or ast.unparse(node))
 

@@ -53,6 +53,11 @@ def _calls(source: str) -> dict[int, str]:
     return calls
 
 
+def statement_lines(lines: Sequence[str], start: int) -> range:
+    """The kernel lines (1-based) of the statement at ``start`` and its body."""
+    return _region(lines, start)
+
+
 def _region(lines: Sequence[str], start: int | None) -> range:
     """The kernel lines of the statement at ``start`` (1-based) and its body."""
     if start is None or not 0 < start <= len(lines):

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 4
+RESULT_SCHEMA = 5
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -139,7 +139,9 @@ class Result(TypedDict, total=False):
     gemm: list[GemmCall]
     planned_ir: str | None
     # Since schema 4: the hazard check's verdict on the final code (core.hazards):
-    # {"verdict": "none" | "hazard" | "not checked", "text", "findings"}.
+    # {"verdict": "none" | "hazard" | "not checked", "text", "findings"}. Since schema 5:
+    # each finding's statements are {text, line, cuda_lines} (the CUDA listing's lines
+    # the statement became), and mbarrier rings compare expected bytes with TMA boxes.
     hazards: Hazards
     dynamic_shared_bytes: int
     static_shared_bytes: int

@@ -21,9 +21,17 @@ completes. The model:
   read retires at the ``warpgroup_wait`` that covers its batch). Neither is a race.
 - barrier initialisation is fenced and followed by ``__syncthreads`` before first use.
 
-What it does not cover: the bytes a tensor copy moves (its box lives in the host's
-descriptor; each is taken to fill the rest of the slot it starts in), cluster barriers
-(not checked).
+- per phase of a barrier, the bytes expected on it (``expect_tx``) equal the bytes of the
+  TMA copies that signal it (a tensor copy's box, read from the descriptor the host
+  builds); fewer never complete the phase, more complete it early;
+- a TMA multicast (``T.copy_cluster(..., cluster_mask=m)``) lands in every CTA of its
+  mask at the same offsets and signals each CTA's own barrier: each CTA is checked as
+  receiving it.
+
+What it does not cover: the bytes of a copy whose descriptor the check cannot read (its
+extent is taken to be the rest of the slot it starts in, its phase's bytes are not
+compared), a multicast into bytes it rewrites (the other CTAs' reads are not seen: not
+checked), arrivals on other CTAs' barriers.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ def check_rings(records: list[Json]) -> tuple[list[Json], Json]:
                          "at": record.get("at", ""), "text": text})
 
     _check_init(records, add)
+    _check_multicast(records)
     sequences = _sequences(records)
     # Phases: each arrival's and each copy's phase, per barrier, from the one role that
     # arrives on it; totals for the hang check.
@@ -106,8 +115,55 @@ def check_rings(records: list[Json]) -> tuple[list[Json], Json]:
                     now[bar] = have + 1
             known[role][index] = dict(now)
     _check_progress(sequences, init, add)
+    bytes_checked = _check_bytes(records, phase, add)
     _check_data(records, sequences, phase, known, add)
-    return findings, {"barriers": len(init), "roles": sorted(sequences)}
+    return findings, {"barriers": len(init), "roles": sorted(sequences),
+                      "bytes": bytes_checked}
+
+
+def _check_multicast(records: list[Json]) -> None:
+    """A multicast lands in the other CTAs of its cluster too: bytes it writes again
+    (a reused slot) may still be read there, which a CTA's own trace cannot see."""
+    tmas = [r for r in records if r["op"] == "tma"]
+    if not any(r.get("multicast") for r in tmas):
+        return
+    for i, first in enumerate(tmas):
+        for second in tmas[i + 1:]:
+            if (first.get("multicast") or second.get("multicast")) \
+                    and first["root"] == second["root"] and first["lo"] <= second["hi"] \
+                    and second["lo"] <= first["hi"]:
+                raise Unchecked(f"a TMA multicast rewrites bytes of {second['buffer']}: "
+                                "the other CTAs' reads of them are not modelled")
+
+
+def _check_bytes(records: list[Json], phase: dict[int, int], add: Any) -> bool:
+    """Per phase of each barrier, the bytes expected on it against the bytes of the TMA
+    copies that signal it (a copy's box, from its descriptor). Phases whose copies'
+    bytes are unknown are not compared; whether every phase was compared comes back."""
+    expected: dict[tuple[str, int], tuple[int, Json]] = {}
+    landed: dict[tuple[str, int], int | None] = {}
+    for index, record in enumerate(records):
+        if index not in phase or record["op"] not in ("expect", "tma"):
+            continue
+        key = (str(record["bar"]), phase[index])
+        if record["op"] == "expect":
+            before, first = expected.get(key, (0, record))
+            expected[key] = (before + record["bytes"], first)
+        else:
+            got = landed.get(key, 0)
+            landed[key] = None if got is None or record.get("bytes") is None \
+                else got + record["bytes"]
+    compared = True
+    for key, (wanted, record) in expected.items():
+        got = landed.get(key, 0)
+        if got is None:
+            compared = False
+        elif got != wanted:
+            bar, number = key
+            add("TX", record, f"{bar} expects {wanted} bytes{_slot_words(record)} (phase "
+                f"{number}) but the TMA copies signalling it bring {got}: its phase "
+                + ("never completes" if got < wanted else "completes before they land"))
+    return compared
 
 
 def _check_progress(sequences: dict[str, list[tuple[int, Json]]], init: dict[str, int],
@@ -181,6 +237,7 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                     or read["hi"] < copy["lo"]:
                 continue
             reader = read["role"] if read["role"] != "all" else next(iter(known))
+            who = "every thread" if read["role"] == "all" else f"the {read['role']}"
             if known[reader].get(ri, {}).get(copy["bar"], 0) > phase[ci]:
                 continue  # the reader waited for the copy's phase
             copier = copy["role"] if copy["role"] != "all" else reader
@@ -195,12 +252,12 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                 continue
             reported.add((kind, read["buffer"]))
             if kind == "RAW":
-                text = (f"the {read['role']} reads {read['buffer']}{_slot_words(read)} while "
+                text = (f"{who} reads {read['buffer']}{_slot_words(read)} while "
                         f"the TMA copy into it{_slot_words(copy)} may not have landed: no "
                         f"wait on {copy['bar']} covers it")
             else:
                 text = (f"the TMA copy into {copy['buffer']}{_slot_words(copy)} may "
-                        f"overwrite what the {read['role']} reads{_slot_words(read)}: no "
+                        f"overwrite what {who} reads{_slot_words(read)}: no "
                         "wait on an arrival made after that read covers it")
             add(kind, read if kind == "RAW" else copy, text)
 

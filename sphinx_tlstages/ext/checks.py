@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.assertions import check, namespace
 from ..core.bench_data import attach, load_all, other_headers, provenance
+from ..core.hazards import cuda_words
 from ..core.pass_compare import unmatched
 from ..core.result import Result, over_limit, shared_bytes
 from ..core.spec import DirectiveSpec, VariantSpec
@@ -223,7 +224,8 @@ def _statements(spec: DirectiveSpec, finding: dict[str, Any]) -> str:
     for statement in finding.get("statements", []):
         where = spec.kernel_location(statement["line"])
         line = f"line {where[1]}" if isinstance(where, tuple) else where
-        said.append(f"{statement['text']} at {line}")
+        cuda = cuda_words(statement.get("cuda_lines", []))
+        said.append(f"{statement['text']} at {line}" + (f", {cuda}" if cuda else ""))
     return f" ({'; '.join(said)})" if said else ""
 
 

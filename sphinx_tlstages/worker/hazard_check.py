@@ -27,13 +27,45 @@ def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], 
     if final is None:
         return not_checked("no final device code")
     try:
-        trace = Trace(device(final))
+        trace = Trace(device(final), _boxes(kept))
         buffers = _buffers(trace, kept, main)
         return verdict(_sized(trace.records, buffers), buffers)
     except Undecided as exc:
         return not_checked(str(exc))
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
         return not_checked(f"the check failed ({type(exc).__name__}: {exc})"[:300])
+
+
+# CUtensorMapDataType -> bytes per element (CUDA's enum order, up to TFLOAT32_FTZ).
+_ELEMENT_BYTES = (1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4)
+
+
+def _boxes(kept: dict[str, Any]) -> dict[str, int]:
+    """Bytes of each TMA descriptor's box, by the descriptor's name, from the arguments the
+    host passes to ``__tvm_tensormap_create_tiled`` (kept on the host function until the
+    device code is split off): ``(name, desc, dtype, rank, address, dims[rank],
+    strides[rank], box[rank], element strides[rank], ...)``. An im2col descriptor, or a
+    type past the table, is left out (its copies' bytes are unknown)."""
+    for module in kept.values():
+        for func in getattr(module, "functions", {}).values():
+            args = (func.attrs or {}).get("tma_descriptor_args") \
+                if hasattr(func, "attrs") else None
+            if not args:
+                continue
+            boxes: dict[str, int] = {}
+            for desc, call in args.items():
+                if getattr(call[0], "value", None) != "__tvm_tensormap_create_tiled":
+                    continue
+                dtype, rank = integer(call[2]), integer(call[3])
+                if dtype is None or rank is None or not 0 <= dtype < len(_ELEMENT_BYTES):
+                    continue
+                size = _ELEMENT_BYTES[dtype]
+                for extent in call[5 + 2 * rank:5 + 3 * rank]:
+                    size *= integer(extent) or 0
+                if size:
+                    boxes[str(desc.name)] = size
+            return boxes
+    return {}
 
 
 def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
@@ -45,6 +77,7 @@ def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> 
     versions = version_dims(main(planned), main(injected)) \
         if planned is not None and injected is not None else {}
     sizes: dict[str, int] = {}
+    tiles: dict[str, int] = {}  # tiles of a buffer of 3 or more dimensions: its first
     if injected is not None:
         def visit(node: Any) -> None:
             for buffer in getattr(node, "alloc_buffers", None) or []:
@@ -53,17 +86,23 @@ def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> 
                     for extent in buffer.shape:
                         count *= integer(extent) or 0
                     sizes[str(buffer.name)] = count * buffer.dtype.bits // 8
+                    if len(buffer.shape) >= 3:
+                        tiles[str(buffer.name)] = integer(buffer.shape[0]) or 1
 
         post_order_visit(main(injected).body, visit)
     bases = {str(var.name): offset for var, (_, offset) in trace.bases.items()}
-    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name)}
+    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name),
+                   "tiles": tiles.get(name)}
             for name, size in sizes.items()}
 
 
 def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[str, Any]]:
     """Give each access whose extent the code does not say (a wgmma operand, a TMA box
     of a tensor copy) the rest of the slot of its buffer it starts in: a ring's copy or
-    read stays in one tile (a tile copied as several boxes has each start inside it)."""
+    read stays in one tile (a tile copied as several boxes has each start inside it).
+    A buffer the pipeliner did not version but that the kernel declares with 3 or more
+    dimensions (``(num_stages, M, K)``, a ring of its own) has a slot per first index: a
+    tile operation's operand is 2-D, one first index of it."""
     for record in records:
         if record["op"] in ("read", "tma") and record.get("hi") is None:
             size = record.get("bytes")
@@ -73,6 +112,6 @@ def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[
             info = buffers.get(record["buffer"])
             if info is None:
                 raise Undecided(f"the extent of an access to {record['buffer']} is unknown")
-            slot = max(info["bytes"] // (info["versions"] or 1), 1)
+            slot = max(info["bytes"] // (info["versions"] or info.get("tiles") or 1), 1)
             record["hi"] = info["base"] + ((record["lo"] - info["base"]) // slot + 1) * slot - 1
     return records

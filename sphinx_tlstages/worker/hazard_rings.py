@@ -12,9 +12,15 @@ from .ir_walk import kind, op_name, short
 BARRIER_OPS = frozenset({
     "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
     "mbarrier_arrive", "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
+    "tma_load_multicast",
     "ptx_fence_barrier_init", "warpgroup_wait", "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
     "ptx_wgmma_rs"})
+
+
+def _name(var: Any) -> str:
+    """A variable's name (``str`` of a TVM node prints it as a script: slow)."""
+    return str(getattr(var, "name", "")) or str(var)
 
 
 class Undecided(Exception):
@@ -35,6 +41,13 @@ class RingOps:
     elected: bool
     descriptors: dict[Any, list[Any]]
     batch: set[tuple[Any, ...]]
+    boxes: dict[str, int]
+    records: list[dict[str, Any]]
+    fallback: bool
+    parts: dict[int, Any]  # a barrier's or pointer's parts, by the node's address
+
+    def walk(self, stmt: Any) -> None:
+        raise NotImplementedError
 
     def constant(self, expr: Any, what: str) -> int:
         raise NotImplementedError
@@ -47,10 +60,14 @@ class RingOps:
 
     def barrier(self, load: Any) -> str:
         """``mbarrier[3]``: a barrier by its array and index."""
-        if kind(load) != "BufferLoad" or len(load.indices) != 1:
-            raise Undecided(f"a barrier the check cannot name: {load}")
-        index = self.constant(load.indices[0], "a barrier's index")
-        return f"{load.buffer.data.name}[{index}]"
+        key = load.__chandle__()
+        known = self.parts.get(key)
+        if known is None:
+            if kind(load) != "BufferLoad" or len(load.indices) != 1:
+                raise Undecided(f"a barrier the check cannot name: {load}")
+            known = self.parts[key] = (str(load.buffer.data.name), load.indices[0])
+        name, index = known
+        return f"{name}[{self.constant(index, 'a barrier index')}]"
 
     def arrivals(self) -> int:
         if self.elected:
@@ -59,15 +76,20 @@ class RingOps:
         return hi - lo + 1
 
     def pointer(self, arg: Any) -> tuple[str, str, int, int] | None:
-        if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
-                and shared(arg.args[0].buffer.data):
-            load = arg.args[0]
-            return self.region(load.buffer, list(load.indices))
-        return None
+        """The shared region ``&buffer[indices]`` points to (None: not such a pointer)."""
+        key = arg.__chandle__()
+        if key not in self.parts:
+            self.parts[key] = None
+            if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
+                    and shared(arg.args[0].buffer.data):
+                load = arg.args[0]
+                self.parts[key] = (load.buffer, list(load.indices))
+        found = self.parts[key]
+        return None if found is None else self.region(*found)
 
-    def mbarrier(self, call: Any, name: str) -> None:
-        """The barrier operations of TMA pipelines (Hopper, Blackwell)."""
-        args = list(call.args)
+    def mbarrier(self, args: list[Any], name: str) -> None:
+        """The barrier operations of TMA pipelines (Hopper, Blackwell), from a call's
+        name and arguments."""
         if name == "ptx_init_barrier_thread_count":
             self.emit({"op": "init", "bar": self.barrier(args[0]),
                        "count": self.constant(args[1], "a barrier's count")})
@@ -90,12 +112,23 @@ class RingOps:
             dst = self.pointer(args[0])
             bar, size = (args[2], self.constant(args[3], "a copy's bytes")) \
                 if dst is not None else (args[1], None)
-            dst = dst or self.pointer(args[2])
+            if dst is None:  # the box's bytes: from the descriptor the host builds
+                dst, size = self.pointer(args[2]), self.boxes.get(_name(args[0]))
             if dst is None:
                 raise Undecided("a TMA load into an address the check cannot read")
             buffer, root, lo, _ = dst
             self.emit({"op": "tma", "bar": self.barrier(bar), "buffer": buffer, "root": root,
                        "lo": lo, "bytes": size})
+        elif name == "tma_load_multicast":
+            # (descriptor, barrier, dst, CTA mask, coordinates...): the box and its
+            # completion land at the same offsets in every CTA of the mask, this one too.
+            dst = self.pointer(args[2])
+            if dst is None:
+                raise Undecided("a TMA multicast into an address the check cannot read")
+            buffer, root, lo, _ = dst
+            self.emit({"op": "tma", "bar": self.barrier(args[1]), "buffer": buffer,
+                       "root": root, "lo": lo, "bytes": self.boxes.get(_name(args[0])),
+                       "multicast": True})
         elif name == "ptx_fence_barrier_init":
             self.emit({"op": "fence"})
         elif name == "warpgroup_wait":
@@ -121,3 +154,32 @@ class RingOps:
                     buffer, root, lo, _ = region
                     self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
                                "hi": None, "how": "wgmma", "async": True})
+
+    def cluster_branch(self, stmt: Any) -> None:
+        """A TMA copy under a condition on the CTA's rank in its cluster, as
+        ``T.copy_cluster(..., cluster_mask=m)`` lowers: the leader multicasts the box to
+        every CTA of the mask, a CTA outside the mask loads its own (``else: if not in m:
+        tma_load``). Every CTA then receives the same box at the same offset, signalled on
+        its own barrier: the records are one path's, when both paths agree."""
+        if stmt.else_case is None:
+            if not self.fallback:
+                raise Undecided(f"a synchronisation under the condition {stmt.condition}")
+            self.walk(stmt.then_case)  # a CTA in the mask gets the leader's multicast
+            return
+        paths: list[list[dict[str, Any]]] = []
+        outer, kept = self.fallback, self.records
+        for number, case in enumerate((stmt.then_case, stmt.else_case)):
+            self.records, self.fallback = [], number == 1
+            try:
+                self.walk(case)
+            finally:
+                paths.append(self.records)
+                self.records, self.fallback = kept, outer
+
+        def same(path: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+            return [(r["op"], r.get("bar"), r.get("buffer"), r.get("lo"), r.get("bytes"))
+                    for r in path]
+
+        if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
+            raise Undecided(f"a synchronisation under the condition {stmt.condition}")
+        self.records.extend(paths[0])

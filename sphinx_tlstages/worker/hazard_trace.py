@@ -22,7 +22,7 @@ import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
 from tvm.tirx.stmt_functor import post_order_visit
 
 from .hazard_rings import BARRIER_OPS, RingOps, Undecided, shared
-from .intervals import Interval, Unbounded, interval
+from .intervals import Interval, Unbounded, interval, narrowed
 from .ir_walk import integer, kind, op_name, short
 
 Record = dict[str, Any]
@@ -31,17 +31,19 @@ MAX_STEPS = 4096
 _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
-                       "ptx_init_barrier_thread_count", "warpgroup_wait",
+                       "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
                        "ptx_cp_async_barrier_noinc"})
-# Calls that do not touch shared memory's data (a descriptor's prefetch, fences).
 # Reads through a pointer: bytes each thread reads at its address.
 _POINTER_READS = {"ptx_ldmatrix": 16}
+# Stores the threads make themselves through a pointer (like a BufferStore into shared
+# memory, outside the model: TileLang's thread-sync pass places their barriers).
+_POINTER_STORES = frozenset({"ptx_stmatrix"})
 
 
 class Trace(RingOps):
     """One walk of a device function; :attr:`records` is its output."""
 
-    def __init__(self, func: Any) -> None:
+    def __init__(self, func: Any, boxes: dict[str, int] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
         self.records: list[Record] = []
@@ -52,6 +54,14 @@ class Trace(RingOps):
         self.threads: Any = None  # threadIdx.x
         self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
         self.batch: set[tuple[Any, ...]] = set()  # regions read by this wgmma batch
+        self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
+        self.fallback = False  # inside the else of a cluster rank's multicast branch
+        # Whether a statement holds a synchronisation, by its address: an unrolled loop
+        # asks it of the same inner statements once per iteration (the IR outlives the walk).
+        self.synced: dict[int, bool] = {}
+        self.calls: dict[int, tuple[str, list[Any]]] = {}  # a call's name and arguments
+        self.seqs: dict[int, list[Any]] = {}  # a sequence's statements
+        self.parts: dict[int, Any] = {}
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -103,7 +113,11 @@ class Trace(RingOps):
             self.walk(stmt.body)
 
     def _SeqStmt(self, stmt: Any) -> None:
-        for item in stmt.seq:
+        key = stmt.__chandle__()
+        items = self.seqs.get(key)
+        if items is None:
+            items = self.seqs[key] = list(stmt.seq)
+        for item in items:
             self.walk(item)
 
     def _AttrStmt(self, stmt: Any) -> None:
@@ -131,7 +145,7 @@ class Trace(RingOps):
 
     def _For(self, stmt: Any) -> None:
         name = f"the loop over {stmt.loop_var.name}"
-        if not _has_sync(stmt.body):
+        if not self.has_sync(stmt.body):
             lo, extent = self.bound(stmt.min, name), self.bound(stmt.extent, name)
             if extent[1] <= 0:
                 return
@@ -161,20 +175,31 @@ class Trace(RingOps):
             if branch is not None:
                 self.walk(branch)
             return
-        if _has_sync(stmt.then_case) or (stmt.else_case is not None
-                                         and _has_sync(stmt.else_case)):
+        if self.has_sync(stmt.then_case) or (stmt.else_case is not None
+                                         and self.has_sync(stmt.else_case)):
             self.branch(stmt)
             return
-        # Accesses under a condition: those of both branches (the intervals widen).
-        self.walk(stmt.then_case)
-        if stmt.else_case is not None:
-            self.walk(stmt.else_case)
+        # Accesses under a condition: those of both branches, each with what the
+        # condition says of a variable's range (``tx < 64``: a copy by half the threads).
+        for case, holds in ((stmt.then_case, True), (stmt.else_case, False)):
+            if case is None:
+                continue
+            ranges = narrowed(stmt.condition, holds, self.env)
+            saved = {var: self.env[var] for var in ranges}
+            self.env.update(ranges)
+            try:
+                self.walk(case)
+            finally:
+                self.env.update(saved)
 
     def branch(self, stmt: Any) -> None:
         """A synchronisation under a condition on the thread index: one elected thread
         (``T.tl_shuffle_elect``, ``tx == c``), or the roles of a warp-specialised loop
         (``if tx < P:`` producer ``else:`` consumer)."""
         cond = stmt.condition
+        if _has(cond, ("block_rank_in_cluster",)):
+            self.cluster_branch(stmt)
+            return
         name = short(op_name(cond)) if kind(cond) == "Call" else kind(cond)
         if name in ("tl_shuffle_elect", "EQ") and stmt.else_case is None:
             outer, self.elected = self.elected, True
@@ -183,15 +208,22 @@ class Trace(RingOps):
             finally:
                 self.elected = outer
             return
-        if name != "LT" or not cond.a.same_as(self.threads) or kind(cond.b) != "IntImm" \
-                or self.role != "all" or stmt.else_case is None:
+        # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
+        # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself.
+        cases = [(case, narrowed(cond, holds, self.env).get(self.threads))
+                 for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
+                 if case is not None] if self.threads is not None else []
+        if self.role != "all" or not cases or any(r is None for _, r in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
-        split, (lo, hi) = int(cond.b.value), self.env[self.threads]
-        for case, threads in ((stmt.then_case, (lo, split - 1)), (stmt.else_case, (split, hi))):
-            self.env[self.threads] = threads
-            self.role = "producer" if _has(case, ("tma_load", "ptx_cp_async")) else "consumer"
+        roles = ["producer" if _has(case, ("tma_load", "ptx_cp_async")) else "consumer"
+                 for case, _ in cases]
+        if len(set(roles)) != len(roles):
+            raise Undecided(f"two branches of one role under the condition {cond}")
+        everyone = self.env[self.threads]
+        for (case, threads), role in zip(cases, roles, strict=True):
+            self.env[self.threads], self.role = threads or everyone, role
             self.walk(case)
-        self.env[self.threads], self.role = (lo, hi), "all"
+        self.env[self.threads], self.role = everyone, "all"
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
@@ -205,36 +237,61 @@ class Trace(RingOps):
         for index in stmt.indices:
             self.reads(index)
 
+    def has_sync(self, stmt: Any) -> bool:
+        key = stmt.__chandle__()
+        found = self.synced.get(key)
+        if found is None:
+            found = self.synced[key] = _has(stmt, _SYNC_OPS)
+        return found
+
     # --- calls ----------------------------------------------------------------------
     def call(self, call: Any) -> None:
-        name = short(op_name(call))
+        # An unrolled loop walks the same calls once per iteration: their names and
+        # arguments are read from TVM once.
+        key = call.__chandle__()
+        known = self.calls.get(key)
+        if known is None:
+            known = self.calls[key] = (short(op_name(call)), list(call.args))
+        name, args = known
         if name == "ptx_cp_async":
-            load = call.args[0].args[0]
-            count = self.constant(call.args[2], "the size of a cp.async")
+            load = args[0].args[0]
+            count = self.constant(args[2], "the size of a cp.async")
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             size = load.buffer.dtype.bits // 8
             self.emit({"op": "copy", "buffer": buffer, "root": root, "lo": lo,
                        "hi": hi + (count - 1) * size})
-            self.reads(call.args[1])
+            self.reads(args[1])
         elif name == "ptx_commit_group":
             self.emit({"op": "commit"})
         elif name == "ptx_wait_group":
-            self.emit({"op": "wait", "n": self.constant(call.args[0], "a wait's count")})
+            self.emit({"op": "wait", "n": self.constant(args[0], "a wait's count")})
         elif name == "tvm_storage_sync":
-            scope = call.args[0].value if kind(call.args[0]) == "StringImm" else ""
-            if scope in ("shared", "shared.dyn"):
+            scope = args[0].value if kind(args[0]) == "StringImm" else ""
+            if scope in ("shared", "shared.dyn", "cluster"):  # a cluster's holds the CTA's
                 self.emit({"op": "sync"})
         elif name in BARRIER_OPS:
-            self.mbarrier(call, name)
+            self.mbarrier(args, name)
         elif name in _POINTER_READS:
-            for arg in call.args:
+            for arg in args:
                 if kind(arg) == "Call" and short(op_name(arg)) == "address_of":
                     load = arg.args[0]
                     if shared(load.buffer.data):
-                        buffer, root, lo, _ = self.region(load.buffer, list(load.indices))
+                        buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+                        # From each thread's address (the last element's first byte on).
+                        last = hi - load.buffer.dtype.bits * load.buffer.dtype.lanes // 8 + 1
                         self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
-                                   "hi": lo + _POINTER_READS[name] - 1, "how": name})
-        else:
+                                   "hi": last + _POINTER_READS[name] - 1, "how": name})
+        elif name == "tma_store":
+            # (descriptor, source, coordinates...): the box is read from shared memory
+            # (asynchronously, after the threads' stores are fenced for it).
+            found = self.pointer(args[1])
+            if found is None:
+                raise Undecided("a TMA store from an address the check cannot read")
+            buffer, root, lo, _ = found
+            self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": None,
+                       "bytes": self.boxes.get(str(getattr(args[0], "name", ""))),
+                       "how": "tma_store"})
+        elif name not in _POINTER_STORES:
             self.other(call, name)
 
     def other(self, call: Any, name: str) -> None:
@@ -256,15 +313,18 @@ class Trace(RingOps):
     def reads(self, expr: Any) -> None:
         """Every shared element an expression loads."""
         found: list[Any] = []
+        passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
 
         def visit(node: Any) -> None:
             if kind(node) == "BufferLoad" and shared(node.buffer.data):
                 found.append(node)
             elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
                     and shared(node.args[0].buffer.data):
-                raise Undecided(f"a pointer into {node.args[0].buffer.name} is passed on")
+                passed.append(str(node.args[0].buffer.name))
 
         post_order_visit(expr, visit)
+        if passed:
+            raise Undecided(f"a pointer into {passed[0]} is passed on")
         for load in found:
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
@@ -275,13 +335,11 @@ def _has(stmt: Any, names: Any) -> bool:
     found = [False]
 
     def visit(node: Any) -> None:
-        if kind(node) == "Call" and short(op_name(node)) in names:
+        if not found[0] and type(node).__name__ == "Call" \
+                and str(node.op.name).rsplit(".", 1)[-1] in names:
             found[0] = True
 
     post_order_visit(stmt, visit)
     return found[0]
 
-
-def _has_sync(stmt: Any) -> bool:
-    return _has(stmt, _SYNC_OPS)
 

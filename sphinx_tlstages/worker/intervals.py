@@ -132,3 +132,31 @@ def _choose(cond: Interval, yes: Any, no: Any, env: dict[Any, Interval]) -> Inte
         return interval(no, env)
     a, b = interval(yes, env), interval(no, env)
     return min(a[0], b[0]), max(a[1], b[1])
+
+
+_FLIP = {"LT": "GE", "GE": "LT", "LE": "GT", "GT": "LE"}
+
+
+def narrowed(cond: Any, holds: bool, env: dict[Any, Interval]) -> dict[Any, Interval]:
+    """The ranges a condition ``var < c`` (``<=``, ``>``, ``>=``, ``c < var``, their
+    conjunction) gives its variables where it holds (or, for one comparison, fails)."""
+    name = _kind(cond)
+    if name == "And" and holds:
+        found = narrowed(cond.a, True, env)
+        inner = dict(env, **found)
+        found.update(narrowed(cond.b, True, inner))
+        return found
+    if name not in _FLIP:
+        return {}
+    a, b = cond.a, cond.b
+    if _kind(a) == "IntImm" and _kind(b) == "Var":  # c < var is var > c
+        a, b, name = b, a, {"LT": "GT", "GT": "LT", "LE": "GE", "GE": "LE"}[name]
+    if _kind(a) != "Var" or _kind(b) != "IntImm" or a not in env:
+        return {}
+    if not holds:
+        name = _FLIP[name]
+    lo, hi = env[a]
+    c = int(b.value)
+    lo, hi = {"LT": (lo, min(hi, c - 1)), "LE": (lo, min(hi, c)),
+              "GT": (max(lo, c + 1), hi), "GE": (max(lo, c), hi)}[name]
+    return {a: (lo, hi)} if lo <= hi else {}

@@ -140,7 +140,7 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
                                               ir_facts.device_function)}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, task.factory, task.num_stages,
-                               seconds=time.perf_counter() - started)
+                               seconds=time.perf_counter() - started, source_name=name)
         result["templates"] = template_digest(source_cuda)
         if task.toolkit and task.target.get("kind") == "cuda":
             # The cubin's resources, from the CUDA as the page offers it.

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from docutils import nodes
 
+from ...core.hazards import cuda_words
 from ...core.result import Hazards, Result, shared_bytes
 from ...core.spec import DirectiveSpec, VariantSpec
 from ...core.targets import Target
@@ -114,8 +115,10 @@ def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
             line += nodes.Text(text)
         cell += line
         for finding in found[text]["findings"]:
-            named = "; ".join(f"{s['text']} (line {doc_line(spec, s['line'])})"
-                              for s in finding.get("statements", []))
+            named = "; ".join(
+                f"{s['text']} (line {doc_line(spec, s['line'])}"
+                + (f", {cuda_words(s['cuda_lines'])})" if s.get("cuda_lines") else ")")
+                for s in finding.get("statements", []))
             cell += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}"
                                     + (f"; in the kernel: {named}" if named else ""),
                                     classes=["tl-hazard-finding"])

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The hazard check over TileLang's own example kernels: never a false "hazard".
+
+Each example below is lowered as a worker lowers it, for each target and each
+``num_stages`` it is swept over (its own where the example fixes it), and the check's
+verdict recorded. The examples are TileLang's (its repository's ``examples/`` folder,
+which this script does not ship): every verdict must be "none" or "not checked"; a
+"hazard" is a false alarm to fix (or a real bug of TileLang's, to report). An example
+that does not lower here is listed with its error and is no verdict. Some examples import
+``einops`` for their reference code: install it beside TileLang to sweep them. Each example runs
+in a process of its own, so that one that crashes its process costs only its rows.
+
+    python benchmarks/hazard_sweep.py --examples PATH/TO/tilelang/examples \\
+        [--json benchmarks/hazard-sweep.json] [--only NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+TARGETS = ("sm_80", "sm_90a", "sm_100a")
+GEMM = "M=1024, N=1024, K=1024"
+# name: (file under examples/, factory, keyword arguments (evaluated in the example's
+# namespace), its num_stages argument or None, the num_stages values swept).
+EXAMPLES: dict[str, tuple[str, str, str, str | None, tuple[int, ...]]] = {
+    "gemm": ("gemm/example_gemm.py", "matmul",
+             f"dict({GEMM}, block_M=128, block_N=128, block_K=32)", None, (3,)),
+    "gemm_fp8": ("gemm_fp8/example_tilelang_gemm_fp8.py", "matmul",
+                 f"dict({GEMM}, block_M=128, block_N=128, block_K=64, "
+                 "dtype=T.float8_e4m3fn)", None, (3,)),
+    "gemm_fp8_2xacc": ("gemm_fp8/example_tilelang_gemm_fp8_2xAcc.py", "matmul",
+                       f"dict({GEMM}, block_M=128, block_N=128, block_K=64, "
+                       "dtype=T.float8_e4m3fn)", None, (3,)),
+    "gemm_splitk": ("gemm_splitk/example_tilelang_gemm_splitk.py", "matmul",
+                    f"dict({GEMM}, block_M=128, block_N=128, block_K=32, split_k=4)",
+                    None, (0,)),
+    "deepgemm_fp8": ("deepseek_deepgemm/example_deepgemm_fp8_2xAcc.py", "tl_gemm",
+                     f"dict({GEMM}, block_N=128, in_dtype=T.float8_e4m3fn, "
+                     "out_dtype=T.bfloat16, accum_dtype=T.float32)", None, (4,)),
+    "ws_gemm_copy_1_gemm_0": ("warp_specialize/example_warp_specialize_gemm_copy_1_gemm_0.py",
+                             "matmul_warp_specialize_copy_1_gemm_0",
+                             f"dict({GEMM}, block_M=128, block_N=128, block_K=64)", None, (2,)),
+    "ws_gemm_copy_0_gemm_1": ("warp_specialize/example_warp_specialize_gemm_copy_0_gemm_1.py",
+                             "matmul_warp_specialize_copy_0_gemm_1",
+                             f"dict({GEMM}, block_M=128, block_N=128, block_K=64)", None, (2,)),
+    "ws_gemm_copy_gemm_0_1": ("warp_specialize/example_warp_specialize_gemm_copy_gemm_0_1.py",
+                             "matmul_warp_specialize_copy_gemm_0_1",
+                             f"dict({GEMM}, block_M=128, block_N=128, block_K=64)", None, (2,)),
+    "ws_gemm_barrierpipe": ("warp_specialize/example_warp_specialize_gemm_barrierpipe_stage2.py",
+                           "matmul",
+                           f"dict({GEMM}, block_M=128, block_N=128, block_K=64)", None, (2,)),
+    "ws_gemm_softpipe": ("warp_specialize/example_warp_specialize_gemm_softpipe_stage2.py",
+                        "matmul",
+                        f"dict({GEMM}, block_M=128, block_N=128, block_K=64)", None, (2,)),
+    "mha_fwd": ("flash_attention/example_mha_fwd_bshd.py", "flashattn",
+                "dict(batch=1, heads=8, seq_len=1024, dim=64, is_causal=False, block_M=64, "
+                "block_N=64, threads=128)", "num_stages", (1, 2, 3)),
+    "mha_fwd_causal": ("flash_attention/example_mha_fwd_bshd.py", "flashattn",
+                       "dict(batch=1, heads=8, seq_len=1024, dim=128, is_causal=True, "
+                       "block_M=128, block_N=128, threads=128)", "num_stages", (1, 2)),
+    "gqa_fwd": ("flash_attention/example_gqa_fwd_bshd.py", "flashattn",
+                "dict(batch=1, heads=16, seq_len=1024, dim=128, is_causal=False, groups=4, "
+                "block_M=64, block_N=64, threads=128)", "num_stages", (0, 2, 3)),
+    "mha_bwd": ("flash_attention/example_mha_bwd_bshd.py", "flashattn_bwd",
+                "dict(batch=1, heads=8, seq_len=1024, dim=64, is_causal=False, block_M=64, "
+                "block_N=64)", None, (2,)),
+    "mla_decode": ("deepseek_mla/example_mla_decode.py", "flashattn",
+                   "dict(batch=1, heads=128, kv_head_num=1, seqlen_kv=1024, dim=512, "
+                   "pe_dim=64, block_N=64, block_H=64, num_split=1, softmax_scale=0.04)",
+                   None, (2,)),
+    "mamba_chunk_scan": ("linear_attention/example_mamba_chunk_scan.py", "chunk_scan_fwd",
+                         "dict(batch=1, seqlen=1024, chunk_size=256, ngroups=1, nheads=8, "
+                         "headdim=64, dstate=128, block_M=64, block_N=64, block_K=64, "
+                         "block_Dstate=128, threads=128)", "num_stages", (2, 3)),
+    "retention_fwd": ("linear_attention/example_retention_fwd.py",
+                      "chunk_retention_fwd_kernel", "dict(B=1, S=512, H=4, DK=128, DV=128)",
+                      None, (0,)),
+    "convolution": ("convolution/example_convolution.py", "convolution",
+                    "dict(N=16, C=64, H=32, W=32, F=64, K=3, S=1, D=1, P=1, block_M=64, "
+                    "block_N=128, block_K=32, threads=256)", "num_stages", (2, 3)),
+    "dequant_gemm": ("dequantize_gemm/example_dequant_gemm_fine_grained.py", "matmul",
+                     f"dict({GEMM}, block_M=128, block_N=128, block_K=32, "
+                     "in_dtype=T.float16, out_dtype=T.float16, accum_dtype=T.float32, "
+                     "threads=128)", "num_stages", (2, 3)),
+    "elementwise_add": ("elementwise/example_elementwise_add.py", "elementwise_add",
+                        "dict(M=1024, N=1024, block_M=32, block_N=32, threads=128, "
+                        "in_dtype=T.float32, out_dtype=T.float32)", None, (0,)),
+}
+
+
+def one(examples: Path, name: str) -> list[dict[str, Any]]:
+    """Lower one example for every target and num_stages; its rows."""
+    from sphinx_tlstages.core.passes import PassLog
+    from sphinx_tlstages.worker import hazard_check, ir_facts
+    from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
+    from sphinx_tlstages.worker.lowering import _lower, _recorder
+
+    path, factory, kwargs, stages_key, stages = EXAMPLES[name]
+    file = examples / path
+    rows: list[dict[str, Any]] = []
+    source = file.read_text(encoding="utf-8")
+    with kernel_module(source, file.name, str(file), [str(file.parent)]) as module:
+        arguments = eval(kwargs, dict(module.namespace))
+        for arch in TARGETS:
+            for ns in stages:
+                row: dict[str, Any] = {"kernel": name, "file": path, "target": arch,
+                                       "ns": ns}
+                try:
+                    given = {**arguments, **({stages_key: ns} if stages_key else {})}
+                    func, configs = prim_func(module.namespace[factory], given)
+                    after: dict[str, Any] = {}
+                    _lower(func, configs, {"kind": "cuda", "arch": arch},
+                           _recorder(after, [], PassLog((), changes=False)))
+                except Exception as exc:  # an example that does not lower here
+                    row.update(verdict="does not lower",
+                               text=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
+                    rows.append(row)
+                    continue
+                found = hazard_check.hazards(after, {"kind": "cuda", "arch": arch},
+                                             ir_facts.main_function, ir_facts.device_function)
+                row.update(verdict=found["verdict"], text=found["text"])
+                rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--examples", type=Path, required=True,
+                        help="TileLang's examples/ folder")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--only", action="append", default=None, help="one example's name")
+    parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.examples.resolve(), args.one)))
+        return
+    import importlib.metadata
+
+    rows: list[dict[str, Any]] = []
+    for name in args.only or list(EXAMPLES):
+        started = time.monotonic()
+        done = subprocess.run([sys.executable, __file__, "--examples", str(args.examples),
+                               "--one", name], capture_output=True, text=True, timeout=1800)
+        found = json.loads(done.stdout.splitlines()[-1]) if done.returncode == 0 else [
+            {"kernel": name, "file": EXAMPLES[name][0], "target": "-", "ns": None,
+             "verdict": "does not lower",
+             "text": f"the process exited {done.returncode}: "
+                     f"{(done.stderr.strip().splitlines() or [''])[-1][:200]}"}]
+        for row in found:
+            print(f"{row['kernel']:22} {row['target']:8} ns{row['ns']}  {row['text']}")
+        print(f"  ({time.monotonic() - started:.0f} s)", flush=True)
+        rows += found
+    verdicts = sorted({r["verdict"] for r in rows})
+    summary = {"tilelang": importlib.metadata.version("tilelang"), "targets": list(TARGETS),
+               "examples": {name: EXAMPLES[name][0] for name in args.only or EXAMPLES},
+               "counts": {v: sum(1 for r in rows if r["verdict"] == v) for v in verdicts},
+               "rows": rows}
+    print(json.dumps(summary["counts"]))
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n",
+                             encoding="utf-8")
+    if any(r["verdict"] == "hazard" for r in rows):
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
