@@ -16,7 +16,10 @@ times:
 
 Both run in a process set up as a worker is (TileLang imported, then ``gc.freeze()``).
 Times are the process's CPU seconds (``time.process_time``), medians per variant; a
-ratio is the sum of the extension's medians over the sum of TileLang's.
+ratio is the sum of the extension's medians over the sum of TileLang's. The hazard check's
+share is timed inside the extension's own runs (the worker's call to it wrapped in a
+clock): the sum of its medians over the sum of the extension's. ``benchmarks/hazard_check.py``
+times it on ``sm_90a`` too.
 
     python benchmarks/lowering_overhead.py [--rounds 5] [--cpu N] [--json FILE]
 
@@ -112,11 +115,28 @@ def main() -> None:
     import_tilelang()  # as a worker starts: TileLang imported, what it made frozen
     import_seconds = time.process_time() - started
     from sphinx_tlstages.core.passes import recorded
+    from sphinx_tlstages.worker import hazard_check
     from sphinx_tlstages.worker.lowering import lower_variant
 
+    checking: list[float] = []  # the last extension run's hazard check, CPU seconds
+    check = hazard_check.hazards
+
+    def timed_check(*args: Any, **kwargs: Any) -> Any:
+        began = time.process_time()
+        try:
+            return check(*args, **kwargs)
+        finally:
+            checking.append(time.process_time() - began)
+
+    hazard_check.hazards = timed_check
+    check_times: dict[int, list[float]] = {s: [] for s in STAGES}
+
     def extension(num_stages: int, passes: bool = False) -> str:
+        checking.clear()
         result = lower_variant(payload(num_stages, passes))
         assert result["ok"], result
+        if not passes:
+            check_times[num_stages].append(sum(checking))
         assert recorded(result["passes"]) == passes, "pass changes recorded or not"
         return str(result["cuda"])
 
@@ -126,6 +146,8 @@ def main() -> None:
     for stages in STAGES:  # warm every path up: first calls pay lazy imports
         for run in kinds.values():
             run(stages)
+    for per in check_times.values():
+        per.clear()
     times: dict[str, dict[int, list[float]]] = {k: {s: [] for s in STAGES} for k in kinds}
     for round_ in range(args.rounds):
         for stages in STAGES:
@@ -138,6 +160,7 @@ def main() -> None:
     medians = {k: {s: statistics.median(v) for s, v in per.items()} for k, per in times.items()}
     total = {kind: sum(per.values()) for kind, per in medians.items()}
     alone = total["tilelang"]
+    check_total = sum(statistics.median(v) for v in check_times.values())
     report = {
         "cpu": cpu, "rounds": args.rounds, "import_cpu_seconds": round(import_seconds, 3),
         "per_variant": {str(s): {kind: round(medians[kind][s], 3) for kind in kinds}
@@ -146,6 +169,8 @@ def main() -> None:
         "extension_passes_seconds": round(total["extension_passes"], 3),
         "ratio": round(total["extension"] / alone, 3),
         "ratio_with_passes": round(total["extension_passes"] / alone, 3),
+        "hazard_check_seconds": round(check_total, 3),
+        "hazard_check_share": round(check_total / total["extension"], 4),
     }
     for stages in STAGES:
         print(f"num_stages={stages}: TileLang {medians['tilelang'][stages]:.3f} s, "
@@ -154,6 +179,9 @@ def main() -> None:
     print(f"per-variant overhead on one CPU: {total['extension']:.2f} s / {alone:.2f} s = "
           f"{report['ratio']:.3f}x TileLang alone; showing the passes part "
           f"{report['ratio_with_passes']:.3f}x", file=sys.stderr)
+    print(f"the hazard check within it: {check_total:.3f} s = "
+          f"{100 * report['hazard_check_share']:.1f} % of the extension's lowering",
+          file=sys.stderr)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     else:
