@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .drawing import Drawing, caption, digest, join_names, mono_width, sans_width, wrap
+from .hazard_marks import label, marked
 from .lanes import Part, Slot, describe, last_iteration, parts, times
 
 Json = dict[str, Any]
@@ -105,6 +106,7 @@ def cp_async_drawing(fig: Json, covers: list[str], theme: str = "html",
             pic.line(x0 - 4, y + LANE - 0.5, right - MARGIN, y + LANE - 0.5, "grid", 0.6)
             pic.text(MARGIN, y + 15, lane.label, "fg m", title=lane.title)
     named: set[tuple[int, int]] = set()
+    hazard = marked(fig)
     for piece in pieces:
         part, step = drawn[piece.part], drawn[piece.part].steps[piece.step]
         head = top + piece.row * row_h + 40
@@ -126,6 +128,10 @@ def cp_async_drawing(fig: Json, covers: list[str], theme: str = "html",
                      "stroke", 1.2)
         for slot, x in zip(step, piece.xs, strict=True):
             _slot(pic, slot, x, head, lanes_top, lanes_h)
+            if part.name == "steady state" and slot.kind == "stmt" \
+                    and hazard & set(found[slot.lane].stmts):
+                y = lanes_top + slot.lane * LANE + (LANE - BOX) / 2
+                pic.rect(x, y - 1, SLOT, BOX + 2, "hazard", rx=3.5, outline=2)
 
     y = _legend(pic, fig, dims, versions, top + rows * row_h + 6, right, theme,
                 any(len(lane.stmts) > 1 for lane in found))
@@ -165,6 +171,15 @@ def _unit(text: str) -> str:
 
 def _legend(pic: Drawing, fig: Json, dims: dict[str, int], versions: int, y: float,
             right: float, theme: str, folded: bool) -> float:
+    for mark in fig.get("hazards", []):
+        # The key of the outlines: a sample outline, then the finding in its colour.
+        pic.rect(MARGIN + 1, y - 10, 14, 12, "hazard", rx=2.5, outline=2)
+        said = f"{_unit(label(mark))}: a race the hazard check found between the outlined " \
+            "statements"
+        for line in wrap(said, min(right, READABLE) - 2 * MARGIN - 20, 11):
+            pic.text(MARGIN + 20, y, line, "hazardfill")
+            y += 15
+        y += 2
     x = MARGIN
     if dims:
         key = f"{join_names(sorted(dims))} version (tile mod {versions}):"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .drawing import clip
+from .hazard_marks import words
 
 Json = dict[str, Any]
 
@@ -266,7 +267,13 @@ def describe(fig: Json, covers: list[str]) -> str:
     return (f"Software pipeline of a {len(fig['statements'])}-statement loop over "
             f"n = {fig.get('trip_count')} tiles, num_stages = {fig.get('num_stages')}; "
             f"time runs left to right through the generated code. {versions_said(fig)}. "
-            + " ".join(steps) + f" Covers {'; '.join(covers)}.")
+            + " ".join(steps) + f" Covers {'; '.join(covers)}." + _hazards(fig))
+
+
+def _hazards(fig: Json) -> str:
+    """The findings placed on the figure, in a sentence (``""`` for none)."""
+    said = words(fig, lambda i: f"L{stmt_line(fig, i)} {compact(stmt_text(fig, i))}")
+    return f" {said}" if said else ""
 
 
 def versions_said(fig: Json, lower: bool = False) -> str:
@@ -287,4 +294,4 @@ def sentence(fig: Json, covers: list[str]) -> str:
     return (f"Schedule figure for {'; '.join(covers)}: {len(fig['prologue'])} prologue "
             f"step(s){marks(fig['prologue'])}, then the steady state {times(loop)} "
             f"({body}), then {len(fig['epilogue'])} epilogue step(s)"
-            f"{marks(fig['epilogue'])}; {versions_said(fig, lower=True)}.")
+            f"{marks(fig['epilogue'])}; {versions_said(fig, lower=True)}." + _hazards(fig))

@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..result import Result
+from .hazard_marks import matched
 
 Json = dict[str, Any]
 
@@ -82,10 +83,17 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
                  "consumer_threads": warp.get("consumer_threads")}], None
     figures: list[Json] = []
     tables = result.get("pipeline") or []
+    hazards: Mapping[str, Any] = result.get("hazards") or {}
+    findings = list(hazards.get("findings", [])) if hazards.get("verdict") == "hazard" else []
     for i, loop in enumerate(schedule.get("loops", [])):
         named = tables[i]["statements"] if i < len(tables) else []
-        figures.append({**loop, "kind": "cp_async", "loop_index": i,
-                        "statements": _statements(named, loop["statements"], line)})
+        fig = {**loop, "kind": "cp_async", "loop_index": i,
+               "statements": _statements(named, loop["statements"], line)}
+        # Only a figure with a finding placed on it gets the key: a clean one is unchanged.
+        marks = matched(findings, fig["statements"], line)
+        if marks:
+            fig["hazards"] = marks
+        figures.append(fig)
     if not figures:
         return [], "nothing is pipelined, so there is no schedule to draw"
     return figures, None

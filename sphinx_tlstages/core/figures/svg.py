@@ -41,6 +41,9 @@ _THEME: tuple[tuple[str, str, str, str, str], ...] = (
     ("accent", "stroke", "--tl-fig-accent", "#D55E00", "#D55E00"),
     ("accentfill", "fill", "--tl-fig-accent", "#D55E00", "#D55E00"),
     ("stale", "fill", "--tl-fig-stale", "#9e9e9e", "#9e9e9e"),
+    # A hazard finding: a magenta red no data colour uses, readable on light and dark.
+    ("hazard", "stroke", "--tl-fig-hazard", "#E0115F", "#C2185B"),
+    ("hazardfill", "fill", "--tl-fig-hazard", "#E0115F", "#C2185B"),
 )
 
 

@@ -1,0 +1,70 @@
+"""The hazard check's findings, placed on a cp.async schedule figure.
+
+A finding (:mod:`..hazards`) names the statements of the loop that use its buffer, each
+by its source text and kernel line; the figure names its statements the same way
+(:mod:`.model`). :func:`matched` keeps a finding only where every one of its statements
+is exactly one statement of the figure (same text, same line): a finding that cannot be
+placed draws nothing, so the figure never marks a box the finding does not name. The
+figure then outlines those statements' steady-state boxes in the hazard colour and says
+the finding in its legend, its description and its sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+Json = dict[str, Any]
+
+_SLOT = re.compile(r"\((slots? [0-9]+(?:-[0-9]+)?)\)")
+
+
+def matched(findings: list[Json], statements: list[Json],
+            line: Callable[[int | None], int | None]) -> list[Json]:
+    """``[{kind, buffer, at, slot, stmts}]``: each finding whose statements all are
+    statements of the figure (``stmts``: their indices), in the findings' order.
+    ``line`` maps a kernel line to the page's, as the figure's statements are numbered."""
+    marks: list[Json] = []
+    for finding in findings:
+        named = finding.get("statements") or []
+        found: list[int] = []
+        for statement in named:
+            where = [i for i, s in enumerate(statements)
+                     if s.get("text") == statement.get("text")
+                     and s.get("line") is not None
+                     and s.get("line") == line(statement.get("line"))]
+            if len(where) != 1:
+                break
+            found.append(where[0])
+        if not named or len(found) != len(named):
+            continue
+        slot = _SLOT.search(str(finding.get("text", "")))
+        marks.append({"kind": str(finding.get("kind", "")),
+                      "buffer": str(finding.get("buffer", "")),
+                      "at": str(finding.get("at") or ""),
+                      "slot": slot.group(1) if slot else "",
+                      "stmts": sorted(set(found))})
+    return marks
+
+
+def label(mark: Json) -> str:
+    """``RAW on S at k=0, slot 0``: a finding in a few words."""
+    at = f" at {mark['at']}" if mark.get("at") else ""
+    slot = f", {mark['slot']}" if mark.get("slot") else ""
+    return f"{mark['kind']} on {mark['buffer']}{at}{slot}"
+
+
+def marked(fig: Json) -> set[int]:
+    """The statements whose boxes are outlined."""
+    return {i for mark in fig.get("hazards", []) for i in mark["stmts"]}
+
+
+def words(fig: Json, text: Callable[[int], str]) -> str:
+    """The findings in a sentence (``""`` for none): what the outlines mean."""
+    said = [f"{label(mark)} between " + " and ".join(text(i) for i in mark["stmts"])
+            for mark in fig.get("hazards", [])]
+    if not said:
+        return ""
+    return (f"The hazard check flags {'; '.join(said)}: their steady-state boxes are "
+            "outlined.")

@@ -1,0 +1,120 @@
+"""A hazard finding marked in its variant's schedule figure, from real lowerings: the
+consume-then-fetch sum of tile-ai/tilelang#2668 (flagged on sm_80 in TileLang 0.1.15) gets
+its two statements' steady-state boxes outlined and the finding said, in SVG (both
+themes), TikZ, the description and the sentence; its fetch-first twin, and a finding whose
+statements are not the figure's, draw nothing more than a clean figure."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sphinx_tlstages.core.figures import schedule_drawing, schedule_sentence, to_svg
+from sphinx_tlstages.core.figures.model import schedule_figures
+from sphinx_tlstages.core.figures.tikz import to_tikz
+
+from .test_hazards import FETCH_FIRST, ROLLING_SUM
+
+COVERS = ["num_stages=2"]
+
+
+def lower(tmp: Path, source: str) -> dict[str, Any]:
+    kernel = tmp / "kernel.py"
+    kernel.write_text(source)
+    done = subprocess.run([sys.executable, "-m", "sphinx_tlstages", "lower", str(kernel),
+                           "--params", "N=512", "K=16", "--num-stages", "2", "--target",
+                           "sm_80", "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)["2"]
+    return result
+
+
+@pytest.fixture(scope="module")
+def racy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    result = lower(tmp_path_factory.mktemp("racy"), ROLLING_SUM)
+    if result["hazards"]["verdict"] != "hazard":  # a TileLang that fixed #2668
+        pytest.skip(f"not flagged: {result['hazards']['text']}")
+    return result
+
+
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    return lower(tmp_path_factory.mktemp("twin"), FETCH_FIRST)
+
+
+def figure(result: dict[str, Any]) -> dict[str, Any]:
+    figures, note = schedule_figures(result)  # type: ignore[arg-type]
+    assert note is None and len(figures) == 1, note
+    return figures[0]
+
+
+def outlines(svg: str) -> list[str]:
+    return re.findall(r'<rect [^>]*class="hazard" fill="none"[^>]*/>', svg)
+
+
+def test_the_finding_is_placed_on_its_two_statements(racy: dict[str, Any]) -> None:
+    fig = figure(racy)
+    finding = racy["hazards"]["findings"][0]
+    assert [m["kind"] for m in fig["hazards"]] == ["RAW"]
+    texts = {fig["statements"][i]["text"] for i in fig["hazards"][0]["stmts"]}
+    assert texts == {s["text"] for s in finding["statements"]} == {
+        "for i in T.Parallel(N): acc[i] += S[i]", "T.copy(A[k + 1, :], S)"}
+
+
+def test_svg_outlines_the_steady_state_boxes_in_both_themes(racy: dict[str, Any]) -> None:
+    fig = figure(racy)
+    for theme in ("html", "print"):
+        svg = to_svg(schedule_drawing(fig, COVERS, theme, "racy"))
+        # two statement boxes in the steady state, and the legend's sample
+        assert len(outlines(svg)) == 3, svg
+        assert re.search(r'class="hazardfill">RAW\u00a0on\u00a0S\u00a0at\u00a0k=0: a race',
+                         svg), svg
+        colour = "var(--tl-fig-hazard, #E0115F)" if theme == "html" else "#C2185B"
+        assert f".hazard{{stroke:{colour}}}" in svg
+        assert "The hazard check flags RAW on S at k=0 between L" in svg  # the <desc>
+    assert svg == to_svg(schedule_drawing(fig, COVERS, "print", "racy"))  # deterministic
+
+
+def test_tikz_draws_the_outlines_and_the_words(racy: dict[str, Any]) -> None:
+    tikz = to_tikz(schedule_drawing(figure(racy), COVERS, "print", "racy"), lambda t: t)
+    assert "\\definecolor{tlhazard}{HTML}{C2185B}" in tikz
+    assert len(re.findall(r"\\draw\[tlhazard, line width=1\.5pt", tikz)) == 3, tikz
+    assert re.search(r"text=tlhazardfill.*\{RAW\u00a0on\u00a0S\u00a0at\u00a0k=0: a race", tikz)
+
+
+def test_the_sentence_says_the_finding(racy: dict[str, Any]) -> None:
+    said = schedule_sentence(figure(racy), COVERS)
+    assert said.endswith("The hazard check flags RAW on S at k=0 between L11 for i in "
+                         "T.Parallel(N): acc[i] += S[i] and L13 T.copy(A[…], S): their "
+                         "steady-state boxes are outlined."), said
+
+
+def test_a_clean_variant_draws_no_mark(twin: dict[str, Any]) -> None:
+    assert twin["hazards"]["verdict"] == "none"
+    fig = figure(twin)
+    assert "hazards" not in fig
+    svg = to_svg(schedule_drawing(fig, COVERS, "html", "twin"))
+    assert "hazard" not in svg and "hazard" not in schedule_sentence(fig, COVERS)
+    assert "hazard" not in to_tikz(schedule_drawing(fig, COVERS, "print", "twin"),
+                                   lambda t: t)
+
+
+def test_a_finding_not_on_the_figure_draws_nothing(racy: dict[str, Any]) -> None:
+    """Statements the figure does not hold (another line), or none at all: no mark, and
+    the figure is byte for byte the one drawn without the finding."""
+    unflagged = {**racy, "hazards": {**racy["hazards"], "verdict": "none", "findings": []}}
+    clean = to_svg(schedule_drawing(figure(unflagged), COVERS, "html", "racy"))
+    for change in ({"line": 99}, {"text": "T.copy(A[k, :], S)"}):
+        moved = json.loads(json.dumps(racy))
+        moved["hazards"]["findings"][0]["statements"][1].update(change)
+        assert "hazards" not in figure(moved)
+        assert to_svg(schedule_drawing(figure(moved), COVERS, "html", "racy")) == clean
+    bare = json.loads(json.dumps(racy))
+    bare["hazards"]["findings"][0]["statements"] = []
+    assert "hazards" not in figure(bare)
