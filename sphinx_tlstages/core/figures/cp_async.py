@@ -176,7 +176,8 @@ def _legend(pic: Drawing, fig: Json, dims: dict[str, int], versions: int, y: flo
         pic.rect(MARGIN + 1, y - 10, 14, 12, "hazard", rx=2.5, outline=2)
         said = f"{_unit(label(mark))}: a race the hazard check found between the outlined " \
             "statements"
-        for line in wrap(said, min(right, READABLE) - 2 * MARGIN - 20, 11):
+        # narrower than the other lines: coloured words in a wider font, read at 420 px
+        for line in wrap(said, min(right, READABLE) - 2 * MARGIN - 60, 11):
             pic.text(MARGIN + 20, y, line, "hazardfill")
             y += 15
         y += 2
