@@ -19,6 +19,8 @@ from sphinx_tlstages.core.figures import schedule_drawing, schedule_sentence, to
 from sphinx_tlstages.core.figures.model import schedule_figures
 from sphinx_tlstages.core.figures.tikz import to_tikz
 
+from .conftest import build_once
+from .kernels import rst
 from .test_hazards import FETCH_FIRST, ROLLING_SUM
 
 COVERS = ["num_stages=2"]
@@ -118,3 +120,30 @@ def test_a_finding_not_on_the_figure_draws_nothing(racy: dict[str, Any]) -> None
     bare = json.loads(json.dumps(racy))
     bare["hazards"]["findings"][0]["statements"] = []
     assert "hazards" not in figure(bare)
+
+
+def test_a_built_page_marks_the_flagged_directive_only(
+        tmp_path_factory: pytest.TempPathFactory, shared_cache: Path) -> None:
+    """In HTML the racy directive's figure has the outlines and names its statements by
+    their lines in the page; its twin's figure has none; the text builder says it."""
+    page = ("Marks\n=====\n\n"
+            + rst(ROLLING_SUM, num_stages="2", params="N=512 K=16", name="racy",
+                  expect_hazard="2: RAW on S")
+            + "\n" + rst(FETCH_FIRST, num_stages="2", params="N=512 K=16", name="twin"))
+    src = tmp_path_factory.mktemp("marks")
+    html = build_once(src / "html", {"index.rst": page})
+    assert "WARNING" not in html.warnings, html.warnings
+    figures = re.findall(r"<svg .*?</svg>", html.html(), re.S)
+    assert len(figures) == 2
+    racy_svg, twin_svg = figures
+    if "hazard" not in racy_svg and "cp_async_wait" in html.html():
+        pytest.skip("a TileLang that fixed #2668")
+    assert len(outlines(racy_svg)) == 3 and "hazard" not in twin_svg
+    lines = page.splitlines()
+    read = next(n for n, text in enumerate(lines, 1) if "acc[i] += S[i]" in text) - 1
+    copy = next(n for n, text in enumerate(lines, 1) if "T.copy(A[k + 1, :], S)" in text)
+    assert (f"RAW on S at k=0 between L{read} for i in T.Parallel(N): acc[i] += S[i] and "
+            f"L{copy} T.copy(A[…], S)") in racy_svg
+    text = build_once(src / "text", {"index.rst": page}, "text")
+    said = (text.outdir / "index.txt").read_text(encoding="utf-8")
+    assert " ".join(said.split()).count("The hazard check flags RAW on S at k=0") == 1
