@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .drawing import Drawing, caption, digest, join_names, mono_width, sans_width, wrap
-from .hazard_marks import label, marked
+from .hazard_marks import legend, marked
 from .lanes import Part, Slot, describe, last_iteration, parts, times
 
 Json = dict[str, Any]
@@ -171,16 +171,7 @@ def _unit(text: str) -> str:
 
 def _legend(pic: Drawing, fig: Json, dims: dict[str, int], versions: int, y: float,
             right: float, theme: str, folded: bool) -> float:
-    for mark in fig.get("hazards", []):
-        # The key of the outlines: a sample outline, then the finding in its colour.
-        pic.rect(MARGIN + 1, y - 10, 14, 12, "hazard", rx=2.5, outline=2)
-        said = f"{_unit(label(mark))}: a race the hazard check found between the outlined " \
-            "statements"
-        # narrower than the other lines: coloured words in a wider font, read at 420 px
-        for line in wrap(said, min(right, READABLE) - 2 * MARGIN - 60, 11):
-            pic.text(MARGIN + 20, y, line, "hazardfill")
-            y += 15
-        y += 2
+    y = legend(pic, fig, MARGIN, y, min(right, READABLE) - 2 * MARGIN - 40)
     x = MARGIN
     if dims:
         key = f"{join_names(sorted(dims))} version (tile mod {versions}):"

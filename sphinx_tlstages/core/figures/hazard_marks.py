@@ -5,8 +5,9 @@ by its source text and kernel line; the figure names its statements the same way
 (:mod:`.model`). :func:`matched` keeps a finding only where every one of its statements
 is exactly one statement of the figure (same text, same line): a finding that cannot be
 placed draws nothing, so the figure never marks a box the finding does not name. The
-figure then outlines those statements' steady-state boxes in the hazard colour and says
-the finding in its legend, its description and its sentence.
+figure then outlines those statements' boxes (the cp.async figure's steady state, every
+drawn iteration of a warp-specialised one) in the hazard colour and says the finding in
+its legend, its description and its sentence.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from typing import Any
+
+from .drawing import Drawing, wrap
 
 Json = dict[str, Any]
 
@@ -60,11 +63,26 @@ def marked(fig: Json) -> set[int]:
     return {i for mark in fig.get("hazards", []) for i in mark["stmts"]}
 
 
+def legend(pic: Drawing, fig: Json, x: float, y: float, width: float) -> float:
+    """A legend line per finding, at baseline ``y``: a sample outline, then the finding in
+    its colour, wrapped within ``width`` (narrower than the other legend lines: coloured
+    words that must read at 420 px). Returns the next line's baseline."""
+    for mark in fig.get("hazards", []):
+        pic.rect(x + 1, y - 10, 14, 12, "hazard", rx=2.5, outline=2)
+        said = (label(mark).replace(" ", "\u00a0") + ": a race the hazard check found "
+                "between the outlined statements")
+        for line in wrap(said, width - 20, 11):
+            pic.text(x + 20, y, line, "hazardfill")
+            y += 15
+        y += 2
+    return y
+
+
 def words(fig: Json, text: Callable[[int], str]) -> str:
     """The findings in a sentence (``""`` for none): what the outlines mean."""
     said = [f"{label(mark)} between " + " and ".join(text(i) for i in mark["stmts"])
             for mark in fig.get("hazards", [])]
     if not said:
         return ""
-    return (f"The hazard check flags {'; '.join(said)}: their steady-state boxes are "
-            "outlined.")
+    boxes = "steady-state boxes" if fig.get("kind") == "cp_async" else "boxes"
+    return f"The hazard check flags {'; '.join(said)}: their {boxes} are outlined."

@@ -75,18 +75,20 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
     if schedule.get("problems"):
         return [], ("the schedule read after the pipeliner disagrees with the generated "
                     f"code ({'; '.join(schedule['problems'])}), so it is not drawn")
+    hazards: Mapping[str, Any] = result.get("hazards") or {}
+    findings = list(hazards.get("findings", [])) if hazards.get("verdict") == "hazard" else []
     ws = schedule.get("warp_specialized")
     if ws:
         warp: Mapping[str, Any] = result.get("warp_specialized") or {}
         roles = [r for r in warp.get("roles", []) if not r.get("inserted")]
-        return [{**ws, "kind": "warp_specialized",
-                 "statements": _statements(roles, ws["statements"], line),
-                 "producer_threads": warp.get("producer_threads", ws.get("producer_threads")),
-                 "consumer_threads": warp.get("consumer_threads")}], None
+        fig = {**ws, "kind": "warp_specialized",
+               "statements": _statements(roles, ws["statements"], line),
+               "producer_threads": warp.get("producer_threads", ws.get("producer_threads")),
+               "consumer_threads": warp.get("consumer_threads")}
+        marks = matched(findings, fig["statements"], line)
+        return [{**fig, "hazards": marks} if marks else fig], None
     figures: list[Json] = []
     tables = result.get("pipeline") or []
-    hazards: Mapping[str, Any] = result.get("hazards") or {}
-    findings = list(hazards.get("findings", [])) if hazards.get("verdict") == "hazard" else []
     for i, loop in enumerate(schedule.get("loops", [])):
         named = tables[i]["statements"] if i < len(tables) else []
         fig = {**loop, "kind": "cp_async", "loop_index": i,

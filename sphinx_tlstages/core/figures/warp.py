@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .drawing import Drawing, caption, clip, digest, wrap
+from .hazard_marks import legend, marked
 from .warp_chips import (
     ROLES,
     Chip,
@@ -83,6 +84,7 @@ def warp_specialized_drawing(fig: Json, covers: list[str], theme: str = "html",
     positions: dict[tuple[str, int, int], tuple[float, float]] = {}
     threads = {"producer": fig.get("producer_threads"), "consumer": fig.get("consumer_threads")}
     w = col_w - 12
+    hazard = marked(fig)
     for role in ROLES:
         top, height = bands[role]
         pic.rect(x0 - 4, top, left(len(ks)) - x0 + 4, height, "band", rx=4)
@@ -103,9 +105,13 @@ def warp_specialized_drawing(fig: Json, covers: list[str], theme: str = "html",
                 if chip.op == "wait":
                     pic.rect(cx, cy, 3.5, CHIP, "accentfill", rx=1)
                 pic.text(cx + 7, cy + 11, chip.text, ink, size=CHIP_FONT)
+                if hazard & set(chip.stmts):
+                    pic.rect(cx - 1, cy - 1, w + 2, CHIP + 2, "hazard", rx=3.5, outline=2)
                 positions[(role, i, n)] = (cx, cy)
     _arrows(pic, drawn, positions, ks, ring, w)
     y = _ring(pic, fig, ring, y + 2, width, ks)
+    if fig.get("hazards"):
+        y = legend(pic, fig, MARGIN, y + 18, min(width, READABLE) - 2 * MARGIN - 40) - 15
     title = (f"Warp-specialised loop, num_stages = {fig['num_stages']}: producer and "
              f"consumer warp groups over a ring of {ring} slot(s)")
     return pic.finish(width, y + 4, title, describe(fig, drawn, ks, covers), ring)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .drawing import clip, join_names
+from .hazard_marks import words
 from .lanes import FOLD_MIN, FOLD_OVER, stmt_line, stmt_text
 
 Json = dict[str, Any]
@@ -28,6 +29,7 @@ class Chip:
     barrier: int | None = None
     op: str = ""          # "wait" | "arrive" | "tma" | "stmt" | "fold"
     arrives: bool = False
+    stmts: tuple[int, ...] = ()  # the loop's statements it stands for
 
 
 def stages(fig: Json) -> int:
@@ -99,9 +101,9 @@ def chips(fig: Json, role: str, k: int) -> list[Chip]:
             lines = [x for x in (stmt_line(fig, i) for i in pending) if x is not None]
             span = f" (L{min(lines)}–{max(lines)})" if lines else ""
             found.append(Chip(f"{len(pending)} statements{span}", "folded: " + "; ".join(
-                stmt_text(fig, i) for i in pending), None, op="fold"))
+                stmt_text(fig, i) for i in pending), None, op="fold", stmts=tuple(pending)))
         else:
-            found.extend(Chip(_short(fig, i), stmt_text(fig, i), None, op="stmt")
+            found.extend(Chip(_short(fig, i), stmt_text(fig, i), None, op="stmt", stmts=(i,))
                          for i in pending)
         pending.clear()
 
@@ -143,11 +145,12 @@ def chips(fig: Json, role: str, k: int) -> list[Chip]:
             arrives = bool(item.get("arrives"))
             title = (f"{stmt_text(fig, i)}: TMA load into {where}, completes on barrier {bar}"
                      + (", and arrives on it (expect-tx)" if arrives else ""))
-            found.append(Chip(f"TMA {where}→bar {bar}", title, slot, bar, "tma", arrives))
+            found.append(Chip(f"TMA {where}→bar {bar}", title, slot, bar, "tma", arrives,
+                              (i,)))
         else:
             op = "MMA" if item.get("op") == "gemm" else _short(fig, i)
             found.append(Chip(f"{op} {where}", f"{stmt_text(fig, i)}: reads {where}", slot,
-                              op="stmt"))
+                              op="stmt", stmts=(i,)))
     flush()
     return found
 
@@ -173,7 +176,13 @@ def describe(fig: Json, drawn: dict[str, list[list[Chip]]], ks: list[int],
             said.append(f"{role.capitalize()} at {var} = {k}: "
                         + ", ".join(c.title for c in col) + ".")
     said.append(f"Covers {'; '.join(covers)}.")
-    return " ".join(said)
+    return " ".join(said) + _hazards(fig)
+
+
+def _hazards(fig: Json) -> str:
+    """The findings placed on the figure, in a sentence (``""`` for none)."""
+    said = words(fig, lambda i: f"L{stmt_line(fig, i)} {stmt_text(fig, i)}")
+    return f" {said}" if said else ""
 
 
 def sentence(fig: Json, covers: list[str]) -> str:
@@ -187,4 +196,4 @@ def sentence(fig: Json, covers: list[str]) -> str:
             f"ring slot {fig.get('loop_var') or 'k'} mod {stages(fig)}, completing on a full "
             f"barrier ({', '.join(map(str, full)) or 'none'}); the consumer warp group "
             f"({fig.get('consumer_threads')} threads) waits on the full barrier, computes, "
-            "and arrives on the empty one.")
+            "and arrives on the empty one." + _hazards(fig))
