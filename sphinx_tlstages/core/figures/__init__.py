@@ -23,11 +23,11 @@ as TikZ picture code (:mod:`.tikz`): LaTeX draws it in the document's fonts, wit
 converter.
 
 Modules: :mod:`.model` (figure data from results, one figure per distinct schedule),
-:mod:`.lanes` and :mod:`.cp_async` (the cp.async pipeline; :mod:`.hazard_marks`, a
-hazard finding on it), :mod:`.warp_chips` and
-:mod:`.warp` (warp-specialised loops), :mod:`.chart` and :mod:`.chart_panel` (benchmark
-numbers), :mod:`.occupancy` (blocks per SM and their limits), :mod:`.drawing` (shapes
-and layout helpers), :mod:`.svg` and :mod:`.tikz` (the writers).
+:mod:`.lanes` and :mod:`.cp_async` (the cp.async pipeline), :mod:`.warp_chips` and
+:mod:`.warp` (warp-specialised loops), :mod:`.hazard_marks` (a hazard finding on either),
+:mod:`.chart` and :mod:`.chart_panel` (benchmark numbers), :mod:`.occupancy` (blocks per
+SM and their limits), :mod:`.drawing` (shapes and layout helpers), :mod:`.svg` and
+:mod:`.tikz` (the writers).
 """
 
 from __future__ import annotations

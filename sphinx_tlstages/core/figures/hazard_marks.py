@@ -1,4 +1,4 @@
-"""The hazard check's findings, placed on a cp.async schedule figure.
+"""The hazard check's findings, placed on a schedule figure.
 
 A finding (:mod:`..hazards`) names the statements of the loop that use its buffer, each
 by its source text and kernel line; the figure names its statements the same way

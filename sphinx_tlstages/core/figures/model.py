@@ -29,8 +29,8 @@ The worker stores ``Result["schedule"]`` (``worker/schedule.py``)::
 
 :func:`schedule_figures` turns one variant's result into figure data (statements named by
 their source text and line, as the tables name them) or says in a sentence why there is
-nothing to draw; :func:`group_variants` keeps one figure per distinct drawing. A cp.async
-figure of a flagged variant also holds ``"hazards"``: the findings that could be placed on
+nothing to draw; :func:`group_variants` keeps one figure per distinct drawing. The figure
+of a flagged variant also holds ``"hazards"``: the findings that could be placed on
 its statements (:mod:`.hazard_marks`); a clean one has no such key.
 """
 
