@@ -6,6 +6,7 @@ statements are not the figure's, draw nothing more than a clean figure."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -176,3 +177,26 @@ def test_a_built_page_marks_the_flagged_directive_only(
     text = build_once(src / "text", {"index.rst": page}, "text")
     said = (text.outdir / "index.txt").read_text(encoding="utf-8")
     assert " ".join(said.split()).count("The hazard check flags RAW on S at k=0") == 1
+
+
+@pytest.mark.parametrize("which", ["racy", "twin"])
+def test_part_names_do_not_overlap_and_fit(which: str, request: pytest.FixtureRequest) -> None:
+    """The prologue of these loops begins with a step that draws nothing: its name must
+    still keep the steady state's name clear of it, and the epilogue's name must fit."""
+    from sphinx_tlstages.core.figures.cp_async import _name_width
+
+    figures, _ = schedule_figures(request.getfixturevalue(which))
+    svg = to_svg(schedule_drawing(figures[0], COVERS))
+    width = float(re.search(r'viewBox="0 0 ([\d.]+) ', svg).group(1))  # type: ignore[union-attr]
+    names = [(float(x), text) for x, text in re.findall(
+        r'<text x="([\d.]+)" y="40" class="fg" font-weight="bold">([^<]+)</text>', svg)]
+    assert [text.split(" ")[0] for _, text in names] == ["prologue", "steady", "epilogue"]
+    for (x, text), (after, _) in itertools.pairwise(names):
+        assert x + _name_width(text) <= after, (text, x, after)
+    last_x, last = names[-1]
+    assert last_x + _name_width(last) <= width
+
+
+def test_the_ring_sentence_names_a_buffer_without_versions(racy90: dict[str, Any]) -> None:
+    """#2668's ring has one buffer version: the sentence still names the buffer it loads."""
+    assert "TMA-loads S into ring slot" in schedule_sentence(figure(racy90), COVERS)

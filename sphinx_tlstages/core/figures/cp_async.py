@@ -57,9 +57,12 @@ def _layout(drawn: list[Part], x0: float, limit: float,
     pieces: list[_Piece] = []
     x, row, right = x0, 0, x0
     for p, part in enumerate(drawn):
-        began = [piece for piece in pieces if piece.part == p - 1 and piece.row == row]
-        if began and began[0].xs:  # leave room for the name of the part before, if on this row
-            x = max(x, began[0].xs[0] + sans_width(names[p - 1], 11) * 1.1 - PART_GAP + 4)
+        # Leave room for the name of the part before, if on this row (a step with nothing
+        # drawn in it has no place: the name stands over the first that has one).
+        began = [piece for piece in pieces
+                 if piece.part == p - 1 and piece.row == row and piece.xs]
+        if began:
+            x = max(x, began[0].xs[0] + _name_width(names[p - 1]) - PART_GAP + 4)
         whole = sum(_width(step) for step in part.steps) + STEP_GAP * (len(part.steps) - 1)
         if not part.steps or not whole:
             continue
@@ -76,7 +79,15 @@ def _layout(drawn: list[Part], x0: float, limit: float,
                 x += SYNC if slot.kind == "sync" else SLOT
             pieces.append(piece)
             right = max(right, x)
+            if piece.xs and not any(other.part == p and other.row == piece.row and other.xs
+                                    for other in pieces[:-1]):
+                right = max(right, piece.xs[0] + _name_width(names[p]))  # the last part's name
     return pieces, right
+
+
+def _name_width(name: str) -> float:
+    """A part's name in bold: wider than the average advance says."""
+    return sans_width(name, 11) * 1.1
 
 
 def cp_async_drawing(fig: Json, covers: list[str], theme: str = "html",
@@ -111,12 +122,13 @@ def cp_async_drawing(fig: Json, covers: list[str], theme: str = "html",
         part, step = drawn[piece.part], drawn[piece.part].steps[piece.step]
         head = top + piece.row * row_h + 40
         lanes_top = head + 8
-        if (piece.part, piece.row) not in named:
+        if piece.xs and (piece.part, piece.row) not in named:  # over its first drawn step
             named.add((piece.part, piece.row))
-            more = " (continued)" if piece.step and part.name != "steady state" else ""
+            more = " (continued)" if part.name != "steady state" and any(
+                (piece.part, row) in named for row in range(piece.row)) else ""
             name = f"steady state {times(loop)}" if part.name == "steady state" \
                 else part.name + more
-            pic.text(piece.xs[0] if piece.xs else x0, head - 20, name, "fg", weight="bold")
+            pic.text(piece.xs[0], head - 20, name, "fg", weight="bold")
         if part.name == "steady state" and piece.xs:
             start, stop = piece.xs[0], piece.xs[0] + _width(step)
             pic.rect(start - 3, head - 14, stop - start + 6, lanes_h + 26, "band", rx=4)

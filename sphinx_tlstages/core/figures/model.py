@@ -85,6 +85,8 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
                "statements": _statements(roles, ws["statements"], line),
                "producer_threads": warp.get("producer_threads", ws.get("producer_threads")),
                "consumer_threads": warp.get("consumer_threads")}
+        if not ws.get("version_dims"):  # which of the copies' buffers are the ring's
+            fig["shared_names"] = sorted(str(b.get("name")) for b in result.get("shared") or [])
         marks = matched(findings, fig["statements"], line)
         return [{**fig, "hazards": marks} if marks else fig], None
     figures: list[Json] = []

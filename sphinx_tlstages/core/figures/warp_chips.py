@@ -64,8 +64,9 @@ def ring_buffers(fig: Json) -> str:
     dims = fig.get("version_dims", {})
     if dims:
         return join_names(sorted(dims))
+    shared = set(fig.get("shared_names", ()))
     names = sorted({b for item in fig["producer"]["body"] for b in item.get("buffers", [])
-                    if "shared" in b})
+                    if b in shared or "shared" in b})
     return join_names(names)
 
 
