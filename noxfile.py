@@ -70,7 +70,9 @@ def tests(session: nox.Session) -> None:
 
 def _range_end(session: nox.Session, name: str) -> None:
     install_cpu_torch(session)
-    session.install("-e", ".[test]", *RANGE_ENDS[name][1])
+    # The resources extra pins one CUDA release whatever the range end: its builds (and the
+    # book's fresh recording, whose snapshots hold the part's numbers) run at both ends.
+    session.install("-e", ".[test,resources]", *RANGE_ENDS[name][1])
     session.run("python", "-c", "import sys, sphinx, docutils, myst_parser, tilelang; "
                 "print('Python', sys.version.split()[0], '| Sphinx', sphinx.__version__, "
                 "'| docutils', docutils.__version__, '| MyST-Parser', myst_parser.__version__, "
