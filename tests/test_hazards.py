@@ -181,6 +181,36 @@ def ring_gemm(M, N, K, block_M=128, block_N=128, block_K=64, stages=2):
     return kernel
 '''
 
+# A gate the threads gather element by element beside two tiles the TMA copies: on sm_90a
+# the producer's gather is cp.async, and its threads arrive on the full barrier with
+# ``cp.async.mbarrier.arrive.noinc`` (the barrier's count is theirs).
+DECAYED_GEMM = '''\
+@tilelang.jit
+def decayed_gemm(M, N, K, block_M=64, block_N=64, block_K=64, num_stages=2):
+    @T.prim_func
+    def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"),
+               decay: T.Tensor((K,), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            a = T.alloc_shared((block_M, block_K), "bfloat16")
+            b = T.alloc_shared((block_K, block_N), "bfloat16")
+            g = T.alloc_shared((block_K, block_N), "float32")
+            g_frag = T.alloc_fragment((block_K, block_N), "float32")
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], a)
+                for i, j in T.Parallel(block_K, block_N):
+                    g[i, j] = decay[k * block_K + i]
+                T.copy(B[k * block_K, bx * block_N], b)
+                T.copy(g, g_frag)
+                T.gemm(a, b, acc)
+                for i, j in T.Parallel(block_M, block_N):
+                    acc[i, j] *= g_frag[i % block_K, j]
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return kernel
+'''
+
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
 GEMM_ARGS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128,
@@ -687,3 +717,15 @@ def test_the_race_fails_sphinx_build_w_on_sm80_and_sm90a_and_its_twin_passes(
                      (str(line), "sm_90a, num_stages=2", "WAR on S")], said
     status, said, _ = strict(FETCH_FIRST, "twin")
     assert status == 0 and "hazard" not in said, said
+
+
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_cp_async_arrivals_on_a_full_barrier_are_counted(num_stages: int) -> None:
+    """The producer's ``cp.async.mbarrier.arrive.noinc`` is each of its threads' arrival:
+    uncounted, the full barrier's phase never completes (a false HANG once did)."""
+    after, code = lowered(DECAYED_GEMM, "decayed_gemm", "sm_90a", M=256, N=256, K=512,
+                          num_stages=num_stages)
+    assert "noinc" in code  # the arrival this test is about
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "none", found
+    assert "phases and arrivals" in found["text"]

@@ -13,7 +13,8 @@ BARRIER_OPS = frozenset({
     "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
     "mbarrier_arrive", "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
     "tma_load_multicast",
-    "ptx_fence_barrier_init", "warpgroup_wait", "warpgroup_commit_batch",
+    "ptx_cp_async_barrier_noinc", "ptx_fence_barrier_init", "warpgroup_wait",
+    "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
     "ptx_wgmma_rs"})
 
@@ -99,6 +100,10 @@ class RingOps:
         elif name in ("ptx_arrive_barrier", "mbarrier_arrive"):
             if len(args) != 1:
                 raise Undecided(f"{name} with {len(args)} arguments (a cluster barrier?)")
+            self.emit({"op": "arrive", "bar": self.barrier(args[0]), "n": self.arrivals()})
+        elif name == "ptx_cp_async_barrier_noinc":
+            # ``cp.async.mbarrier.arrive.noinc``: each executing thread's arrival, made once
+            # its earlier cp.async copies land (``.noinc``: the init count includes it).
             self.emit({"op": "arrive", "bar": self.barrier(args[0]), "n": self.arrivals()})
         elif name in ("ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx"):
             if len(args) != 2:
