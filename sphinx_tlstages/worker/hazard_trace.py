@@ -215,8 +215,9 @@ class Trace(RingOps):
                  if case is not None] if self.threads is not None else []
         if self.role != "all" or not cases or any(r is None for _, r in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
-        roles = ["producer" if _has(case, ("tma_load", "ptx_cp_async")) else "consumer"
-                 for case, _ in cases]
+        # The producer is the branch that issues the TMA loads; without one, the branch
+        # that issues cp.async copies (a consumer may copy too, outside the split loop).
+        roles = _roles([case for case, _ in cases])
         if len(set(roles)) != len(roles):
             raise Undecided(f"two branches of one role under the condition {cond}")
         everyone = self.env[self.threads]
@@ -329,6 +330,15 @@ class Trace(RingOps):
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
                        "how": "load"})
+
+
+def _roles(cases: list[Any]) -> list[str]:
+    """Each branch's role: ``producer`` for the one copying (TMA first, then cp.async)."""
+    for copies in (("tma_load", "tma_load_multicast"), ("ptx_cp_async",)):
+        found = ["producer" if _has(case, copies) else "consumer" for case in cases]
+        if len(set(found)) == len(found):
+            return found
+    return ["producer"] * len(cases)
 
 
 def _has(stmt: Any, names: Any) -> bool:
