@@ -759,12 +759,22 @@ def test_cp_async_arrivals_on_a_full_barrier_are_counted(num_stages: int) -> Non
     assert "phases and arrivals" in found["text"]
 
 
-def test_a_consumer_that_copies_with_cp_async_is_its_own_role() -> None:
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_a_consumer_that_copies_with_cp_async_is_its_own_role(num_stages: int) -> None:
     """The producer branch is the one issuing the TMA loads, even when the consumer issues
-    cp.async copies of its own (once both were called producers: "not checked")."""
+    cp.async copies of its own (once both were called producers: "not checked"). At two
+    stages the last wgmma's descriptor points a byte offset past its buffer's first slot
+    (``handle_add_byte_offset``: once "not checked" too); its waits deleted, the reads of
+    that slot race their copies."""
     after, code = lowered(MIXED_TWICE, "mixed_twice", "sm_90a", rows=64, p_cols=256,
-                          q_cols=256, num_stages=1)
+                          q_cols=256, num_stages=num_stages)
     assert "tma_load" in code and "cp_async" in code
     found = check(after, "sm_90a")
     assert found["verdict"] == "none", found
     assert "cp.async groups" in found["text"] and "phases and arrivals" in found["text"]
+    if num_stages == 2:
+        assert "handle_add_byte_offset" in str(ir_facts.device_function(after["final"]))
+        unwaited = check(mutated(after, lambda stmt: _no_op(stmt)
+                                 if _calls(stmt, "ptx_wait_group") else None,
+                                 loop_only=False), "sm_90a")
+        assert unwaited["verdict"] == "hazard" and "RAW on q" in unwaited["text"], unwaited

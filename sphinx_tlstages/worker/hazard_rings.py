@@ -81,12 +81,23 @@ class RingOps:
         key = arg.__chandle__()
         if key not in self.parts:
             self.parts[key] = None
-            if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
-                    and shared(arg.args[0].buffer.data):
+            name = short(op_name(arg)) if kind(arg) == "Call" else ""
+            if name == "address_of" and shared(arg.args[0].buffer.data):
                 load = arg.args[0]
                 self.parts[key] = (load.buffer, list(load.indices))
+            elif name == "handle_add_byte_offset":  # a slot past the buffer's first
+                self.parts[key] = (arg.args[0], arg.args[1], None)
         found = self.parts[key]
-        return None if found is None else self.region(*found)
+        if found is None:
+            return None
+        if len(found) == 3:
+            inner = self.pointer(found[0])
+            if inner is None:
+                return None
+            shift = self.constant(found[1], "a pointer's byte offset")
+            buffer, root, lo, hi = inner
+            return buffer, root, lo + shift, hi + shift
+        return self.region(*found)
 
     def mbarrier(self, args: list[Any], name: str) -> None:
         """The barrier operations of TMA pipelines (Hopper, Blackwell), from a call's
