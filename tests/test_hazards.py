@@ -239,6 +239,36 @@ def mixed_twice(rows, p_cols, q_cols, block=64, num_stages=1):
     return kernel
 '''
 
+# A state loaded into shared memory before a warp-specialised loop and read into registers
+# before it; TileLang 0.1.15 (sm_90a) loads it by TMA and puts the wait on its barrier in the
+# loop's first iteration, after the read: a real race.
+CARRIED_STATE = '''\
+@tilelang.jit
+def carried_state(steps, DK=64, DV=64, block_S=64, num_stages=1):
+    @T.prim_func
+    def kernel(S0: T.Tensor((DK, DV), "bfloat16"),
+               X: T.Tensor((steps * block_S, DK), "bfloat16"),
+               H: T.Tensor((steps, DK, DV), "bfloat16"),
+               Y: T.Tensor((steps * block_S, DV), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            state_s = T.alloc_shared((DK, DV), "bfloat16")
+            x_s = T.alloc_shared((block_S, DK), "bfloat16")
+            state = T.alloc_fragment((DK, DV), "float32")
+            y = T.alloc_fragment((block_S, DV), "float32")
+            T.copy(S0, state_s)
+            T.copy(state_s, state)
+            for t in T.Pipelined(steps, num_stages=num_stages):
+                T.copy(state_s, H[t, 0, 0])
+                T.copy(X[t * block_S, 0], x_s)
+                T.gemm(x_s, state_s, y, clear_accum=True)
+                T.copy(y, Y[t * block_S, 0])
+                for i, j in T.Parallel(DK, DV):
+                    state[i, j] = state[i, j] * 0.5
+                T.copy(state, state_s)
+
+    return kernel
+'''
+
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
 GEMM_ARGS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128,
@@ -778,3 +808,19 @@ def test_a_consumer_that_copies_with_cp_async_is_its_own_role(num_stages: int) -
                                  if _calls(stmt, "ptx_wait_group") else None,
                                  loop_only=False), "sm_90a")
         assert unwaited["verdict"] == "hazard" and "RAW on q" in unwaited["text"], unwaited
+
+
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_a_state_read_before_its_tma_wait_is_flagged(num_stages: int) -> None:
+    """The consumer reads the state's shared copy before the loop, the wait on its
+    barrier comes in the loop's first iteration: a RAW on sm_90a (or TileLang's code no
+    longer reads before it waits)."""
+    after, code = lowered(CARRIED_STATE, "carried_state", "sm_90a", steps=8,
+                          num_stages=num_stages)
+    consumer = code[code.index("} else {"):]
+    read_first = consumer.index("state_s_local_cast") < consumer.index(".wait(0)")
+    found = check(after, "sm_90a")
+    if read_first:
+        assert found["verdict"] == "hazard" and found["text"] == "hazard: RAW on state_s", found
+    else:
+        assert found["verdict"] == "none", found
