@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
+from tvm.tirx.stmt_functor import post_order_visit
+
 from .ir_walk import kind, op_name, short
 
 BARRIER_OPS = frozenset({
@@ -199,3 +202,28 @@ class RingOps:
         if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
             raise Undecided(f"a synchronisation under the condition {stmt.condition}")
         self.records.extend(paths[0])
+
+
+def branch_roles(cases: list[Any]) -> list[str]:
+    """Each branch's role: the producer issues the TMA loads (or, with none, the cp.async
+    copies: a consumer may copy too, in a later loop TileLang did not split)."""
+    for copies in (("tma_load", "tma_load_multicast"), ("ptx_cp_async",)):
+        found = ["producer" if has_call(case, copies) else "consumer" for case in cases]
+        if len(set(found)) == len(found):
+            return found
+    return ["producer"] * len(cases)
+
+
+def has_call(stmt: Any, names: Any) -> bool:
+    """Whether a statement calls one of ``names``."""
+    found = [False]
+
+    def visit(node: Any) -> None:
+        if not found[0] and type(node).__name__ == "Call" \
+                and str(node.op.name).rsplit(".", 1)[-1] in names:
+            found[0] = True
+
+    post_order_visit(stmt, visit)
+    return found[0]
+
+
