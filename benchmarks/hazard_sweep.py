@@ -16,8 +16,10 @@ in a process of its own, so that one that crashes its process costs only its row
 The wider sweep reads its kernels from a JSON list (``benchmarks/hazard-sweep-sources.json``:
 each entry's ``name``, ``repo`` (``owner/name``), ``commit``, ``path`` in that repository,
 ``factory`` (an expression in the file's namespace, or in the module ``module`` names),
-``kwargs``, ``stages_key``, ``stages`` and optionally ``targets`` and ``paths``, folders of
-the repository put first on the import path) and a local checkout of each repository::
+``kwargs``, ``stages_key``, ``stages`` and optionally ``targets``, ``paths`` (folders of
+the repository put first on the import path) and ``real`` (per target, the text of a
+finding read and confirmed as a race of the lowered code: it does not fail the sweep)) and
+a local checkout of each repository::
 
     python benchmarks/hazard_sweep.py --sources benchmarks/hazard-sweep-sources.json \\
         --root tile-ai/tilelang=PATH --root tile-ai/TileOPs=PATH \\
@@ -169,6 +171,9 @@ def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
                 found = hazard_check.hazards(after, {"kind": "cuda", "arch": arch},
                                              ir_facts.main_function, ir_facts.device_function)
                 row.update(verdict=found["verdict"], text=found["text"])
+                if found["verdict"] == "hazard" and \
+                        entry.get("real", {}).get(arch) == found["text"]:
+                    row["real"] = True  # a race TileLang's code has, recorded as such
                 rows.append(row)
     return rows
 
@@ -222,7 +227,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n",
                              encoding="utf-8")
-    if any(r["verdict"] == "hazard" for r in rows):
+    if any(r["verdict"] == "hazard" and not r.get("real") for r in rows):
         sys.exit(1)
 
 
