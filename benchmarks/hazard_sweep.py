@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The hazard check over TileLang's own example kernels: never a false "hazard".
+"""The hazard check over real TileLang kernels: never a false "hazard".
 
 Each example below is lowered as a worker lowers it, for each target and each
 ``num_stages`` it is swept over (its own where the example fixes it), and the check's
