@@ -181,6 +181,94 @@ def ring_gemm(M, N, K, block_M=128, block_N=128, block_K=64, stages=2):
     return kernel
 '''
 
+# A gate the threads gather element by element beside two tiles the TMA copies: on sm_90a
+# the producer's gather is cp.async, and its threads arrive on the full barrier with
+# ``cp.async.mbarrier.arrive.noinc`` (the barrier's count is theirs).
+DECAYED_GEMM = '''\
+@tilelang.jit
+def decayed_gemm(M, N, K, block_M=64, block_N=64, block_K=64, num_stages=2):
+    @T.prim_func
+    def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"),
+               decay: T.Tensor((K,), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
+            a = T.alloc_shared((block_M, block_K), "bfloat16")
+            b = T.alloc_shared((block_K, block_N), "bfloat16")
+            g = T.alloc_shared((block_K, block_N), "float32")
+            g_frag = T.alloc_fragment((block_K, block_N), "float32")
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                T.copy(A[by * block_M, k * block_K], a)
+                for i, j in T.Parallel(block_K, block_N):
+                    g[i, j] = decay[k * block_K + i]
+                T.copy(B[k * block_K, bx * block_N], b)
+                T.copy(g, g_frag)
+                T.gemm(a, b, acc)
+                for i, j in T.Parallel(block_M, block_N):
+                    acc[i, j] *= g_frag[i % block_K, j]
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return kernel
+'''
+
+# Two pipelined loops over one shared matrix: on sm_90a TileLang specialises the warps of
+# the first (TMA, a producer branch) and leaves the second to the consumer, with cp.async.
+MIXED_TWICE = '''\
+@tilelang.jit
+def mixed_twice(rows, p_cols, q_cols, block=64, num_stages=1):
+    @T.prim_func
+    def kernel(Mix: T.Tensor((rows, rows), "bfloat16"), P: T.Tensor((rows, p_cols), "bfloat16"),
+               Q: T.Tensor((rows, q_cols), "bfloat16"),
+               P_out: T.Tensor((rows, p_cols), "float32"),
+               Q_out: T.Tensor((rows, q_cols), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            mix = T.alloc_shared((rows, rows), "bfloat16")
+            p = T.alloc_shared((rows, block), "bfloat16")
+            q = T.alloc_shared((rows, block), "bfloat16")
+            acc = T.alloc_fragment((rows, block), "float32")
+            T.copy(Mix, mix)
+            for j in T.Pipelined(p_cols // block, num_stages=num_stages):
+                T.copy(P[0, j * block], p)
+                T.gemm(mix, p, acc, clear_accum=True)
+                T.copy(acc, P_out[0, j * block])
+            for j in T.Pipelined(q_cols // block, num_stages=num_stages):
+                T.copy(Q[0, j * block], q)
+                T.gemm(mix, q, acc, clear_accum=True)
+                T.copy(acc, Q_out[0, j * block])
+
+    return kernel
+'''
+
+# A state loaded into shared memory before a warp-specialised loop and read into registers
+# before it; TileLang 0.1.15 (sm_90a) loads it by TMA and puts the wait on its barrier in the
+# loop's first iteration, after the read: a real race.
+CARRIED_STATE = '''\
+@tilelang.jit
+def carried_state(steps, DK=64, DV=64, block_S=64, num_stages=1):
+    @T.prim_func
+    def kernel(S0: T.Tensor((DK, DV), "bfloat16"),
+               X: T.Tensor((steps * block_S, DK), "bfloat16"),
+               H: T.Tensor((steps, DK, DV), "bfloat16"),
+               Y: T.Tensor((steps * block_S, DV), "float32")):
+        with T.Kernel(1, threads=128) as bx:
+            state_s = T.alloc_shared((DK, DV), "bfloat16")
+            x_s = T.alloc_shared((block_S, DK), "bfloat16")
+            state = T.alloc_fragment((DK, DV), "float32")
+            y = T.alloc_fragment((block_S, DV), "float32")
+            T.copy(S0, state_s)
+            T.copy(state_s, state)
+            for t in T.Pipelined(steps, num_stages=num_stages):
+                T.copy(state_s, H[t, 0, 0])
+                T.copy(X[t * block_S, 0], x_s)
+                T.gemm(x_s, state_s, y, clear_accum=True)
+                T.copy(y, Y[t * block_S, 0])
+                for i, j in T.Parallel(DK, DV):
+                    state[i, j] = state[i, j] * 0.5
+                T.copy(state, state_s)
+
+    return kernel
+'''
+
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
 GEMM_ARGS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128,
@@ -687,3 +775,52 @@ def test_the_race_fails_sphinx_build_w_on_sm80_and_sm90a_and_its_twin_passes(
                      (str(line), "sm_90a, num_stages=2", "WAR on S")], said
     status, said, _ = strict(FETCH_FIRST, "twin")
     assert status == 0 and "hazard" not in said, said
+
+
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_cp_async_arrivals_on_a_full_barrier_are_counted(num_stages: int) -> None:
+    """The producer's ``cp.async.mbarrier.arrive.noinc`` is each of its threads' arrival:
+    uncounted, the full barrier's phase never completes (a false HANG once did)."""
+    after, code = lowered(DECAYED_GEMM, "decayed_gemm", "sm_90a", M=256, N=256, K=512,
+                          num_stages=num_stages)
+    assert "noinc" in code  # the arrival this test is about
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "none", found
+    assert "phases and arrivals" in found["text"]
+
+
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_a_consumer_that_copies_with_cp_async_is_its_own_role(num_stages: int) -> None:
+    """The producer branch is the one issuing the TMA loads, even when the consumer issues
+    cp.async copies of its own (once both were called producers: "not checked"). At two
+    stages the last wgmma's descriptor points a byte offset past its buffer's first slot
+    (``handle_add_byte_offset``: once "not checked" too); its waits deleted, the reads of
+    that slot race their copies."""
+    after, code = lowered(MIXED_TWICE, "mixed_twice", "sm_90a", rows=64, p_cols=256,
+                          q_cols=256, num_stages=num_stages)
+    assert "tma_load" in code and "cp_async" in code
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "none", found
+    assert "cp.async groups" in found["text"] and "phases and arrivals" in found["text"]
+    if num_stages == 2:
+        assert "handle_add_byte_offset" in str(ir_facts.device_function(after["final"]))
+        unwaited = check(mutated(after, lambda stmt: _no_op(stmt)
+                                 if _calls(stmt, "ptx_wait_group") else None,
+                                 loop_only=False), "sm_90a")
+        assert unwaited["verdict"] == "hazard" and "RAW on q" in unwaited["text"], unwaited
+
+
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_a_state_read_before_its_tma_wait_is_flagged(num_stages: int) -> None:
+    """The consumer reads the state's shared copy before the loop, the wait on its
+    barrier comes in the loop's first iteration: a RAW on sm_90a (or TileLang's code no
+    longer reads before it waits)."""
+    after, code = lowered(CARRIED_STATE, "carried_state", "sm_90a", steps=8,
+                          num_stages=num_stages)
+    consumer = code[code.index("} else {"):]
+    read_first = consumer.index("state_s_local_cast") < consumer.index(".wait(0)")
+    found = check(after, "sm_90a")
+    if read_first:
+        assert found["verdict"] == "hazard" and found["text"] == "hazard: RAW on state_s", found
+    else:
+        assert found["verdict"] == "none", found

@@ -7,13 +7,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
+from tvm.tirx.stmt_functor import post_order_visit
+
 from .ir_walk import kind, op_name, short
 
 BARRIER_OPS = frozenset({
     "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
     "mbarrier_arrive", "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
     "tma_load_multicast",
-    "ptx_fence_barrier_init", "warpgroup_wait", "warpgroup_commit_batch",
+    "ptx_cp_async_barrier_noinc", "ptx_fence_barrier_init", "warpgroup_wait",
+    "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
     "ptx_wgmma_rs"})
 
@@ -80,12 +84,23 @@ class RingOps:
         key = arg.__chandle__()
         if key not in self.parts:
             self.parts[key] = None
-            if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
-                    and shared(arg.args[0].buffer.data):
+            name = short(op_name(arg)) if kind(arg) == "Call" else ""
+            if name == "address_of" and shared(arg.args[0].buffer.data):
                 load = arg.args[0]
                 self.parts[key] = (load.buffer, list(load.indices))
+            elif name == "handle_add_byte_offset":  # a slot past the buffer's first
+                self.parts[key] = (arg.args[0], arg.args[1], None)
         found = self.parts[key]
-        return None if found is None else self.region(*found)
+        if found is None:
+            return None
+        if len(found) == 3:
+            inner = self.pointer(found[0])
+            if inner is None:
+                return None
+            shift = self.constant(found[1], "a pointer's byte offset")
+            buffer, root, lo, hi = inner
+            return buffer, root, lo + shift, hi + shift
+        return self.region(*found)
 
     def mbarrier(self, args: list[Any], name: str) -> None:
         """The barrier operations of TMA pipelines (Hopper, Blackwell), from a call's
@@ -99,6 +114,10 @@ class RingOps:
         elif name in ("ptx_arrive_barrier", "mbarrier_arrive"):
             if len(args) != 1:
                 raise Undecided(f"{name} with {len(args)} arguments (a cluster barrier?)")
+            self.emit({"op": "arrive", "bar": self.barrier(args[0]), "n": self.arrivals()})
+        elif name == "ptx_cp_async_barrier_noinc":
+            # ``cp.async.mbarrier.arrive.noinc``: each executing thread's arrival, made once
+            # its earlier cp.async copies land (``.noinc``: the init count includes it).
             self.emit({"op": "arrive", "bar": self.barrier(args[0]), "n": self.arrivals()})
         elif name in ("ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx"):
             if len(args) != 2:
@@ -183,3 +202,28 @@ class RingOps:
         if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
             raise Undecided(f"a synchronisation under the condition {stmt.condition}")
         self.records.extend(paths[0])
+
+
+def branch_roles(cases: list[Any]) -> list[str]:
+    """Each branch's role: the producer issues the TMA loads (or, with none, the cp.async
+    copies: a consumer may copy too, in a later loop TileLang did not split)."""
+    for copies in (("tma_load", "tma_load_multicast"), ("ptx_cp_async",)):
+        found = ["producer" if has_call(case, copies) else "consumer" for case in cases]
+        if len(set(found)) == len(found):
+            return found
+    return ["producer"] * len(cases)
+
+
+def has_call(stmt: Any, names: Any) -> bool:
+    """Whether a statement calls one of ``names``."""
+    found = [False]
+
+    def visit(node: Any) -> None:
+        if not found[0] and type(node).__name__ == "Call" \
+                and str(node.op.name).rsplit(".", 1)[-1] in names:
+            found[0] = True
+
+    post_order_visit(stmt, visit)
+    return found[0]
+
+

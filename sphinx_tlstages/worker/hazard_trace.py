@@ -21,7 +21,7 @@ from typing import Any
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
 from tvm.tirx.stmt_functor import post_order_visit
 
-from .hazard_rings import BARRIER_OPS, RingOps, Undecided, shared
+from .hazard_rings import BARRIER_OPS, RingOps, Undecided, branch_roles, has_call, shared
 from .intervals import Interval, Unbounded, interval, narrowed
 from .ir_walk import integer, kind, op_name, short
 
@@ -197,7 +197,7 @@ class Trace(RingOps):
         (``T.tl_shuffle_elect``, ``tx == c``), or the roles of a warp-specialised loop
         (``if tx < P:`` producer ``else:`` consumer)."""
         cond = stmt.condition
-        if _has(cond, ("block_rank_in_cluster",)):
+        if has_call(cond, ("block_rank_in_cluster",)):
             self.cluster_branch(stmt)
             return
         name = short(op_name(cond)) if kind(cond) == "Call" else kind(cond)
@@ -215,8 +215,7 @@ class Trace(RingOps):
                  if case is not None] if self.threads is not None else []
         if self.role != "all" or not cases or any(r is None for _, r in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
-        roles = ["producer" if _has(case, ("tma_load", "ptx_cp_async")) else "consumer"
-                 for case, _ in cases]
+        roles = branch_roles([case for case, _ in cases])
         if len(set(roles)) != len(roles):
             raise Undecided(f"two branches of one role under the condition {cond}")
         everyone = self.env[self.threads]
@@ -241,7 +240,7 @@ class Trace(RingOps):
         key = stmt.__chandle__()
         found = self.synced.get(key)
         if found is None:
-            found = self.synced[key] = _has(stmt, _SYNC_OPS)
+            found = self.synced[key] = has_call(stmt, _SYNC_OPS)
         return found
 
     # --- calls ----------------------------------------------------------------------
@@ -329,17 +328,3 @@ class Trace(RingOps):
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
                        "how": "load"})
-
-
-def _has(stmt: Any, names: Any) -> bool:
-    found = [False]
-
-    def visit(node: Any) -> None:
-        if not found[0] and type(node).__name__ == "Call" \
-                and str(node.op.name).rsplit(".", 1)[-1] in names:
-            found[0] = True
-
-    post_order_visit(stmt, visit)
-    return found[0]
-
-
