@@ -38,8 +38,9 @@ def main() -> None:
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
 
-    from sphinx_tlstages.core.passes import PassLog
-    from sphinx_tlstages.worker import hazard_check, ir_facts
+    from sphinx_tlstages.core.results.passes import PassLog
+    from sphinx_tlstages.worker.hazards import verdict as hazard_check
+    from sphinx_tlstages.worker.ir import facts as ir_facts
     from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
     from sphinx_tlstages.worker.lowering import _lower, _recorder
 

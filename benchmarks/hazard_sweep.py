@@ -141,8 +141,9 @@ def _namespace(entry: dict[str, Any], root: Path) -> Iterator[dict[str, Any]]:
 
 def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
     """Lower one kernel for every target and num_stages; its rows."""
-    from sphinx_tlstages.core.passes import PassLog
-    from sphinx_tlstages.worker import hazard_check, ir_facts
+    from sphinx_tlstages.core.results.passes import PassLog
+    from sphinx_tlstages.worker.hazards import verdict as hazard_check
+    from sphinx_tlstages.worker.ir import facts as ir_facts
     from sphinx_tlstages.worker.kernel_module import prim_func
     from sphinx_tlstages.worker.lowering import _lower, _recorder
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sphinx_tlstages.core.protocol import Task
+from sphinx_tlstages.core.protocol.messages import Task
 
 ROOT = Path(__file__).resolve().parent.parent
 GEMM = (ROOT / "book" / "kernels" / "gemm.py").read_text(encoding="utf-8")
@@ -114,8 +114,8 @@ def main() -> None:
 
     import_tilelang()  # as a worker starts: TileLang imported, what it made frozen
     import_seconds = time.process_time() - started
-    from sphinx_tlstages.core.passes import recorded
-    from sphinx_tlstages.worker import hazard_check
+    from sphinx_tlstages.core.results.passes import recorded
+    from sphinx_tlstages.worker.hazards import verdict as hazard_check
     from sphinx_tlstages.worker.lowering import lower_variant
 
     checking: list[float] = []  # the last extension run's hazard check, CPU seconds

@@ -58,10 +58,10 @@ def _timed(step: Any) -> dict[str, float]:
 
 
 def compile_scenario(rounds: int) -> dict[str, Any]:
-    from sphinx_tlstages.core import options
-    from sphinx_tlstages.core.targets import parse_target
-    from sphinx_tlstages.core.toolkit import find
-    from sphinx_tlstages.core.variants import matrix
+    from sphinx_tlstages.core.plan import options
+    from sphinx_tlstages.core.plan.targets import parse_target
+    from sphinx_tlstages.core.plan.toolkit import find
+    from sphinx_tlstages.core.plan.variants import matrix
     from sphinx_tlstages.worker import resources
     from sphinx_tlstages.worker.tasks import import_tilelang
 
@@ -173,8 +173,8 @@ def main() -> None:
     parser.add_argument("--only", default="compile,book")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    from sphinx_tlstages.core.stamps import tilelang_version
-    from sphinx_tlstages.core.toolkit import find
+    from sphinx_tlstages.core.plan.toolkit import find
+    from sphinx_tlstages.core.results.stamps import tilelang_version
     from sphinx_tlstages.worker.resources import version
 
     toolkit = find("auto")

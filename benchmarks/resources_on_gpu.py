@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from sphinx_tlstages.core import driver_check  # noqa: E402 - pure, on both machines
+from sphinx_tlstages.core.hardware import driver_check  # noqa: E402 - pure, on both machines
 
 # -- prepare: where the book builds -------------------------------------------------------
 
@@ -103,14 +103,14 @@ def directives(book: Path) -> list[dict[str, Any]]:
 
 def prepare(book: Path, names: list[str], num_stages: list[int] | None,
             target: str | None, out: Path) -> int:
-    from sphinx_tlstages.core import options
     from sphinx_tlstages.core.files import write_atomic
-    from sphinx_tlstages.core.kernel_source import normalise_source
-    from sphinx_tlstages.core.spec import KernelOrigin
-    from sphinx_tlstages.core.stamps import tilelang_version
-    from sphinx_tlstages.core.targets import parse_targets
-    from sphinx_tlstages.core.toolkit import find
-    from sphinx_tlstages.core.variants import depths, kernel_factory, matrix, with_toolkit
+    from sphinx_tlstages.core.kernel.source import normalise_source
+    from sphinx_tlstages.core.plan import options
+    from sphinx_tlstages.core.plan.spec import KernelOrigin
+    from sphinx_tlstages.core.plan.targets import parse_targets
+    from sphinx_tlstages.core.plan.toolkit import find
+    from sphinx_tlstages.core.plan.variants import depths, kernel_factory, matrix, with_toolkit
+    from sphinx_tlstages.core.results.stamps import tilelang_version
     from sphinx_tlstages.worker.resources import version
     from sphinx_tlstages.worker.tasks import import_tilelang
 

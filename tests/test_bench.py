@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.core.bench_data import (
+from sphinx_tlstages.core.records.bench_data import (
     BenchFileError,
     benched,
     code_fingerprint,
@@ -22,7 +22,7 @@ from sphinx_tlstages.core.bench_data import (
     load,
     validate,
 )
-from sphinx_tlstages.core.stamps import tilelang_version
+from sphinx_tlstages.core.results.stamps import tilelang_version
 from sphinx_tlstages.ext.collector import all_directives
 from sphinx_tlstages.ext.state import build_state
 
@@ -154,7 +154,7 @@ GPU_HELPERS = """
 import sys
 from sphinx_tlstages.cli import bench
 from sphinx_tlstages.worker import gpu as lowering
-from sphinx_tlstages.core.protocol import Task
+from sphinx_tlstages.core.protocol.messages import Task
 task = Task(sys.argv[1], "kernel.py", "matmul",
             (("M", "64"), ("N", "48"), ("K", "32"), ("block_M", "64"), ("block_N", "48"),
              ("block_K", "32"), ("threads", "128")), 2, {"kind": "cuda", "arch": "sm_90a"})

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from sphinx.util.texescape import escape as tex_escape
 
-from sphinx_tlstages.core.options import SHOW_PARTS
-from sphinx_tlstages.core.toolkit import find
+from sphinx_tlstages.core.plan.options import SHOW_PARTS
+from sphinx_tlstages.core.plan.toolkit import find
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, myst, rst

@@ -58,7 +58,8 @@ def test_tilelang_upgrade_relowers_and_rewrites_unread_documents(build, tmp_path
     unchanged = build(docs, srcdir=src)
     assert counts(unchanged) == (0, 1)
     assert "no targets are out of date" in unchanged.status
-    monkeypatch.setattr("sphinx_tlstages.ext.batch.tilelang_stamp", lambda: "0.1.16+rebuilt")
+    monkeypatch.setattr("sphinx_tlstages.ext.lowering.batch.tilelang_stamp",
+                        lambda: "0.1.16+rebuilt")
     upgraded = build(docs, srcdir=src)
     assert counts(upgraded) == (1, 0)
     status = upgraded.status

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from sphinx_tlstages.core.errors import SUBTYPES
-from sphinx_tlstages.core.stamps import tilelang_version
+from sphinx_tlstages.core.results.stamps import tilelang_version
 from sphinx_tlstages.ext.config import CONFIG_VALUES, ENVIRONMENT_VARIABLES
 from sphinx_tlstages.ext.directive import OPTIONS
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from sphinx_tlstages.core import snapshot_compare
-from sphinx_tlstages.core.diffs import diff, pairs
-from sphinx_tlstages.core.result import RESULT_SCHEMA
-from sphinx_tlstages.core.spec import KernelOrigin, VariantSpec
-from sphinx_tlstages.core.targets import parse_target
-from sphinx_tlstages.core.variants import alike_group, lowered_alike, merge_unchanged
+from sphinx_tlstages.core.plan.spec import KernelOrigin, VariantSpec
+from sphinx_tlstages.core.plan.targets import parse_target
+from sphinx_tlstages.core.plan.variants import alike_group, lowered_alike, merge_unchanged
+from sphinx_tlstages.core.records import snapshot_compare
+from sphinx_tlstages.core.results.diffs import diff, pairs
+from sphinx_tlstages.core.results.result import RESULT_SCHEMA
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "book" / "_tlstages" / "snapshots"
 SOURCE = "def matmul(M, num_stages):\n    return M\n"
@@ -173,7 +173,7 @@ def test_a_diff_counts_what_it_caps_and_ignores_line_directives() -> None:
 # Benchmark numbers: what makes them stale ---------------------------------------------
 
 def test_numbers_go_stale_with_the_code_shown_not_with_template_headers() -> None:
-    from sphinx_tlstages.core.bench_data import (
+    from sphinx_tlstages.core.records.bench_data import (
         code_fingerprint,
         cuda_fingerprint,
         fingerprint,

@@ -9,9 +9,9 @@ import pytest
 from markdown_it import MarkdownIt
 
 from sphinx_tlstages import cli
-from sphinx_tlstages.core import drift_render
-from sphinx_tlstages.core.drift import DIFF_LINES, Report, from_json
-from sphinx_tlstages.core.stamps import tilelang_version
+from sphinx_tlstages.core.records import drift_render
+from sphinx_tlstages.core.records.drift import DIFF_LINES, Report, from_json
+from sphinx_tlstages.core.results.stamps import tilelang_version
 
 from .conftest import CONF
 from .html_tree import Element, parse, table_rows

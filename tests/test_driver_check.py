@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from sphinx_tlstages.core import driver_check
-from sphinx_tlstages.core.occupancy import LIMITS
+from sphinx_tlstages.core.hardware import driver_check
+from sphinx_tlstages.core.hardware.occupancy import LIMITS
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDED = json.loads((ROOT / "benchmarks" / "resources-on-gpu-h200.json")

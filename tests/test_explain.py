@@ -89,7 +89,7 @@ def test_unknown_name_exits_1(tmp_path, capsys) -> None:
 
 
 def test_tuple_params_are_compared_as_recorded_not_reparsed() -> None:
-    from sphinx_tlstages.core.explain import _reasons
+    from sphinx_tlstages.core.records.explain import _reasons
 
     before = {"parts": {"params": "M=1 tile=(64, 64)"}, "params": {"M": "1", "tile": "(64, 64)"}}
     assert _reasons(before, {"params": "M=1 tile=(32, 32)"}, {"M": "1", "tile": "(32, 32)"},

@@ -9,11 +9,14 @@ from typing import Any
 
 import pytest
 
-from sphinx_tlstages.core import assertions, fact_table, resources, snapshot_compare, snapshots
-from sphinx_tlstages.core.options import SHOW_PARTS
-from sphinx_tlstages.core.result import RESULT_SCHEMA, Result, validate
-from sphinx_tlstages.core.spec import DirectiveSpec, VariantSpec
-from sphinx_tlstages.core.targets import parse_target
+from sphinx_tlstages.core import claims as assertions
+from sphinx_tlstages.core.hardware import resources
+from sphinx_tlstages.core.plan.options import SHOW_PARTS
+from sphinx_tlstages.core.plan.spec import DirectiveSpec, VariantSpec
+from sphinx_tlstages.core.plan.targets import parse_target
+from sphinx_tlstages.core.records import snapshot_compare, snapshots
+from sphinx_tlstages.core.results import fact_table
+from sphinx_tlstages.core.results.result import RESULT_SCHEMA, Result, validate
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -17,7 +17,7 @@ from sphinx_tlstages.core.figures import chart_svg, schedule_sentence, schedule_
 from sphinx_tlstages.core.figures.chart import chart_input, sentence
 from sphinx_tlstages.core.figures.lanes import drawn_schedule
 from sphinx_tlstages.core.figures.model import group_variants, schedule_figures
-from sphinx_tlstages.core.result import failure
+from sphinx_tlstages.core.results.result import failure
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = json.loads((ROOT / "book/_tlstages/bench/nvidia-h200.json").read_text())

@@ -14,7 +14,7 @@ import pytest
 
 from sphinx_tlstages.core.figures.lanes import drawn_schedule
 from sphinx_tlstages.core.figures.model import schedule_figures
-from sphinx_tlstages.core.result import Result
+from sphinx_tlstages.core.results.result import Result
 from sphinx_tlstages.ext.collector import all_directives
 from sphinx_tlstages.ext.state import build_state
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.ext import figures as figure_visitors
+from sphinx_tlstages.ext.builders import figure_visitors as figure_visitors
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst

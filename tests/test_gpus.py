@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from sphinx_tlstages.cli.lower import lower_file
-from sphinx_tlstages.core.bench_data import code_fingerprint, fingerprint
 from sphinx_tlstages.core.errors import OptionError
-from sphinx_tlstages.core.options import Expected, parse_expect_error
-from sphinx_tlstages.core.targets import NVIDIA_SHARED_MEMORY, parse_target, parse_targets
+from sphinx_tlstages.core.plan.options import Expected, parse_expect_error
+from sphinx_tlstages.core.plan.targets import NVIDIA_SHARED_MEMORY, parse_target, parse_targets
+from sphinx_tlstages.core.records.bench_data import code_fingerprint, fingerprint
 from sphinx_tlstages.ext.collector import all_directives
 from sphinx_tlstages.ext.state import build_state
 
@@ -363,8 +363,8 @@ _PASS_LOG_PROBE = """
 import json, sys
 import tilelang
 from tilelang import tvm
-from sphinx_tlstages.core.passes import PassLog
-from sphinx_tlstages.core.protocol import Task
+from sphinx_tlstages.core.results.passes import PassLog
+from sphinx_tlstages.core.protocol.messages import Task
 from sphinx_tlstages.worker import lowering
 from sphinx_tlstages.worker.kernel_module import factory_arguments, kernel_module, prim_func
 

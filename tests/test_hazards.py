@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from sphinx_tlstages.core.hazards import verdict
-from sphinx_tlstages.core.passes import PassLog
+from sphinx_tlstages.core.hazards.check import verdict
+from sphinx_tlstages.core.results.passes import PassLog
 
 from .html_tree import Element
 from .kernels import GEMM, rst
@@ -51,7 +51,8 @@ def _tilelang() -> None:
     from tilelang import tvm
     from tvm.tirx.stmt_functor import ir_transform, post_order_visit, substitute
 
-    from sphinx_tlstages.worker import hazard_check, ir_facts
+    from sphinx_tlstages.worker.hazards import verdict as hazard_check
+    from sphinx_tlstages.worker.ir import facts as ir_facts
     from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
     from sphinx_tlstages.worker.lowering import _lower, _recorder
 ROOT = Path(__file__).resolve().parent.parent
@@ -572,8 +573,8 @@ def test_cluster_copies_on_a_barrier_each_are_flagged_on_sm90a() -> None:
 def test_the_cluster_finding_names_its_statements_and_cuda_lines() -> None:
     """Outside a pipelined loop, the finding's iteration (s=1) names the loop whose
     statements use the buffer; each comes with the CUDA lines it became."""
-    from sphinx_tlstages.core import cuda as cuda_text
-    from sphinx_tlstages.core.facts import _located
+    from sphinx_tlstages.core.results import cuda as cuda_text
+    from sphinx_tlstages.core.results.facts import _located
 
     after, code = lowered(PANEL_SUM, "panel_sum", "sm_90a", **PANEL_PARAMS)
     found = check(after, "sm_90a")

@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from sphinx_tlstages.core.errors import SourceError
-from sphinx_tlstages.core.kernel_source import (
+from sphinx_tlstages.core.kernel.source import (
     check_params,
     choose_factory,
     find_factories,
     normalise_source,
     parse_kernel,
 )
-from sphinx_tlstages.core.kernel_statements import pipelined_loops
+from sphinx_tlstages.core.kernel.statements import pipelined_loops
 
 from .kernels import GEMM, GEMM_AUTOTUNE, GEMM_PLAIN
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import sphinx_tlstages
-from sphinx_tlstages.core.stamps import LOWERING_ROOTS, code_digest
-from sphinx_tlstages.ext.html import RENDER_ROOTS
+from sphinx_tlstages.core.results.stamps import LOWERING_ROOTS, code_digest
+from sphinx_tlstages.ext.builders.html import RENDER_ROOTS
 
 PACKAGE = Path(sphinx_tlstages.__file__).parent
 
@@ -32,17 +32,17 @@ def _edit(path: Path) -> None:
 @pytest.mark.parametrize("edited, lowering_changes, render_changes", [
     ("ext/messages.py", False, False),        # a warning's wording
     ("ext/render/summary.py", False, True),   # a renderer
-    ("ext/checks.py", False, False),
+    ("ext/checks/run.py", False, False),
     ("cli/bench.py", False, False),
     ("worker/gpu.py", False, False),          # the GPU compile of tlstages bench
-    ("worker/ir_facts.py", True, False),      # a fact reader
-    ("core/facts.py", True, False),           # result assembly, run in the worker
-    ("core/cuda.py", True, True),             # normalising (worker) and mapping (page)
-    ("core/result.py", True, True),
-    ("core/pass_compare.py", False, True),
-    ("worker/schedule.py", True, False),      # the schedule reader
+    ("worker/ir/facts.py", True, False),      # a fact reader
+    ("core/results/facts.py", True, False),           # result assembly, run in the worker
+    ("core/results/cuda.py", True, True),             # normalising (worker) and mapping (page)
+    ("core/results/result.py", True, True),
+    ("core/results/pass_compare.py", False, True),
+    ("worker/ir/schedule.py", True, False),      # the schedule reader
     ("core/figures/cp_async.py", False, True),  # a figure's drawing
-    ("ext/figures.py", False, True),          # the visitors of figures
+    ("ext/builders/figure_visitors.py", False, True),          # the visitors of figures
     ("core/figures/tikz.py", False, True),    # imported by the visitors
 ])
 def test_stamps_cover_exactly_what_they_depend_on(package_copy: Path, edited: str,
@@ -83,7 +83,7 @@ def test_the_closure_reads_every_spelling_of_an_import(tmp_path: Path) -> None:
     """Only import statements are parsed (for speed): a parenthesised one over several
     lines with comments, one inside a function, a backslash continuation; prose in a
     docstring that reads like an import adds nothing that does not exist."""
-    from sphinx_tlstages.core.stamps import module_closure
+    from sphinx_tlstages.core.results.stamps import module_closure
 
     package = tmp_path / "sphinx_tlstages"
     (package / "core").mkdir(parents=True)

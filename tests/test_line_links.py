@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.core.cuda import source_map
-from sphinx_tlstages.core.line_links import attribute
+from sphinx_tlstages.core.results.cuda import source_map
+from sphinx_tlstages.core.results.line_links import attribute
 
 from .conftest import Built, build_once
 from .html_tree import Element

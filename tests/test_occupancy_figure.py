@@ -90,7 +90,7 @@ def test_svg_in_both_themes_and_tikz_are_the_same_bytes_every_time() -> None:
 
 
 def test_tensor_memory_is_a_limit_of_its_own_in_columns_of_powers_of_two() -> None:
-    from sphinx_tlstages.core.occupancy import LIMITS, occupancy, tensor_memory_blocks
+    from sphinx_tlstages.core.hardware.occupancy import LIMITS, occupancy, tensor_memory_blocks
 
     assert [tensor_memory_blocks(c) for c in (20, 100, 128, 512, 600)] == [16, 4, 4, 1, 0]
     b200 = LIMITS["10.0"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sphinx_tlstages.core.errors import OptionError
-from sphinx_tlstages.core.options import parse_name, parse_num_stages, parse_params, parse_show
-from sphinx_tlstages.core.targets import parse_target
+from sphinx_tlstages.core.plan.options import parse_name, parse_num_stages, parse_params, parse_show
+from sphinx_tlstages.core.plan.targets import parse_target
 
 
 @pytest.mark.parametrize(("text", "expected"), [

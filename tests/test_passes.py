@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from sphinx_tlstages.core import pass_compare, passes
-from sphinx_tlstages.core.assertions import reads_passes
-from sphinx_tlstages.ext.batch import project_directives
+from sphinx_tlstages.core.claims import reads_passes
+from sphinx_tlstages.core.results import pass_compare, passes
+from sphinx_tlstages.ext.collector import project_directives
 from sphinx_tlstages.ext.state import build_state
 
 from .conftest import CONF, Built, build_once

@@ -8,8 +8,10 @@ import json
 
 import pytest
 
-from sphinx_tlstages.core import protocol
-from sphinx_tlstages.core.protocol import (
+from sphinx_tlstages.core.plan.spec import KernelOrigin, VariantSpec
+from sphinx_tlstages.core.plan.targets import parse_target
+from sphinx_tlstages.core.protocol import messages as protocol
+from sphinx_tlstages.core.protocol.messages import (
     Done,
     Exited,
     Fork,
@@ -28,8 +30,6 @@ from sphinx_tlstages.core.protocol import (
     TaskLine,
     Unavailable,
 )
-from sphinx_tlstages.core.spec import KernelOrigin, VariantSpec
-from sphinx_tlstages.core.targets import parse_target
 
 VARIANT = VariantSpec("def f(num_stages):\n    pass\n", "kernel.py", "f",
                       (("M", "1024"), ("dtype", "T.float16")), 3, parse_target("sm_90a"),

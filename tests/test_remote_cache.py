@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.core.entry import BadEntry, object_name, pack, unpack
-from sphinx_tlstages.core.result import RESULT_SCHEMA, validate
+from sphinx_tlstages.core.records.cache_entry import BadEntry, object_name, pack, unpack
+from sphinx_tlstages.core.results.result import RESULT_SCHEMA, validate
 from sphinx_tlstages.runner import launch, pool
 
 from .conftest import CONF, Built, build_once, write_project
@@ -94,8 +94,8 @@ def no_workers(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(launch.subprocess, "Popen", refuse)
     monkeypatch.setattr(pool, "start_server", refuse)
-    monkeypatch.setattr("sphinx_tlstages.ext.batch.start_server", refuse)
-    monkeypatch.setattr("sphinx_tlstages.ext.prestart.start_server", refuse)
+    monkeypatch.setattr("sphinx_tlstages.ext.lowering.batch.start_server", refuse)
+    monkeypatch.setattr("sphinx_tlstages.ext.lowering.prestart.start_server", refuse)
 
 
 def no_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -104,8 +104,8 @@ def no_rendering(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a directive's HTML was written again")
 
-    monkeypatch.setattr("sphinx_tlstages.ext.html._write_html", refuse)
-    monkeypatch.setattr("sphinx_tlstages.ext.html.highlight_cached", refuse)
+    monkeypatch.setattr("sphinx_tlstages.ext.builders.html._write_html", refuse)
+    monkeypatch.setattr("sphinx_tlstages.ext.builders.html.highlight_cached", refuse)
 
 
 FRAGMENTS = re.compile(r"page fragments (\d+) hit, (\d+) missed, (\d+) written, (\d+) errors")

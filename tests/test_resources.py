@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.core import fact_table
-from sphinx_tlstages.core.occupancy import LIMITS, limits_for, occupancy
-from sphinx_tlstages.core.resources import (
+from sphinx_tlstages.core.hardware.occupancy import LIMITS, limits_for, occupancy
+from sphinx_tlstages.core.hardware.resources import (
     ReportError,
     cuda_register_budgets,
     parse_ptxas,
@@ -30,9 +29,10 @@ from sphinx_tlstages.core.resources import (
     spill_sentence,
     strip_encodings,
 )
-from sphinx_tlstages.core.spec import VariantSpec
-from sphinx_tlstages.core.targets import parse_target
-from sphinx_tlstages.core.toolkit import Toolkit, find
+from sphinx_tlstages.core.plan.spec import VariantSpec
+from sphinx_tlstages.core.plan.targets import parse_target
+from sphinx_tlstages.core.plan.toolkit import Toolkit, find
+from sphinx_tlstages.core.results import fact_table
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -355,7 +355,7 @@ def test_tlstages_lower_shows_the_part(tmp_path: Path) -> None:
 
 
 def test_a_changed_register_count_is_drift_in_words() -> None:
-    from sphinx_tlstages.core.snapshot_compare import variant_changes
+    from sphinx_tlstages.core.records.snapshot_compare import variant_changes
 
     before = resources(recorded("sm_80-ns1.ptxas"), recorded("sm_80-ns1.sass.gz"), "sm_80",
                        128, 32768)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from sphinx_tlstages.core.stamps import tilelang_version
+from sphinx_tlstages.core.results.stamps import tilelang_version
 
 from .conftest import Built, build_once
 from .kernels import GEMM, GEMM_PARAMS, myst, rst

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from sphinx_tlstages import cli
-from sphinx_tlstages.core import toolkit
-from sphinx_tlstages.core.stamps import tilelang_version
+from sphinx_tlstages.core.plan import toolkit
+from sphinx_tlstages.core.results.stamps import tilelang_version
 
 from .conftest import CONF, write_project
 from .kernels import GEMM, GEMM_PARAMS, rst

@@ -11,8 +11,8 @@ import re
 from docutils import nodes
 from sphinx import addnodes
 
+from sphinx_tlstages.ext.builders.table_fit import LATEX, TEXT, fit_columns, split_variant_columns
 from sphinx_tlstages.ext.render.tables import Span, table
-from sphinx_tlstages.ext.table_fit import LATEX, TEXT, fit_columns, split_variant_columns
 
 HEADINGS = [f"block_K={k}, block_N={n}, threads={t}, num_stages={s}"
             for k in (32, 64) for n in (64, 128, 256) for t in (128, 256) for s in (1, 2, 3, 4)]

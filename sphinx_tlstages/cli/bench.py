@@ -22,7 +22,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.bench_data import (
+from ..core.files import write_atomic
+from ..core.plan.options import literal_value
+from ..core.plan.spec import DirectiveSpec, VariantSpec
+from ..core.records.bench_data import (
     BENCH_SCHEMA,
     benched,
     code_fingerprint,
@@ -31,9 +34,6 @@ from ..core.bench_data import (
     gpu_slug,
     validate,
 )
-from ..core.files import write_atomic
-from ..core.options import literal_value
-from ..core.spec import DirectiveSpec, VariantSpec
 from ..ext.project import conf_values, read_directives
 
 METHOD = ("CUDA events around each launch; the L2 cache flushed (a 256 MiB write) before "

@@ -1,9 +1,10 @@
 """``tlstages cache export|import|status``: the lowering cache as one archive, and what
 the local and the remote cache hold.
 
-An archive is a tar file of remote-cache entries (:mod:`..core.entry`): each proves its
-own key and content, so ``import`` keeps only whole, correct entries, and one archive is
-one entry in a CI system's own cache (GitHub's ``actions/cache``), not one per variant.
+An archive is a tar file of remote-cache entries (:mod:`..core.records.cache_entry`):
+each proves its own key and content, so ``import`` keeps only whole, correct entries, and
+one archive is one entry in a CI system's own cache (GitHub's ``actions/cache``), not one
+per variant.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import tarfile
 from collections import Counter
 from pathlib import Path
 
-from ..core.entry import BadEntry, object_name, pack, unpack
 from ..core.files import write_atomic
-from ..core.result import validate
+from ..core.records.cache_entry import BadEntry, object_name, pack, unpack
+from ..core.results.result import validate
 
 
 def cache_dir(given: Path | None) -> Path | None:
@@ -105,7 +106,7 @@ def status(folder: Path | None, url: str | None, timeout: float) -> int:
         print(f"local {folder}: {sum(schemas.values())} entries, {_size(size)}, schema "
               + (", ".join(f"{s}: {n}" for s, n in sorted(schemas.items())) or "-"))
     if url:
-        from ..ext.remote import open_store, shown_url
+        from ..ext.cache.remote import open_store, shown_url
 
         try:
             import obstore

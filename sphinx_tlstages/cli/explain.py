@@ -6,7 +6,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core.explain import find_records, report
+from ..core.records.explain import find_records, report
 
 
 def explain(name: str, places: Sequence[Path]) -> int:

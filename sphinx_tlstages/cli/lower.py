@@ -16,16 +16,16 @@ from typing import TextIO
 from docutils import nodes
 from sphinx.config import Config
 
-from ..core import options
 from ..core.errors import OptionError, SourceError
 from ..core.files import write_atomic
-from ..core.kernel_source import normalise_source
-from ..core.result import Result, failure
-from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params
-from ..core.stamps import tilelang_version
-from ..core.targets import parse_target
-from ..core.toolkit import find as find_toolkit
-from ..core.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from ..core.kernel.source import normalise_source
+from ..core.plan import options
+from ..core.plan.spec import DirectiveSpec, KernelOrigin, canonical_params
+from ..core.plan.targets import parse_target
+from ..core.plan.toolkit import find as find_toolkit
+from ..core.plan.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from ..core.results.result import Result, failure
+from ..core.results.stamps import tilelang_version
 from ..ext.config import strict_environment
 from ..ext.listing import ListingError, read_listing
 from ..ext.render import Context, render

@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import drift_render, snapshots
-from ..core.assertions import check, namespace
-from ..core.drift import Directive, Report, add_drift, from_json
-from ..core.spec import DirectiveSpec
-from ..core.stamps import tilelang_version
-from ..ext.drift_report import JSON, accept_command
+from ..core.claims import check, namespace
+from ..core.plan.spec import DirectiveSpec
+from ..core.records import drift_render, snapshots
+from ..core.records.drift import Directive, Report, add_drift, from_json
+from ..core.results.stamps import tilelang_version
+from ..ext.checks.drift_report import JSON, accept_command
 from ..ext.project import conf_values, read_project, snapshot_folder
 
 

@@ -7,8 +7,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..core import snapshots
-from ..core.stamps import tilelang_version
+from ..core.records import snapshots
+from ..core.results.stamps import tilelang_version
 from ..ext.project import read_directives, snapshot_folder
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from ..core.protocol import ServerStatus
+from ..core.protocol.messages import ServerStatus
 from ..runner import kept
 
 

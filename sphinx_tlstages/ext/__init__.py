@@ -14,20 +14,20 @@ from sphinx.application import Sphinx
 
 from ..version import __version__
 from . import priorities
-from .batch import finish_remote, lower_project
-from .checks import check_project, set_exit_status
+from .builders.figure_visitors import setup_figures
+from .builders.html import setup_html
+from .builders.latex import setup_latex
+from .builders.plain import setup_plain
+from .checks.drift_report import write_report
+from .checks.run import check_project, set_exit_status
 from .collector import TlPipelineCollector
 from .config import setup_config
 from .directive import TlPipelineDirective
-from .drift_report import write_report
-from .figures import setup_figures
-from .html import setup_html
-from .latex import setup_latex
+from .lowering.batch import finish_remote, lower_project
+from .lowering.prestart import before_reading, early
+from .lowering.prestart import close as close_workers
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
-from .plain import setup_plain
-from .prestart import before_reading, early
-from .prestart import close as close_workers
 from .state import setup_state
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from sphinx.application import Sphinx
     from sphinx.environment import BuildEnvironment
 
-    from ..core.spec import DirectiveSpec
+    from ..core.plan.spec import DirectiveSpec
 
 
 def directives(env: BuildEnvironment) -> dict[str, list[DirectiveSpec]]:
@@ -27,6 +27,17 @@ def all_directives(env: BuildEnvironment) -> list[DirectiveSpec]:
     """Every directive of the project, in a stable order (document, then line)."""
     table = directives(env)
     return [spec for docname in sorted(table) for spec in table[docname]]
+
+
+def project_directives(env: BuildEnvironment) -> list[DirectiveSpec]:
+    """Every directive, the first of each :name: only (the checks report the rest)."""
+    seen: set[str] = set()
+    kept = []
+    for spec in all_directives(env):
+        if spec.name not in seen:
+            seen.add(spec.name)
+            kept.append(spec)
+    return kept
 
 
 class TlPipelineCollector(EnvironmentCollector):

@@ -14,10 +14,10 @@ from typing import Any, Literal
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
-from ..core import options
 from ..core.errors import OptionError
-from ..core.options import DEFAULT_SHOW
-from ..core.targets import Target, parse_targets
+from ..core.plan import options
+from ..core.plan.options import DEFAULT_SHOW
+from ..core.plan.targets import Target, parse_targets
 from .messages import warn
 
 DEFAULT_SNAPSHOT_DIR = "_tlstages/snapshots"

@@ -16,22 +16,22 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from ..core import options
-from ..core.assertions import names_used, reads_passes
+from ..core.claims import names_used, reads_passes
 from ..core.errors import OptionError, SourceError
-from ..core.fact_table import BY_NAME
-from ..core.kernel_source import normalise_source
-from ..core.listing import Listing
-from ..core.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
-from ..core.targets import parse_targets
-from ..core.toolkit import find as find_toolkit
-from ..core.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from ..core.kernel.listing import Listing
+from ..core.kernel.source import normalise_source
+from ..core.plan import options
+from ..core.plan.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
+from ..core.plan.targets import parse_targets
+from ..core.plan.toolkit import find as find_toolkit
+from ..core.plan.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from ..core.results.fact_table import BY_NAME
 from .collector import directives as directives_of
 from .listing import OPTIONS as LISTING_OPTIONS
 from .listing import ListingError, read_listing
+from .lowering.prestart import directive_read
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
-from .prestart import directive_read
 from .state import settings
 
 INLINE_SOURCE_NAME = "kernel.py"

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sphinx.directives.code import LiteralIncludeReader
 from sphinx.pycode import ModuleAnalyzer
 
-from ..core.listing import Listing
+from ..core.kernel.listing import Listing
 
 try:
     from sphinx.util._lines import parse_line_num_spec

@@ -7,11 +7,11 @@ under the root document's name.
 
 Every other node of ours is a :class:`tl_node`: a builder draws it with its own visitor
 (``app.add_node``), and a builder without one gets :meth:`tl_node.plain_run` instead
-(:func:`replace_undrawable`; :mod:`.plain` says so in the build log), so that no builder
+(:func:`replace_undrawable`; :mod:`.builders.plain` says so in the build log), so that no builder
 drops a part silently. A new kind of part subclasses it and registers its visitors.
 ``tl_collapsible`` is a titled block that HTML shows as ``<details>``; other builders get
 its title in a list.
-``tl_figure`` is a picture drawn by each builder's own visitor (:mod:`.figures`).
+``tl_figure`` is a picture drawn by each builder's own visitor (:mod:`.builders.figure_visitors`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Filling each placeholder with its rendered results, as each document is written.
 
-Runs on ``doctree-resolved``, after the batch of :mod:`.batch` has lowered everything
+Runs on ``doctree-resolved``, after the batch of :mod:`.lowering.batch` has lowered everything
 (``env-updated`` precedes all writing). Builders other than HTML then get plain nodes
-where HTML has collapsible blocks (:mod:`.plain`).
+where HTML has collapsible blocks (:mod:`.builders.plain`).
 
 Why an event handler and not an HTML-only ``SphinxPostTransform``: every builder needs
 the parts, and HTML builders reuse whole cached fragments of written HTML here (what holds
@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING
 
 from docutils import nodes
 
+from .builders.html import cuda_downloads, has_downloads, is_html, render_html
+from .builders.latex import for_latex
+from .builders.plain import for_print
 from .collector import directives
-from .html import cuda_downloads, has_downloads, is_html, render_html
-from .latex import for_latex
 from .messages import warn
 from .nodes import tl_pipeline_placeholder
-from .plain import for_print
 from .render import Context, render
 from .state import build_state, settings
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
-    from ..core.spec import DirectiveSpec
+    from ..core.plan.spec import DirectiveSpec
 
 
 def _spec(app: Sphinx, placeholder: tl_pipeline_placeholder,

@@ -16,7 +16,7 @@ import sphinx
 from sphinx.config import eval_config_file
 from sphinx.util.tags import Tags
 
-from ..core.spec import DirectiveSpec
+from ..core.plan.spec import DirectiveSpec
 from .collector import all_directives
 from .config import DEFAULT_SNAPSHOT_DIR
 

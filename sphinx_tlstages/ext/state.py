@@ -3,9 +3,9 @@
 A :class:`Session` is made on ``config-inited`` and keyed by the build's ``Config``,
 which the app, the environment and every directive share (and ``-j``'s forked readers and
 writers inherit): the validated settings (:mod:`.config`), the fork server started ahead
-and whether a directive may still start it (:mod:`.prestart`), and after lowering the
+and whether a directive may still start it (:mod:`.lowering.prestart`), and after lowering the
 :class:`BuildState` (results by variant key, the checks' outcome) that the batch
-(:mod:`.batch`) makes on ``env-updated`` and the checks, the placeholders and the exit
+(:mod:`.lowering.batch`) makes on ``env-updated`` and the checks, the placeholders and the exit
 status read. Parallel writers are forks of the main process, so they see the state it
 made before writing began. (What must outlive the process, the directives read and the
 keys they asked for, is kept on the environment by :mod:`.collector`.)
@@ -19,19 +19,19 @@ from typing import TYPE_CHECKING
 
 from sphinx.config import Config
 
-from ..core.bench_data import Attached, BenchSet
-from ..core.drift import Report
-from ..core.result import Result, failure
+from ..core.records.bench_data import Attached, BenchSet
+from ..core.records.drift import Report
+from ..core.results.result import Result, failure
 from . import priorities
 from .config import Settings, read_settings
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
-    from ..core.spec import VariantSpec
+    from ..core.plan.spec import VariantSpec
     from ..runner.forkserver import ForkServer
-    from .cache import Cache
-    from .remote import Remote
+    from .cache.local import Cache
+    from .cache.remote import Remote
 
 
 @dataclass

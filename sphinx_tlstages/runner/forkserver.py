@@ -20,8 +20,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import IO
 
-from ..core import wire
-from ..core.protocol import Fork, Hello, Message, Refused, ServerStatus, Unavailable
+from ..core.protocol import wire
+from ..core.protocol.messages import Fork, Hello, Message, Refused, ServerStatus, Unavailable
 
 
 def forking_supported() -> bool:

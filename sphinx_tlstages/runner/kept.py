@@ -5,7 +5,7 @@ next build with the same key reaches it through a Unix socket instead of importi
 TileLang again (an edit in a live-preview session re-lowers only what changed, at once).
 The key covers everything a worker's results depend on: the interpreter and its
 environment, the TileLang build, the worker code's digest
-(:func:`~sphinx_tlstages.core.stamps.lowering_stamp`), the workers' import path, the
+(:func:`~sphinx_tlstages.core.results.stamps.lowering_stamp`), the workers' import path, the
 kernels' extra import path and the environment variables that reach TileLang; anything
 else gets a server of its own, so an upgrade, another virtual environment or an edited
 extension never talks to an old server. A server exits after ``SECONDS`` without use.
@@ -31,8 +31,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core import wire
-from ..core.protocol import Message, ServerStatus, StatusQuery, Stop, Stopping
+from ..core.protocol import wire
+from ..core.protocol.messages import Message, ServerStatus, StatusQuery, Stop, Stopping
 from .forkserver import ForkServer
 
 SOCKET_PATH_MAX = 104  # sun_path holds 108 bytes with its NUL; leave a margin

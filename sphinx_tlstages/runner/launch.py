@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ..core.protocol import Task
-from ..core.stamps import lowering_stamp, tilelang_stamp
+from ..core.protocol.messages import Task
+from ..core.results.stamps import lowering_stamp, tilelang_stamp
 from . import kept
 from .forkserver import Forked, ForkServer, forking_supported
 

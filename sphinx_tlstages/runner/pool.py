@@ -28,8 +28,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..core import protocol
-from ..core.result import Result, failure
+from ..core.protocol import messages as protocol
+from ..core.results.result import Result, failure
 from .forkserver import ForkServer
 from .launch import (
     Job,

@@ -14,8 +14,8 @@ import os
 import sys
 from typing import TextIO
 
-from ..core import protocol
-from ..core.protocol import Message, Ready, Unavailable
+from ..core.protocol import messages as protocol
+from ..core.protocol.messages import Message, Ready, Unavailable
 from .tasks import import_tilelang, peak_rss_mb, serve_tasks
 
 

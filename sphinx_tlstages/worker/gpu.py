@@ -10,7 +10,7 @@ from typing import Any
 
 import tilelang
 
-from ..core.protocol import Task
+from ..core.protocol.messages import Task
 from .kernel_module import factory_arguments, kernel_module, prim_func
 
 

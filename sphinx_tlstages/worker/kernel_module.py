@@ -35,8 +35,8 @@ import tilelang.language as T
 from tilelang import tvm
 
 from ..core.errors import SourceError
-from ..core.options import literal_value
-from ..core.protocol import Task
+from ..core.plan.options import literal_value
+from ..core.protocol.messages import Task
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """Lowering one variant with TileLang and reading its facts off the IR.
 
 It runs in worker processes, never in Sphinx's, and returns plain data (a
-:class:`~sphinx_tlstages.core.result.Result`, assembled by :mod:`..core.facts`).
+:class:`~sphinx_tlstages.core.results.result.Result`, assembled by :mod:`..core.results.facts`).
 """
 
 from __future__ import annotations
@@ -15,13 +15,16 @@ from typing import Any
 import tilelang
 from tilelang import tvm
 
-from ..core import cuda as cuda_text
-from ..core import facts
 from ..core.errors import SourceError
-from ..core.passes import PassLog
-from ..core.protocol import Task
-from ..core.result import Result, failure
-from . import hazard_check, ir_facts, resources, schedule
+from ..core.protocol.messages import Task
+from ..core.results import cuda as cuda_text
+from ..core.results import facts
+from ..core.results.passes import PassLog
+from ..core.results.result import Result, failure
+from . import resources
+from .hazards import verdict as hazard_check
+from .ir import facts as ir_facts
+from .ir import schedule
 from .kernel_module import factory_arguments, kernel_module, prim_func
 from .templates import template_digest
 

@@ -3,7 +3,7 @@
 A step after lowering, for variants whose page shows ``resources``: the CUDA the page
 offers for download is compiled with the flags ``tilelang/cuda/backend.py`` gives nvcc
 for that variant (its pass configs included), ptxas's ``--verbose`` report and
-``cuobjdump -sass`` are read by :mod:`..core.resources`. A compiler that fails costs the
+``cuobjdump -sass`` are read by :mod:`..core.hardware.resources`. A compiler that fails costs the
 variant its part (said on the page), never its lowering.
 """
 
@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..core import resources
+from ..core.hardware import resources
 
 # Seconds one compile may take (the GEMMs here take 2-5 s on two loaded cores).
 TIMEOUT = 300

@@ -7,7 +7,7 @@ builds on the Unix socket PATH (bound by the build that started it, in a folder 
 user can enter), serves any number of them, one after another or at once, and exits when
 nothing has used it for ``--idle`` seconds (or on ``tlstages workers stop``).
 
-A build asks for a worker by sending :class:`..core.protocol.Fork` with two descriptors:
+A build asks for a worker by sending :class:`..core.protocol.messages.Fork` with two descriptors:
 the worker's channel (a stream socket) and the file its stderr goes to. The forked worker
 owns nothing of the server's: it closes the server's sockets, answers only on its channel
 and lowers with :func:`.tasks.serve_tasks` until its channel closes. Each build gets
@@ -37,8 +37,9 @@ import traceback
 import warnings
 from dataclasses import dataclass, field
 
-from ..core import protocol, wire
-from ..core.protocol import (
+from ..core.protocol import messages as protocol
+from ..core.protocol import wire
+from ..core.protocol.messages import (
     Exited,
     Fork,
     Forked,
@@ -52,7 +53,7 @@ from ..core.protocol import (
     Stopping,
     Unavailable,
 )
-from ..core.stamps import lowering_stamp, tilelang_stamp
+from ..core.results.stamps import lowering_stamp, tilelang_stamp
 from .tasks import import_tilelang, rss_mb, serve_tasks
 
 

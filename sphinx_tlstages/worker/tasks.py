@@ -12,8 +12,8 @@ import resource
 import time
 from collections.abc import Callable, Iterable
 
-from ..core import protocol
-from ..core.protocol import Done, Message, Start, TaskLine
+from ..core.protocol import messages as protocol
+from ..core.protocol.messages import Done, Message, Start, TaskLine
 
 # A worker whose memory has grown this much since it was ready finishes the variant in
 # hand and retires; the pool starts a fresh one for the rest (see "Speed" in book/guide/builds.md).

@@ -1,6 +1,6 @@
 """The hazard check's findings, placed on a schedule figure.
 
-A finding (:mod:`..hazards`) names the statements of the loop that use its buffer, each
+A finding (:mod:`..hazards.check`) names the statements of the loop that use its buffer, each
 by its source text and kernel line; the figure names its statements the same way
 (:mod:`.model`). :func:`matched` keeps a finding only where every one of its statements
 is exactly one statement of the figure (same text, same line): a finding that cannot be

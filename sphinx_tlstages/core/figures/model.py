@@ -1,6 +1,6 @@
 """What a schedule figure draws, as plain data, and which variants share one.
 
-The worker stores ``Result["schedule"]`` (``worker/schedule.py``)::
+The worker stores ``Result["schedule"]`` (``worker/ir/schedule.py``)::
 
     {"schema": 1,
      "loops": [LOOP, ...],                  # one per T.Pipelined loop the pipeliner rewrote
@@ -40,7 +40,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..result import Result
+from ..results.result import Result
 from .hazard_marks import matched
 
 Json = dict[str, Any]

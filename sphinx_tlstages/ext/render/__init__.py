@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 
 from docutils import nodes
 
-from ...core.bench_data import Attached
-from ...core.listing import Listing
-from ...core.result import Result
-from ...core.spec import DirectiveSpec, VariantSpec
-from ...core.variants import merge_unchanged, unchanged_sentence
+from ...core.kernel.listing import Listing
+from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.plan.variants import merge_unchanged, unchanged_sentence
+from ...core.records.bench_data import Attached
+from ...core.results.result import Result
 from .annotations import annotation_part
 from .bench import bench_table
 from .cuda import cuda_part, literal
-from .figure import schedule_figures
+from .figure_nodes import schedule_figures
 from .gemm import gemm_part
 from .passes import passes_part
 from .resources import resources_part

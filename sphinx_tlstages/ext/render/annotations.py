@@ -7,8 +7,8 @@ from typing import Any
 
 from docutils import nodes
 
-from ...core.result import PipelineLoop, Result, WarpSpecialization
-from ...core.spec import DirectiveSpec, VariantSpec
+from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.results.result import PipelineLoop, Result, WarpSpecialization
 from .tables import Cell, Span, code, doc_line, table
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from docutils import nodes
 
-from ...core.bench_data import benched, provenance
-from ...core.spec import DirectiveSpec
-from .figure import chart_figure
+from ...core.plan.spec import DirectiveSpec
+from ...core.records.bench_data import benched, provenance
+from .figure_nodes import chart_figure
 from .tables import Cell, Span, code, table
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from docutils import nodes
 
-from ...core import diffs
-from ...core.cuda import without_line_directives
-from ...core.result import Result
-from ...core.spec import DirectiveSpec, VariantSpec
+from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.results import diffs
+from ...core.results.cuda import without_line_directives
+from ...core.results.result import Result
 from ..nodes import tl_collapsible
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from docutils import nodes
 
-from ...core.result import GemmCall, Result
-from ...core.spec import DirectiveSpec, VariantSpec
-from ...core.targets import instruction_rule
+from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.plan.targets import instruction_rule
+from ...core.results.result import GemmCall, Result
 from .tables import Cell, Span, code, doc_line, table
 
 NOT_RECORDED = "not recorded"

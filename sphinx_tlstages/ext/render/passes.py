@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from docutils import nodes
 
-from ...core import pass_compare, passes
-from ...core.result import Result
-from ...core.spec import DirectiveSpec, VariantSpec
+from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.results import pass_compare, passes
+from ...core.results.result import Result
 from ..nodes import tl_collapsible
 from .tables import Cell, Span, code, table
 

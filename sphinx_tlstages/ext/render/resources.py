@@ -8,11 +8,11 @@ from typing import Any
 from docutils import nodes
 
 from ...core.figures import occupancy as occupancy_figure
-from ...core.resources import FAMILIES, spill_sentence
-from ...core.result import Result
-from ...core.spec import DirectiveSpec, VariantSpec
+from ...core.hardware.resources import FAMILIES, spill_sentence
+from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.results.result import Result
 from .cuda import _capped, _collapsible, literal
-from .figure import figure_node
+from .figure_nodes import figure_node
 from .tables import Cell, code, number, table
 
 _NO_TOOLKIT = ("This page was built without NVIDIA's compiler, so registers, spills and "

@@ -7,9 +7,9 @@ from typing import Any
 
 from docutils import nodes
 
-from ...core.result import Result
-from ...core.spec import VariantSpec
-from ...core.targets import TENSOR_MEMORY_COLUMNS
+from ...core.plan.spec import VariantSpec
+from ...core.plan.targets import TENSOR_MEMORY_COLUMNS
+from ...core.results.result import Result
 from .tables import Cell, Span, code, number, table
 
 NOT_RECORDED = "not recorded"

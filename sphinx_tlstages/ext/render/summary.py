@@ -6,10 +6,10 @@ from collections.abc import Sequence
 
 from docutils import nodes
 
-from ...core.hazards import cuda_words
-from ...core.result import Hazards, Result, shared_bytes
-from ...core.spec import DirectiveSpec, VariantSpec
-from ...core.targets import Target
+from ...core.hazards.check import cuda_words
+from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.plan.targets import Target
+from ...core.results.result import Hazards, Result, shared_bytes
 from .tables import Cell, Span, doc_line, number, table
 
 

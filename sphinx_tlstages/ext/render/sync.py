@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 from docutils import nodes
 
-from ...core.result import Result
-from ...core.spec import VariantSpec
-from ...core.targets import Target
+from ...core.plan.spec import VariantSpec
+from ...core.plan.targets import Target
+from ...core.results.result import Result
 from .shared import NOT_RECORDED
 from .summary import code_name
 from .tables import Cell, Span, code, table

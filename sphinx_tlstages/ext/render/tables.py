@@ -8,7 +8,7 @@ from typing import TypeAlias
 
 from docutils import nodes
 
-from ...core.spec import DirectiveSpec
+from ...core.plan.spec import DirectiveSpec
 
 Cell: TypeAlias = "str | nodes.Node | Sequence[nodes.Node]"
 
@@ -46,7 +46,7 @@ def table(headers: Sequence[Cell], rows: Sequence[Sequence[Cell | Span]], classe
     """A table with one header row, in a container that scrolls sideways when the page is
     narrower than the table; ``widths`` are relative column widths. ``key_columns``:
     the columns before one column per variant, which builders without HTML repeat when
-    they split a wide table (see :mod:`..plain`)."""
+    they split a wide table (see :mod:`..builders.plain`)."""
     columns = len(headers)
     group = nodes.tgroup(cols=columns)
     for width in widths or [1] * columns:

@@ -1,0 +1,1 @@
+"""The hazard check's model: cp.async groups and mbarrier rings, pure."""

@@ -1,0 +1,294 @@
+"""The hazard check of mbarrier rings: TMA copies and the reads they feed (Hopper,
+Blackwell), over the roles of a warp-specialised loop.
+
+Each role (``producer``, ``consumer``, or ``all`` before the split, which every thread
+runs) is one sequence of records (:mod:`...worker.hazards.trace`). An mbarrier counts
+arrivals up to its init count and pending transaction bytes down to zero; then its phase
+completes. The model:
+
+- the arrivals of one barrier come from one role, in its order: each arrival belongs to
+  the phase its running count says, and one that crosses a phase boundary is a finding
+  (an init count lower than the arrivals that meet it);
+- a TMA copy belongs to the phase of the bytes last expected on its barrier, and its
+  bytes have landed when that phase completes;
+- ``mbarrier_wait_parity(b, q)`` tells its role that one more phase of ``b`` completed
+  only when the phases it knows of so far (k) have parity q (k mod 2 == q); otherwise it
+  may return at once (a fresh barrier waited on with parity 1). A wait for a phase the
+  whole kernel never completes is a hang;
+- a TMA copy and a read of the same bytes are ordered when the reader knows the copy's
+  phase completed (the copy first), or when the copier knows a phase completed that an
+  arrival of the reader's role made after the read retired (the read first; a wgmma
+  read retires at the ``warpgroup_wait`` that covers its batch). Neither is a race.
+- barrier initialisation is fenced and followed by ``__syncthreads`` before first use.
+
+- per phase of a barrier, the bytes expected on it (``expect_tx``) equal the bytes of the
+  TMA copies that signal it (a tensor copy's box, read from the descriptor the host
+  builds); fewer never complete the phase, more complete it early;
+- a TMA multicast (``T.copy_cluster(..., cluster_mask=m)``) lands in every CTA of its
+  mask at the same offsets and signals each CTA's own barrier: each CTA is checked as
+  receiving it.
+
+What it does not cover: the bytes of a copy whose descriptor the check cannot read (its
+extent is taken to be the rest of the slot it starts in, its phase's bytes are not
+compared), a multicast into bytes it rewrites (the other CTAs' reads are not seen: not
+checked), arrivals on other CTAs' barriers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Json = dict[str, Any]
+
+
+class Unchecked(Exception):
+    """A ring the model does not cover; the message says why."""
+
+
+_USES = ("bwait", "arrive", "expect", "tma")
+
+
+def _sequences(records: list[Json]) -> dict[str, list[tuple[int, Json]]]:
+    """Per role, the (trace index, record) it runs: its own and those of ``all``."""
+    roles = sorted({r["role"] for r in records} - {"all"}) or ["all"]
+    return {role: [(i, r) for i, r in enumerate(records) if r["role"] in (role, "all")]
+            for role in roles}
+
+
+def _slot_words(record: Json) -> str:
+    return f" at {record['at']}" if record.get("at") else ""
+
+
+def check_rings(records: list[Json]) -> tuple[list[Json], Json]:
+    """Findings of the mbarrier model, and what was checked (barriers, roles)."""
+    findings: list[Json] = []
+    init = {r["bar"]: r["count"] for r in records if r["op"] == "init"}
+
+    def add(kind: str, record: Json, text: str) -> None:
+        findings.append({"kind": kind, "buffer": record.get("buffer") or record.get("bar"),
+                         "at": record.get("at", ""), "text": text})
+
+    _check_init(records, add)
+    _check_multicast(records)
+    sequences = _sequences(records)
+    # Phases: each arrival's and each copy's phase, per barrier, from the one role that
+    # arrives on it; totals for the hang check.
+    phase: dict[int, int] = {}
+    arriving: dict[str, str] = {}
+    for seq in sequences.values():
+        count: dict[str, int] = {}
+        expected: dict[str, int] = {}
+        for index, record in seq:
+            bar = str(record.get("bar"))
+            if record["op"] not in ("arrive", "expect", "tma") or bar not in init:
+                continue
+            if record["op"] in ("arrive", "expect") and record.get("n", 0):
+                owner = arriving.setdefault(bar, record["role"])
+                if owner != record["role"]:
+                    raise Unchecked(f"{bar} has arrivals from two roles")
+            if index in phase:  # a record of "all", seen from an earlier role
+                continue
+            before = count.get(bar, 0)
+            if record["op"] == "tma":
+                if bar not in expected:
+                    add("TX", record, f"the TMA copy into {record['buffer']}"
+                        f"{_slot_words(record)} signals {bar} with no bytes expected on it")
+                phase[index] = expected.get(bar, before // init[bar])
+                continue
+            if record["op"] == "expect":
+                expected[bar] = before // init[bar]
+            arrived = record.get("n", 0)
+            if arrived and before % init[bar] + arrived > init[bar]:
+                add("ARRIVE", record, f"{arrived} arrivals on {bar}{_slot_words(record)} "
+                    f"cross a phase: its init count is {init[bar]}")
+            phase[index] = before // init[bar]
+            count[bar] = before + arrived
+    # What each role knows at each of its records: completed phases per barrier.
+    known: dict[str, dict[int, dict[str, int]]] = {}
+    for role, seq in sequences.items():
+        now: dict[str, int] = {}
+        known[role] = {}
+        for index, record in seq:
+            if record["op"] == "bwait" and record["bar"] in init:
+                bar, have = record["bar"], now.get(record["bar"], 0)
+                if have % 2 == record["parity"]:
+                    now[bar] = have + 1
+            known[role][index] = dict(now)
+    _check_progress(sequences, init, add)
+    bytes_checked = _check_bytes(records, phase, add)
+    _check_data(records, sequences, phase, known, add)
+    return findings, {"barriers": len(init), "roles": sorted(sequences),
+                      "bytes": bytes_checked}
+
+
+def _check_multicast(records: list[Json]) -> None:
+    """A multicast lands in the other CTAs of its cluster too: bytes it writes again
+    (a reused slot) may still be read there, which a CTA's own trace cannot see."""
+    tmas = [r for r in records if r["op"] == "tma"]
+    if not any(r.get("multicast") for r in tmas):
+        return
+    for i, first in enumerate(tmas):
+        for second in tmas[i + 1:]:
+            if (first.get("multicast") or second.get("multicast")) \
+                    and first["root"] == second["root"] and first["lo"] <= second["hi"] \
+                    and second["lo"] <= first["hi"]:
+                raise Unchecked(f"a TMA multicast rewrites bytes of {second['buffer']}: "
+                                "the other CTAs' reads of them are not modelled")
+
+
+def _check_bytes(records: list[Json], phase: dict[int, int], add: Any) -> bool:
+    """Per phase of each barrier, the bytes expected on it against the bytes of the TMA
+    copies that signal it (a copy's box, from its descriptor). Phases whose copies'
+    bytes are unknown are not compared; whether every phase was compared comes back."""
+    expected: dict[tuple[str, int], tuple[int, Json]] = {}
+    landed: dict[tuple[str, int], int | None] = {}
+    for index, record in enumerate(records):
+        if index not in phase or record["op"] not in ("expect", "tma"):
+            continue
+        key = (str(record["bar"]), phase[index])
+        if record["op"] == "expect":
+            before, first = expected.get(key, (0, record))
+            expected[key] = (before + record["bytes"], first)
+        else:
+            got = landed.get(key, 0)
+            landed[key] = None if got is None or record.get("bytes") is None \
+                else got + record["bytes"]
+    compared = True
+    for key, (wanted, record) in expected.items():
+        got = landed.get(key, 0)
+        if got is None:
+            compared = False
+        elif got != wanted:
+            bar, number = key
+            add("TX", record, f"{bar} expects {wanted} bytes{_slot_words(record)} (phase "
+                f"{number}) but the TMA copies signalling it bring {got}: its phase "
+                + ("never completes" if got < wanted else "completes before they land"))
+    return compared
+
+
+def _check_progress(sequences: dict[str, list[tuple[int, Json]]], init: dict[str, int],
+                    add: Any) -> None:
+    """Run the roles side by side, each as far as its waits let it (a wait blocks until
+    the phase it asks for has completed from the arrivals made so far): roles that all
+    block before their end hang."""
+    at = dict.fromkeys(sequences, 0)
+    arrived: dict[str, int] = {}
+    applied: set[int] = set()  # an "all" record's arrivals count once
+    seen: dict[str, dict[str, int]] = {role: {} for role in sequences}
+    moved = True
+    while moved:
+        moved = False
+        for role, seq in sequences.items():
+            while at[role] < len(seq):
+                index, record = seq[at[role]]
+                bar = str(record.get("bar"))
+                if record["op"] == "bwait" and bar in init:
+                    have = seen[role].get(bar, 0)
+                    if have % 2 == record["parity"]:
+                        if arrived.get(bar, 0) < (have + 1) * init[bar]:
+                            break
+                        seen[role][bar] = have + 1
+                elif record["op"] in ("arrive", "expect") and index not in applied:
+                    applied.add(index)
+                    arrived[bar] = arrived.get(bar, 0) + record.get("n", 0)
+                at[role] += 1
+                moved = True
+    for role, seq in sequences.items():
+        if at[role] < len(seq):
+            record = seq[at[role]][1]
+            add("HANG", record, f"the {role} waits{_slot_words(record)} on {record['bar']} "
+                f"for phase {seen[role].get(record['bar'], 0)}, which the arrivals made "
+                "before it can complete never complete")
+            return
+
+
+def _check_init(records: list[Json], add: Any) -> None:
+    """Initialisation fenced, then ``__syncthreads``, before the first use."""
+    state = "none"
+    for record in records:
+        op = record["op"]
+        if op == "init":
+            state = "init"
+        elif op == "fence" and state == "init":
+            state = "fenced"
+        elif op == "sync" and state == "fenced":
+            state = "ready"
+        elif op in _USES and state in ("init", "fenced"):
+            add("INIT", record, f"{record['bar']} is used{_slot_words(record)} before its "
+                "initialisation is fenced and followed by __syncthreads")
+            return
+
+
+def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]],
+                phase: dict[int, int], known: dict[str, dict[int, dict[str, int]]],
+                add: Any) -> None:
+    """Every TMA copy against every read of its bytes: ordered one way or the other."""
+    retired = _retirements(sequences)
+    copies = [(i, r) for i, r in enumerate(records) if r["op"] == "tma" and i in phase]
+    reads = [(i, r) for i, r in enumerate(records) if r["op"] == "read"]
+    # Arrivals after each read retired, per role: (index, barrier, phase).
+    arrivals = {role: [(i, r["bar"], phase[i]) for i, r in seq
+                       if r["op"] in ("arrive", "expect") and r.get("n") and i in phase]
+                for role, seq in sequences.items()}
+    reported: set[tuple[str, str]] = set()
+    for ci, copy in copies:
+        for ri, read in reads:
+            if copy["root"] != read["root"] or copy["hi"] < read["lo"] \
+                    or read["hi"] < copy["lo"]:
+                continue
+            reader = read["role"] if read["role"] != "all" else next(iter(known))
+            who = "every thread" if read["role"] == "all" else f"the {read['role']}"
+            if known[reader].get(ri, {}).get(copy["bar"], 0) > phase[ci]:
+                continue  # the reader waited for the copy's phase
+            copier = copy["role"] if copy["role"] != "all" else reader
+            done = retired.get(ri, ri)
+            if copy["role"] == read["role"] and done < ci and read["role"] != "all":
+                continue  # one role, program order (a TMA is issued after the read)
+            after = [(bar, p) for i, bar, p in arrivals.get(read["role"], []) if i > done]
+            if any(known[copier].get(ci, {}).get(bar, 0) > p for bar, p in after):
+                continue  # the copier waited for an arrival made after the read
+            kind = "WAR" if _iteration(copy) > _iteration(read) else "RAW"
+            if (kind, read["buffer"]) in reported:
+                continue
+            reported.add((kind, read["buffer"]))
+            if kind == "RAW":
+                text = (f"{who} reads {read['buffer']}{_slot_words(read)} while "
+                        f"the TMA copy into it{_slot_words(copy)} may not have landed: no "
+                        f"wait on {copy['bar']} covers it")
+            else:
+                text = (f"the TMA copy into {copy['buffer']}{_slot_words(copy)} may "
+                        f"overwrite what {who} reads{_slot_words(read)}: no "
+                        "wait on an arrival made after that read covers it")
+            add(kind, read if kind == "RAW" else copy, text)
+
+
+def _iteration(record: Json) -> int:
+    """The iteration of the outermost unrolled loop a record is in (-1: before any)."""
+    at = str(record.get("at") or "")
+    first = at.split(" ")[0].split("=")[-1]
+    return int(first) if first.lstrip("-").isdigit() else -1
+
+
+def _retirements(sequences: dict[str, list[tuple[int, Json]]]) -> dict[int, int]:
+    """For each asynchronous (wgmma) read, the index of the ``warpgroup_wait`` that
+    retires it (past the end when none does)."""
+    retired: dict[int, int] = {}
+    for seq in sequences.values():
+        pending: list[tuple[int, int]] = []  # (read index, batch)
+        batches = 0
+        for index, record in seq:
+            if record["op"] == "read" and record.get("async"):
+                pending.append((index, batches + 1))
+            elif record["op"] == "wgcommit":
+                batches += 1
+            elif record["op"] == "wgwait":
+                still = []
+                for read, batch in pending:
+                    if batch <= batches - record["n"]:
+                        retired[read] = index
+                    else:
+                        still.append((read, batch))
+                pending = still
+        for read, _ in pending:
+            retired[read] = 1 << 30
+    return retired

@@ -1,0 +1,1 @@
+"""Reading kernel source as Python text: factories, statements, depths, listings."""

@@ -1,0 +1,1 @@
+"""What to lower: option values, targets, and the variants a directive asks for."""

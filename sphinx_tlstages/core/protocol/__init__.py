@@ -1,0 +1,1 @@
+"""The messages between a build and its lowering processes, and their bytes."""

@@ -1,0 +1,224 @@
+"""What changed between a snapshot and the lowering, fact by fact, in words.
+
+:func:`changes` gives each visible difference as a :class:`Change` (which variant, which
+fact, before -> after in words); :func:`compare` groups them per variant for the build's
+message. Only facts both sides keep are compared: one the snapshot lacks is reported as
+not guarded (:func:`.snapshots.lacks`), one the page no longer shows is not kept.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..plan.variants import alike_group, lowered_alike
+from ..results.cuda import visible_cuda
+from ..results.fact_table import COMPARED
+
+
+@dataclass(frozen=True)
+class Change:
+    """One visible difference: in which variant (its snapshot id; "" for the directive
+    as a whole), which fact (as the snapshot spells it, or ``params``, ``target``,
+    ``factory``, ``sweep``, ``variants``), and what changed in words, ``before -> after``."""
+
+    variant: str
+    fact: str
+    words: str
+
+
+def _shape(buffer: dict[str, Any]) -> str:
+    return f"{tuple(buffer['shape'])} {buffer['dtype']}"
+
+
+def _change(name: str, before: str, after: str) -> str:
+    """``A_shared (3, 128, 64) -> (4, 128, 64)``: a shared trailing word said once."""
+    a, b = before.rsplit(" ", 1), after.rsplit(" ", 1)
+    if len(a) == len(b) == 2 and a[1] == b[1]:
+        return f"{name} {a[0]} -> {b[0]} {a[1]}"
+    return f"{name} {before} -> {after}"
+
+
+def _list(values: Iterable[object]) -> str:
+    return ",".join(str(v) for v in values) or "none"
+
+
+def _count(value: object) -> str:
+    return _list(value) if isinstance(value, list) else str(value)
+
+
+def _pipeline(old: Any, new: Any) -> list[str]:
+    found = []
+    for key in ("stage", "order"):
+        before = " ".join(_list(loop[key]) for loop in old) or "none"
+        after = " ".join(_list(loop[key]) for loop in new) or "none"
+        if before != after:
+            found.append(f"{key} {before} -> {after}")
+    return found
+
+
+def _buffers(old: Any, new: Any) -> list[str]:
+    before = {buf["name"]: _shape(buf) for buf in old}
+    after = {buf["name"]: _shape(buf) for buf in new}
+    return [_change(name, before.get(name, "absent"), after.get(name, "absent"))
+            for name in sorted(before.keys() | after.keys())
+            if before.get(name) != after.get(name)]
+
+
+def _sync(old: Any, new: Any) -> list[str]:
+    # A counter the snapshot does not have was not recorded then: not a change.
+    return [f"{key} {_count(old.get(key))} -> {_count(new.get(key))}"
+            for key in sorted(old.keys()) if old.get(key) != new.get(key)]
+
+
+def _gemm(old: Any, new: Any) -> list[str]:
+    before = _list(g.get("instruction") for g in old)
+    after = _list(g.get("instruction") for g in new)
+    return [f"gemm {before} -> {after}" if before != after else "gemm calls changed"]
+
+
+def _pass_counts(old: Any, new: Any) -> list[str]:
+    # Runs a claim no longer names are not shown; runs it names anew are not guarded yet.
+    return [f'passes["{run}"] {old[run]} -> {new[run]}'
+            for run in sorted(old.keys() & new.keys()) if old[run] != new[run]]
+
+
+def _cuda(old: Any, new: Any) -> list[str]:
+    before, after = visible_cuda(old), visible_cuda(new)
+    if before == after:
+        return []
+    diff = list(difflib.unified_diff(before, after, lineterm="", n=0))[2:]
+    added = sum(1 for line in diff if line.startswith("+"))
+    removed = sum(1 for line in diff if line.startswith("-"))
+    return [f"CUDA +{added} -{removed} lines"]
+
+
+# How a fact's change reads; a compared fact without one reads "<fact> changed".
+def _resources(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What the compiler's numbers did: registers, spills, blocks per SM, SASS counts."""
+    said = [f"{name.replace('_', ' ')} {old.get(name)} -> {new.get(name)}"
+            for name in ("registers", "spill_stores", "spill_loads", "stack", "static_shared")
+            if old.get(name) != new.get(name)]
+    def part(found: dict[str, Any], name: str) -> dict[str, Any]:
+        value = found.get(name)
+        return value if isinstance(value, dict) else {}
+
+    blocks = [part(r, "occupancy").get("blocks_per_sm") for r in (old, new)]
+    if blocks[0] != blocks[1]:
+        said.append(f"blocks per SM {blocks[0]} -> {blocks[1]}")
+    sass = [part(r, "sass") for r in (old, new)]
+    said += [f"SASS {op} {sass[0].get(op)} -> {sass[1].get(op)}"
+             for op in sorted(sass[0].keys() | sass[1].keys())
+             if sass[0].get(op) != sass[1].get(op)]
+    return said or ["resources changed"]
+
+
+_WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
+    "pipeline": _pipeline,
+    "shared": _buffers,
+    "dynamic_shared_bytes": lambda a, b: [f"shared memory {a:,} -> {b:,} B"],
+    "static_shared_bytes": lambda a, b: [f"static shared memory {a:,} -> {b:,} B"],
+    "threads": lambda a, b: [f"threads {a} -> {b}"],
+    "num_stages": lambda a, b: [f"num_stages {a} -> {b}"],
+    "cuda_lines": lambda a, b: [f"lines of code {a} -> {b}"],
+    "sync": _sync,
+    "warp_specialized": lambda a, b: ["warp specialisation changed"],
+    "gemm": _gemm,
+    "tmem": lambda a, b: [f"tensor memory {said}" for said in _buffers(a, b)]
+    or ["tmem changed"],
+    "pass_counts": _pass_counts,
+    "hazards": lambda a, b: [f"hazards {a.get('text')!r} -> {b.get('text')!r}"],
+    "resources": _resources,
+    "cuda": _cuda,
+}
+# The order a variant's changes are said in: the schedule first, the code last.
+_ORDER = ("pipeline", "shared", "dynamic_shared_bytes", "threads", "sync", "warp_specialized")
+
+
+def variant_changes(variant: str, old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """What changed in one variant, among the compared facts both sides keep."""
+    if "error" in old or "error" in new:
+        if old.get("error") == new.get("error"):
+            return []
+        before = f"failed ({old['error']})" if "error" in old else "lowered"
+        after = f"failed ({new['error']})" if "error" in new else "lowered"
+        return [Change(variant, "error", f"{before} -> {after}")]
+    both = old.keys() & new.keys() & COMPARED
+    rest = sorted(both - set(_ORDER) - {"cuda"})
+    found = []
+    for fact in [f for f in _ORDER if f in both] + rest + (["cuda"] if "cuda" in both else []):
+        if old[fact] == new[fact]:
+            continue
+        words = _WORDS[fact](old[fact], new[fact]) if fact in _WORDS else [f"{fact} changed"]
+        found += [Change(variant, fact, said) for said in words]
+    return found
+
+
+def _order(variant_id: str) -> tuple[int, str]:
+    return (int(variant_id), "") if variant_id.isdigit() else (-1, variant_id)
+
+
+def _alike(variants: dict[str, Any], ids: Sequence[str]) -> str | None:
+    """The variants the page shows as one (``1,2,3,4``-style groups, by the page's own
+    rule, :func:`..plan.variants.lowered_alike`), or None when the snapshot did not record it."""
+    if any("error" not in variants[i] and "planned_ir" not in variants[i] for i in ids):
+        return None
+    groups: dict[str, list[str]] = {}
+    for i in ids:
+        groups.setdefault(alike_group(i), []).append(i)
+    merged = [g for g in groups.values() if lowered_alike([variants[i] for i in g])]
+    return "; ".join(",".join(g) for g in sorted(merged, key=lambda g: _order(g[0]))) or "none"
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Every visible change from snapshot ``old`` to snapshot ``new``: the directive's
+    inputs, then each variant's facts, then which variants are shown as one. The TileLang
+    version, ``#line`` numbers into TileLang's files, a result-schema bump and facts one
+    side did not keep are provenance, never a change."""
+    found: list[Change] = []
+    for key in ("target", "factory", "sweep"):
+        if old.get(key) != new.get(key):
+            found.append(Change("", key, f"{key} {old.get(key)} -> {new.get(key)}"))
+    old_params, new_params = old.get("params", {}), new.get("params", {})
+    for name in sorted(old_params.keys() | new_params.keys()):
+        if old_params.get(name) != new_params.get(name):
+            found.append(Change("", "params",
+                                f"params {name}={old_params.get(name, '(unset)')} -> "
+                                f"{name}={new_params.get(name, '(unset)')}"))
+    old_v, new_v = old["variants"], new["variants"]
+    for key in sorted(old_v.keys() | new_v.keys(), key=_order):
+        if key not in new_v:
+            found.append(Change(key, "variants", "no longer lowered"))
+        elif key not in old_v:
+            found.append(Change(key, "variants", "new"))
+        else:
+            found += variant_changes(key, old_v[key], new_v[key])
+    both = sorted(old_v.keys() & new_v.keys(), key=_order)
+    before, after = _alike(old_v, both), _alike(new_v, both)
+    if before is not None and after is not None and before != after:
+        found.append(Change("", "planned_ir",
+                            f"variants shown as one (lowered alike) {before} -> {after}"))
+    return found
+
+
+def version_change(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """``TileLang 0.1.14 -> 0.1.15`` when the snapshots were recorded with different
+    releases (provenance: said, never failed)."""
+    said = [f"{name} {old.get(key)} -> {new.get(key)}"
+            for key, name in (("tilelang", "TileLang"), ("toolkit", "NVIDIA's compiler"))
+            if old.get(key) != new.get(key) and (key == "tilelang" or key in old)]
+    return ", ".join(said) or None
+
+
+def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[tuple[str, str]]]:
+    """(TileLang versions when they differ, [(variant id or "", its changes in words,
+    joined by "; "), ...]): :func:`changes` as the build says them."""
+    said: list[tuple[str, str]] = []
+    for change in changes(old, new):
+        if change.variant and said and said[-1][0] == change.variant:
+            said[-1] = (change.variant, f"{said[-1][1]}; {change.words}")
+        else:
+            said.append((change.variant, change.words))
+    return version_change(old, new), said

@@ -1,0 +1,1 @@
+"""A lowered variant's result: its facts, CUDA, passes, claims and digests."""

@@ -1,0 +1,130 @@
+"""Every fact a variant's result may hold, declared once.
+
+A fact is one field of a lowered variant: what the worker read off the IR or the code.
+Its entry says its JSON type, which parts of the page show it, whether a snapshot keeps
+it, whether a kept value is compared, since which result schema it exists and the names
+an ``:assert:`` reads it by. Everything else is derived from this table: the fields a
+result must have (:mod:`.result`), what a snapshot keeps and compares
+(:mod:`..records.snapshots`) and which assertion names a page built from an older snapshot may
+lack (:mod:`..claims`).
+
+It is an allow-list. A snapshot keeps a fact only when it is declared here, and only when
+the directive shows a part that reads it or asserts on one of its names; a fact that is
+declared shown is kept and compared from the day it is declared, and a snapshot recorded
+before then is reported as not guarding it (see ``missing``). A fact no page shows is
+declared with no parts, and stays out of snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+# The part every directive shows: the caption, the summary table and the merge of
+# variants that lowered alike into one column. Not a ``:show:`` word.
+ALWAYS = "summary"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One field of a lowered variant's result."""
+
+    name: str  # as the result and the snapshot spell it
+    type: type | tuple[type, ...]  # its JSON type
+    parts: tuple[str, ...]  # the parts that show it: ``:show:`` words, or ALWAYS
+    kept: bool  # snapshots keep it (where the directive shows or asserts on it)
+    compared: bool  # a kept value that changed fails the build
+    since: int  # the first result schema with it
+    required: bool = False  # every lowered result of this schema has it
+    names: tuple[str, ...] = ()  # what an :assert: expression reads it by
+    about: str = ""  # one line for CONTRIBUTING readers and error messages
+
+
+FACTS: tuple[Fact, ...] = (
+    Fact("num_stages", int, (ALWAYS,), True, True, 1,
+         about="the pipeline depth the variant was lowered with"),
+    Fact("pipeline", list, (ALWAYS, "figure", "annotations"), True, True, 1, True,
+         ("stage", "order"), "each pipelined loop: depth, stage and order of its statements"),
+    Fact("warp_specialized", (dict, type(None)), (ALWAYS, "figure", "annotations"), True,
+         True, 1, names=("warp_specialized",),
+         about="producer and consumer warps, their barriers"),
+    Fact("shared", list, ("shared",), True, True, 1, True, ("shared",),
+         "shared-memory buffers: name, shape, dtype, bytes"),
+    Fact("dynamic_shared_bytes", int, (ALWAYS, "shared"), True, True, 1, True,
+         ("dynamic_shared_bytes",), "the merged dynamic shared allocation"),
+    Fact("static_shared_bytes", int, (ALWAYS, "shared"), True, True, 1, True,
+         about="statically allocated shared memory"),
+    Fact("threads", int, (ALWAYS,), True, True, 1, names=("threads",),
+         about="threads per block"),
+    Fact("sync", dict, (ALWAYS, "sync"), True, True, 1, True, ("sync",),
+         "counts of synchronisation and async operations in the code"),
+    Fact("cuda_lines", int, (ALWAYS,), True, True, 1, True, ("cuda_lines",),
+         "lines of generated code"),
+    # Read by every page: variants whose code is the same are shown as one column.
+    Fact("cuda", str, (ALWAYS, "diff", "cuda"), True, True, 1, True,
+         about="the generated device code, normalised"),
+    # A digest of TileLang's IR, which a release may print differently: only what it
+    # decides (which variants are shown as one) is compared, as "lowered alike".
+    Fact("planned_ir", (str, type(None)), (ALWAYS,), True, False, 3,
+         about="a digest of the IR after pipeline planning (variants shown as one)"),
+    Fact("tmem", list, ("shared",), True, True, 3, names=("tmem",),
+         about="tensor-memory buffers: name, shape, dtype, columns"),
+    Fact("gemm", list, ("gemm",), True, True, 3, names=("gemm",),
+         about="the instruction each tile-level T.gemm call became"),
+    # The hazard check's verdict (core.hazards): every page's summary shows it. Not
+    # required: a snapshot recorded before it still renders its page (and is reported).
+    Fact("hazards", dict, (ALWAYS,), True, True, 4, names=("hazards",),
+         about="the hazard check's verdict on the final code: none, hazard or not checked"),
+    # NVIDIA's compiler's view of the variant (core.resources): registers, spills, stack,
+    # shared memory, barriers, occupancy, static SASS counts. Only where the page shows
+    # the part and a toolkit compiled it; the toolkit's version is provenance.
+    Fact("resources", dict, ("resources",), True, True, 4,
+         names=("registers", "spills", "stack", "occupancy", "sass"),
+         about="registers, spills, occupancy and SASS counts of the compiled cubin"),
+    Fact("sass", str, ("resources",), False, False, 4,
+         about="the SASS listing of the compiled cubin (without encodings)"),
+    # The whole pass pipeline is large, and a run that changes nothing shown is
+    # provenance: snapshots keep only the counts an :assert: names (pass_counts).
+    Fact("passes", list, ("passes",), False, False, 1, names=("passes",),
+         about="every pass run and the lines of IR it changed"),
+    Fact("pass_diffs", dict, ("passes",), False, False, 1,
+         about="IR before and after the runs :passes: names"),
+    Fact("pass_counts", dict, (), True, True, 3, names=("passes",),
+         about="lines changed by each run a passes[...] claim names (snapshots only)"),
+    # Derived from the IR and bulky; its waits are the sync counts', its stages the
+    # pipeline's. Absent in results read back from a snapshot.
+    Fact("schedule", dict, ("figure",), False, False, 2,
+         about="what the schedule figures draw"),
+)
+
+# Fields of a result that are not facts: how and when it was made, never shown as a
+# fact, never in a snapshot's variants (a failure is kept as its message).
+BOOKKEEPING = ("schema", "ok", "seconds", "error", "from_snapshot", "imports", "templates",
+               "toolkit", "resources_error")
+
+BY_NAME = {fact.name: fact for fact in FACTS}
+# What every lowered result must hold (checked on reading a cache entry).
+REQUIRED = {fact.name: fact.type for fact in FACTS if fact.required}
+# What a snapshot may keep (one directive keeps those its page reads) and compares.
+KEPT = frozenset(fact.name for fact in FACTS if fact.kept)
+COMPARED = frozenset(fact.name for fact in FACTS if fact.kept and fact.compared)
+# Assertion name -> the facts it reads (``passes`` reads the records, or the counts a
+# snapshot kept of them).
+ASSERT_NAMES: dict[str, tuple[str, ...]] = {}
+for _fact in FACTS:
+    for _name in _fact.names:
+        ASSERT_NAMES[_name] = (*ASSERT_NAMES.get(_name, ()), _fact.name)
+
+
+def later(schema: int) -> frozenset[str]:
+    """Facts a result or snapshot of ``schema`` cannot have: declared since a later one."""
+    return frozenset(fact.name for fact in FACTS if fact.since > schema)
+
+
+def read_by(parts: Iterable[str], names: Iterable[str]) -> list[str]:
+    """The kept facts a page reads when it shows ``parts`` (ALWAYS included) and its
+    claims use ``names``, in table order. ``pass_counts`` is read only by claims."""
+    shown = {ALWAYS, *parts}
+    used = set(names)
+    return [fact.name for fact in FACTS if fact.kept
+            and (shown & set(fact.parts) or used & set(fact.names))]

@@ -1,0 +1,176 @@
+"""A variant's lowering result as plain, JSON-ready data.
+
+The worker builds results here from what it read off the IR and the normalised CUDA (the
+result type itself is :mod:`.result`). Statements of a
+pipelined loop are named by their Python source text where the IR and the source agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..kernel.statements import Statement, gemm_statements, loop_over, pipelined_loops
+from . import cuda as cuda_text
+from . import line_links
+from .result import (
+    RESULT_SCHEMA,
+    GemmCall,
+    Hazards,
+    NamedStatement,
+    PipelineLoop,
+    Result,
+    Role,
+    WarpSpecialization,
+)
+
+# Calls that the compiler inserts to synchronise; they have no source statement.
+_SYNC_OPS = ("mbarrier", "barrier", "fence", "sync")
+
+
+def _named(ir_stmts: list[dict[str, Any]], source: list[Statement]) -> list[NamedStatement]:
+    """Give each IR statement its source text: in order when the counts agree (the usual
+    case), else by the buffers it touches, else its own IR text."""
+    if len(ir_stmts) == len(source):
+        return [{"text": s.text, "line": s.line} for s in source]
+    named: list[NamedStatement] = []
+    unused = list(source)
+    for stmt in ir_stmts:
+        buffers = set(stmt["buffers"])
+        match = next((s for s in unused if buffers and buffers <= s.names), None)
+        if match is not None:
+            unused.remove(match)
+            named.append({"text": match.text, "line": match.line})
+        else:
+            named.append({"text": stmt["ir"], "line": None})
+    return named
+
+
+def _roles(ws: dict[str, Any], source: list[Statement]) -> list[Role]:
+    """Who runs each source statement once the loop is warp-specialised."""
+    rows: list[Role] = []
+    barriers = {b["name"] for b in ws["barriers"]}
+    known = {name for role in ("producer", "consumer") for ir in ws[role]
+             for name in ir["buffers"]} - barriers
+
+    def data(ir: dict[str, Any]) -> set[str]:
+        return set(ir["buffers"]) - barriers  # a TMA copy also names its barrier
+
+    def roles_of(stmt: Statement) -> list[str]:
+        # The buffers a statement names must be the ones its IR touches; a mere subset
+        # would let "T.copy(row_max, prev_max)" claim a loop that reads both.
+        wanted = stmt.names & known
+        exact = [role for role in ("producer", "consumer")
+                 if any(wanted and data(ir) == wanted for ir in ws[role])]
+        return exact or [role for role in ("producer", "consumer")
+                         if any(data(ir) and data(ir) <= stmt.names for ir in ws[role])]
+
+    for stmt in source:
+        roles = roles_of(stmt)
+        rows.append({"text": stmt.text, "line": stmt.line,
+                     "role": " + ".join(roles) or "none", "inserted": False})
+    for role in ("producer", "consumer"):
+        for ir in ws[role]:
+            if any(word in ir["op"] for word in _SYNC_OPS):
+                rows.append({"text": ir["ir"], "line": None, "role": role, "inserted": True,
+                             "op": ir["op"].rsplit(".", 1)[-1]})
+    return rows
+
+
+def _gemms(ir_gemms: list[dict[str, Any]], source: list[Statement]) -> list[GemmCall]:
+    """Each gemm call with its source text: in order when the counts agree, else by its
+    operands' names, else the call as the IR names it."""
+    found: list[GemmCall] = []
+    unused = list(source)
+    for i, gemm in enumerate(ir_gemms):
+        operands = gemm["operands"]
+        if len(ir_gemms) == len(source):
+            match: Statement | None = source[i]
+        else:
+            match = next((s for s in unused if s.names == frozenset(operands)), None)
+        if match is not None and match in unused:
+            unused.remove(match)
+        text = match.text if match else f"T.gemm({', '.join(operands)})"
+        found.append({"text": text, "line": match.line if match else None,
+                      "operands": operands, "instruction": gemm["instruction"],
+                      "form": gemm["form"]})
+    return found
+
+
+def _located(hazards: Hazards, loops: list[Statement], source: str, factory: str,
+             cuda: str, source_name: str | None) -> Hazards:
+    """Each finding with the statements that name its buffer (the IR keeps no source
+    spans; a buffer's name does survive): those of the pipelined loops, else of the loop
+    its iteration names (``s=1``), each ``{text, line, cuda_lines}``: the lines of the
+    CUDA listing (``#line`` directives left out, from 1) that the compiler's ``#line``
+    directives give the statement and its body (see :mod:`.line_links`)."""
+    findings = hazards.get("findings", [])
+    if not findings:
+        return hazards
+    links = line_links.attribute(cuda_text.source_map(cuda, source_name), source) \
+        if source_name else []
+    lines = source.splitlines()
+    for finding in findings:
+        found = [s for s in loops if finding["buffer"] in s.names]
+        variable = str(finding.get("at") or "").split("=")[0]
+        if not found and variable.isidentifier():
+            found = [s for s in loop_over(source, factory, variable)
+                     if finding["buffer"] in s.names]
+        finding["statements"] = []
+        for statement in found:
+            region = line_links.statement_lines(lines, statement.line)
+            finding["statements"].append({
+                "text": statement.text, "line": statement.line,
+                "cuda_lines": [i for i, link in enumerate(links, 1) if link.line in region]})
+    return hazards
+
+
+def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages: int,
+            seconds: float, source_name: str | None = None) -> Result:
+    """Assemble a successful variant's result from IR facts and normalised CUDA."""
+    loops = pipelined_loops(source, factory)
+    pipeline: list[PipelineLoop] = []
+    for i, loop in enumerate(ir["pipeline"]):
+        statements = _named(loop["statements"], loops[i] if i < len(loops) else [])
+        pipeline.append({"num_stages": loop["num_stages"], "stage": loop["stage"],
+                         "order": loop["order"], "statements": statements})
+    ws = ir.get("warp_specialized")
+    warp: WarpSpecialization | None = None
+    if ws:
+        warp = {
+            "threads": ws.get("threads", 0),
+            "producer_threads": ws["producer_threads"],
+            "consumer_threads": ws.get("threads", 0) - ws["producer_threads"],
+            "roles": _roles(ws, loops[0] if loops else []),
+            "barriers": [
+                {"name": b["name"], "shape": b["shape"], "dtype": b["dtype"],
+                 "init": ws.get("barrier_init", {}).get(b["name"], [])}
+                for b in ws["barriers"]
+            ],
+        }
+    merged = ir.get("merged", {})
+    result: Result = {
+        "schema": RESULT_SCHEMA,
+        "ok": True,
+        "seconds": round(seconds, 3),
+        "num_stages": num_stages,
+        "pipeline": pipeline,
+        "warp_specialized": warp,
+        "shared": [b for b in ir["shared"] if b["scope"] in ("shared", "shared.dyn")],
+        "tmem": ir.get("tmem", []),
+        "gemm": _gemms(ir.get("gemm", []), gemm_statements(source, factory)),
+        "planned_ir": ir.get("planned_ir"),
+        "dynamic_shared_bytes": merged.get("dynamic", 0),
+        "static_shared_bytes": merged.get("static", 0),
+        "threads": merged.get("threads", 0),
+        "sync": cuda_text.sync_counts(cuda),
+        "cuda_lines": cuda_text.code_lines(cuda),
+        "cuda": cuda,
+        "passes": ir.get("passes", []),
+        "pass_diffs": ir.get("pass_diffs", {}),
+    }
+    if ir.get("hazards") is not None:
+        result["hazards"] = _located(ir["hazards"], [s for loop in loops for s in loop],
+                                     source, factory, cuda, source_name)
+    if ir.get("schedule"):
+        result["schedule"] = ir["schedule"]
+    return result

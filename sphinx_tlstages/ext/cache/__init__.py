@@ -1,0 +1,1 @@
+"""The lowering cache's two levels: this machine's folder and the shared remote."""

@@ -1,0 +1,110 @@
+"""The drift report of a build, written where CI picks it up.
+
+The checks add what they find to the build's :class:`~...core.records.drift.Report` as they say it
+in the log (:func:`entry` gives a directive's place in it); on ``build-finished`` it is
+written beside the ``tlstages explain`` records, as ``tlstages-report.gfm`` (GitHub Markdown) and
+``tlstages-report.json`` (a workflow posts the first as a pull-request comment), and
+appended to ``$GITHUB_STEP_SUMMARY`` when that is set: one section per ``sphinx-build``
+run, headed by its builder; a later builder of the same book that found nothing new says
+so in one line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...core.files import write_atomic
+from ...core.records import drift_render
+from ...core.records.drift import Directive, Report
+from ..messages import warn
+from ..state import build_state, settings
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+    from ...core.plan.spec import DirectiveSpec
+
+# Not ``.md``: a doctree folder inside the sources would be read as a page by MyST.
+MARKDOWN, JSON = "tlstages-report.gfm", "tlstages-report.json"
+# Each section of the job summary starts with one, unseen: (builder, what it said).
+_MARKER = re.compile(r"<!-- tlstages-report (\S+) (\S+) -->")
+
+
+def accept_command(srcdir: Path) -> str:
+    """``tlstages snapshots accept book``: the source folder relative to the current one,
+    or by its name (from the folder above it) where it lies elsewhere: never a path of
+    this machine."""
+    try:
+        relative = os.path.relpath(srcdir)
+    except ValueError:  # another drive on Windows
+        relative = ".."
+    shown = Path(relative).as_posix() if not relative.startswith("..") else srcdir.name
+    return f"tlstages snapshots accept {shown}"
+
+
+def new_report(app: Sphinx, total: int) -> Report:
+    """An empty report of this build, for ``total`` directives."""
+    config = settings(app)
+    return Report(builder=app.builder.name, accept=accept_command(Path(app.srcdir)),
+                  strict=config.strict, directives_total=total)
+
+
+def _page(app: Sphinx, docname: str) -> str:
+    builder = app.builder
+    if builder.format == "html":
+        return builder.get_target_uri(docname)
+    return docname + (app.config.html_file_suffix or ".html")
+
+
+def entry(app: Sphinx, report: Report, spec: DirectiveSpec) -> Directive:
+    """Directive ``spec``'s entry: its source as the build log gives it, relative to the
+    source folder, and its page's address where ``html_baseurl`` is set."""
+    source = Path(str(app.env.doc2path(spec.docname, False))).as_posix()
+    base = str(app.config.html_baseurl or "")
+    url = None
+    if base:
+        anchor = f"#{spec.node_id}" if spec.node_id else ""
+        url = f"{base.rstrip('/')}/{_page(app, spec.docname)}{anchor}"
+    return report.directive(spec.name, source, spec.lineno, url)
+
+
+def write_report(app: Sphinx, exception: BaseException | None) -> None:
+    """``build-finished``: write the build's report, and append it to the job summary."""
+    state = build_state(app)
+    if exception is not None or state is None or state.drift is None:
+        return
+    report = state.drift
+    folder = Path(app.doctreedir)
+    write_atomic(folder / JSON, report.as_json())
+    write_atomic(folder / MARKDOWN, drift_render.markdown(report))
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        try:
+            _append_summary(Path(summary), report)
+        except OSError as exc:  # the build's own outcome does not depend on it
+            warn(f"GITHUB_STEP_SUMMARY {summary}: the report could not be added: {exc}",
+                 "report")
+
+
+def _append_summary(path: Path, report: Report) -> None:
+    try:
+        before = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        before = ""
+    digest = report.digest()
+    marker = f"<!-- tlstages-report {report.builder} {digest} -->"
+    earlier = [builder for builder, said in _MARKER.findall(before) if said == digest]
+    if earlier:
+        section = (f"{marker}\n**tl-pipeline, {drift_render.text(report.builder)} build:** "
+                   f"nothing new since the {drift_render.text(earlier[-1])} build.\n")
+    else:
+        room = drift_render.MAX_BYTES - len(before.encode())
+        section = drift_render.markdown(report, room, marker) if room > 4096 else (
+            f"{marker}\n**tl-pipeline, {drift_render.text(report.title())}:** "
+            f"{drift_render.text(report.verdict())} The job summary is full: the whole "
+            f"report is the build's {MARKDOWN}.\n")
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(("\n" if before and not before.endswith("\n\n") else "") + section)

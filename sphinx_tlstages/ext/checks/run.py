@@ -1,0 +1,302 @@
+"""After lowering: every check a build makes on the results, and the exit status.
+
+Runs on ``env-updated`` after :mod:`..lowering.batch` (a later priority): reused names, failed
+variants and ``:expect-error:``, the snapshots (:mod:`.snapshots`), ``:assert:``,
+``:passes:`` names, the attached benchmark numbers. Failures are reported on every build,
+cached or not, so ``-W`` stays red until the kernel is fixed; errors are counted in the
+state's outcome, which fails the build on ``build-finished``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+from ...core.claims import check, namespace
+from ...core.hazards.check import cuda_words
+from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.plan.variants import merge_unchanged, unchanged_sentence
+from ...core.records.bench_data import attach, load_all, other_headers, provenance
+from ...core.results.pass_compare import unmatched
+from ...core.results.result import Result, over_limit, shared_bytes
+from ..collector import all_directives, project_directives
+from ..messages import error, info, warn
+from ..state import BuildState, build_state, settings
+from .drift_report import entry, new_report
+from .snapshots import check_snapshots
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+    from sphinx.environment import BuildEnvironment
+
+def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
+    """Run every check; return the documents whose results changed."""
+    state = build_state(app)
+    if state is None or settings(app).collect_only:
+        return []
+    _report_duplicates(env)
+    specs = project_directives(env)
+    state.drift = new_report(app, len(specs))
+    state.drift.built_with = state.version
+    failed = _report_variants(specs, state)
+    if state.variants:
+        info(f"tl-pipeline: {state.variants} variants, {len(state.lowered)} lowered, "
+             f"{state.variants - len(state.lowered)} cached, {failed} failed, "
+             f"{state.seconds:.1f} s")
+    _report_unchanged(specs, state)
+    if settings(app).toolkit != "none":  # turned off on purpose: the part says so
+        state.outcome.failures += _report_toolkit(specs, state, settings(app).strict)
+    check_snapshots(app, specs, state)
+    state.outcome.failures += _check_asserts(app, specs, state)
+    state.outcome.failures += _report_hazards(app, specs, state)
+    _check_pass_names(specs, state)
+    _attach_bench(app, specs, state)
+    return _changed_documents(env, specs, state)
+
+
+def _report_duplicates(env: BuildEnvironment) -> None:
+    """Warn about every reused :name:, naming both places."""
+    seen: dict[str, DirectiveSpec] = {}
+    for spec in all_directives(env):
+        first = seen.setdefault(spec.name, spec)
+        if first is not spec:
+            warn(f"tl-pipeline name {spec.name!r} is already used at "
+                 f"{env.doc2path(first.docname, False)}:{first.lineno}; give this directive "
+                 "its own :name:", "name", location=(spec.docname, spec.lineno))
+
+
+def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> int:
+    """Warn about each failed variant (over its shared-memory limit counts as failed) and
+    each broken ``:expect-error:``; return how many variants failed."""
+    failed = 0
+    for spec in specs:
+        for variant in spec.variants:
+            result = state.result(variant)
+            failure = variant_failure(variant, result)
+            failed += failure is not None
+            name, what = spec.name, variant.heading
+            expected = spec.expects_failure(variant)
+            if failure is None or failure[0] == "unavailable":  # that is said once
+                if expected and failure is None:
+                    warn(f"{name}: {what} lowered, but :expect-error: says it "
+                         "must fail", "lowering", location=(spec.docname, spec.lineno))
+                continue
+            kind, message = failure
+            if expected:
+                pattern = spec.expect_pattern
+                if pattern and not re.search(pattern, message):
+                    warn(f"{name}: {what} failed as expected, but its message "
+                         f"does not match {pattern!r}: {message}", "lowering",
+                         location=(spec.docname, spec.lineno))
+            elif kind == "limit":
+                warn(f"{name}: {what} {message}", "limit",
+                     location=(spec.docname, spec.lineno))
+            else:
+                warn(f"{name}: {what} failed to lower ({kind}): {message}",
+                     "lowering", location=spec.kernel_location(result["error"].get("line")))
+    return failed
+
+
+def _report_unchanged(specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Say in the build log (not as a warning: nothing is wrong) where num_stages changed
+    nothing; the page says it too, and shows those variants once."""
+    for spec in specs:
+        rows = [(v, state.result(v)) for v in spec.variants]
+        for variant in merge_unchanged(rows)[1]:
+            info(f"tl-pipeline: {spec.name}: {unchanged_sentence(variant)}")
+
+
+def _report_toolkit(specs: list[DirectiveSpec], state: BuildState, strict: bool) -> int:
+    """One warning per build where a page wants the resources part and no NVIDIA
+    compiler was found (under ``CI`` or ``READTHEDOCS`` an error: the page would show
+    less than it says, and a CI build is where the part must be built), and one per
+    directive whose variants it could not compile. Return the errors."""
+    missing = []
+    for spec in specs:
+        wanted = [v for v in spec.variants if v.target.kind == "cuda"
+                  and ("resources" in spec.show or v.toolkit is not None)]
+        if not wanted:
+            continue
+        if any(v.toolkit is None for v in wanted):
+            missing.append(spec)
+            continue
+        errors = {state.result(v).get("resources_error") for v in wanted} - {None}
+        if errors:
+            warn(f"{spec.name}: NVIDIA's compiler could not compile "
+                 f"{len(errors)} variant(s): {sorted(map(str, errors))[0]}", "toolkit",
+                 location=(spec.docname, spec.lineno))
+    if not missing:
+        return 0
+    first = missing[0]
+    said = (f"no NVIDIA compiler found: {len(missing)} directive(s) show resources without "
+            "registers, spills or occupancy (pip install sphinx-tlstages[resources], or set "
+            "tlstages_toolkit to an nvcc)")
+    if strict:
+        error(said, "toolkit", location=(first.docname, first.lineno))
+        return 1
+    warn(said, "toolkit", location=(first.docname, first.lineno))
+    return 0
+
+
+def variant_names(variants: list[VariantSpec]) -> str:
+    """``num_stages 2 3``, or each variant's heading in a matrix."""
+    if all(v.only_num_stages for v in variants):
+        return "num_stages " + " ".join(str(v.num_stages) for v in variants)
+    return "; ".join(v.heading for v in variants)
+
+
+def variant_failure(variant: VariantSpec,
+                    result: Result) -> tuple[str, str] | None:
+    """(kind, message) when a variant failed, exceeding its shared memory included."""
+    if not result.get("ok"):
+        return result["error"]["kind"], result["error"]["message"]
+    limit = variant.target.shared_memory_limit
+    if over_limit(result, limit):
+        return "limit", (f"needs {shared_bytes(result):,} B of {variant.target.memory}; "
+                         f"{variant.target.label} allows {limit:,} B")
+    return None
+
+
+def _check_asserts(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> int:
+    """Evaluate every :assert: line on every lowered variant; errors fail the build."""
+    failures = 0
+    for spec in specs:
+        for line, expression in spec.asserts:
+            for variant in spec.variants:
+                result = state.result(variant)
+                if not result.get("ok"):
+                    continue
+                why = check(expression, namespace(result, variant))
+                if why is not None:
+                    failures += 1
+                    error(f"{spec.name}: {variant.heading}: assertion {expression!r} {why}",
+                          "assert", location=(spec.docname, line))
+                    if state.drift is not None:
+                        state.drift.add(entry(app, state.drift, spec), "assert",
+                                        variant.heading, f"{expression!r} {why}", line)
+    return failures
+
+
+def _report_hazards(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> int:
+    """Warn about each variant the hazard check flags (a note where ``:expect-hazard:``
+    lists it); a listed variant it does not flag is an error. Return the errors."""
+    failures = 0
+    for spec in specs:
+        for variant in spec.variants:
+            result = state.result(variant)
+            found = result.get("hazards")
+            if not result.get("ok") or found is None:
+                continue  # a failed variant, or a page built from an older snapshot
+            where = (spec.docname, spec.lineno)
+            texts = [f["text"] + _statements(spec, f) for f in found["findings"]]
+            said = f"{spec.name}: {variant.heading}: {found['text']}: " + "; ".join(texts)
+            if not spec.expects_hazard(variant):
+                if found["verdict"] == "hazard":
+                    warn(said, "hazard", location=where)
+                    if state.drift is not None:
+                        state.drift.add(entry(app, state.drift, spec), "hazard",
+                                        variant.heading, f"{found['text']}: "
+                                        + "; ".join(texts))
+                continue
+            pattern = spec.expect_hazard_pattern
+            if found["verdict"] != "hazard":
+                why = f"the check says {found['text']!r}"
+            elif pattern and not any(re.search(pattern, f"{f['kind']} on {f['buffer']}: "
+                                               f"{f['text']}") for f in found["findings"]):
+                why = f"no finding matches {pattern!r} ({'; '.join(texts)})"
+            else:
+                info(f"{said} (expected by :expect-hazard:)", location=where)
+                continue
+            failures += 1
+            error(f"{spec.name}: {variant.heading}: :expect-hazard: lists it, but {why}",
+                  "hazard", location=where)
+    return failures
+
+
+def _statements(spec: DirectiveSpec, finding: dict[str, Any]) -> str:
+    """`` (T.copy(A[k + 1, :], S) at line 14; ...)``: where a finding's buffer is named
+    in the pipelined loop."""
+    said = []
+    for statement in finding.get("statements", []):
+        where = spec.kernel_location(statement["line"])
+        line = f"line {where[1]}" if isinstance(where, tuple) else where
+        cuda = cuda_words(statement.get("cuda_lines", []))
+        said.append(f"{statement['text']} at {line}" + (f", {cuda}" if cuda else ""))
+    return f" ({'; '.join(said)})" if said else ""
+
+
+def _check_pass_names(specs: list[DirectiveSpec], state: BuildState) -> None:
+    """A :passes: name that no run matches is a typo or a pass of another target."""
+    for spec in specs:
+        logs = [r["passes"] for r in map(state.result, spec.variants) if r.get("passes")]
+        if not spec.passes or not logs:
+            continue
+        for selector in unmatched(spec.passes, logs):
+            names = sorted({rec["name"] for log in logs for rec in log})
+            close = difflib.get_close_matches(selector.split("#")[0], names, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            warn(f"{spec.name}: :passes: {selector} matches no pass run of any variant{hint}",
+                 "option", location=(spec.docname, spec.lineno))
+
+
+def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Load the bench files once; warn about malformed files and stale numbers (their
+    kernel's inputs or code changed), and tell numbers measured with another TileLang."""
+    config = settings(app)
+    state.bench = load_all(config.bench_dir, config.bench_gpus)
+    for problem in state.bench.errors:
+        warn(f"bench file ignored: {problem}", "bench")
+    for spec in specs:
+        state.attached[spec.name] = attach(spec, state.bench, state.result)
+        for data, numbers, stale_ids in state.attached[spec.name]:
+            said = provenance(spec, data, state.version)
+            if said is not None:  # provenance, not a problem: the page says it too
+                info(f"{spec.name}: numbers from {data['gpu']['name']}: {said}",
+                     location=(spec.docname, spec.lineno))
+            headers = other_headers(spec, data, numbers, state.result)
+            if headers:
+                info(f"{spec.name}: the numbers from {data['gpu']['name']} for "
+                     f"{variant_names(headers)} were timed with other TileLang template "
+                     "headers than this build's; the code the page shows is the same "
+                     "(provenance, not a change)", location=(spec.docname, spec.lineno))
+            stale = [v for v in spec.variants if v.id in stale_ids]
+            if stale and state.drift is not None:
+                state.drift.add(entry(app, state.drift, spec), "stale", variant_names(stale),
+                                f"the numbers measured on {data['gpu']['name']} are for "
+                                "another kernel or TileLang; run tlstages bench again")
+            if stale:
+                warn(f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
+                     f"{variant_names(stale)} are for another kernel or "
+                     "code; run tlstages bench again", "bench",
+                     location=(spec.docname, spec.lineno))
+
+
+def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
+                       state: BuildState) -> list[str]:
+    """Documents Sphinx did not re-read whose variants now have other keys (a TileLang
+    upgrade, say): they must be written again."""
+    previous: dict[str, list[str]] = getattr(env, "tlstages_keys", {})
+    current: dict[str, list[str]] = {}
+    for spec in specs:
+        keys = current.setdefault(spec.docname, [])
+        keys.extend(v.key(state.stamp) for v in spec.variants)
+        # A helper module edited re-lowers a variant under the same key: its result's
+        # content is what the page shows.
+        keys.extend(state.cache.digests.get(v.key(state.stamp), "") for v in spec.variants)
+        # Attached numbers are not Sphinx dependencies: a new bench file must rewrite too.
+        keys.append(hashlib.sha256(json.dumps(state.attached.get(spec.name, []),
+                                              sort_keys=True).encode()).hexdigest())
+    env.tlstages_keys = current  # type: ignore[attr-defined]
+    return sorted(doc for doc, keys in current.items() if previous.get(doc) != keys)
+
+
+def set_exit_status(app: Sphinx, exception: BaseException | None) -> None:
+    """``build-finished``: a failed check fails the build, with or without ``-W``."""
+    state = build_state(app)
+    if state is not None and state.outcome.failures:
+        error(f"tl-pipeline: {state.outcome.failures} check(s) failed (snapshots, :assert:)",
+              "snapshot")
+        app.statuscode = 1

@@ -1,0 +1,190 @@
+"""Checking each directive against its golden snapshot, after the batch has lowered.
+
+A drift is an error at the directive's line, with what changed in words and the command
+that accepts it; the build exits non-zero at the end (``build-finished``) without ``-W``.
+Every directive is checked, so one build reports every drift, not only the first.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ...core.records import drift, snapshot_compare, snapshots
+from ...core.results.pass_compare import moved, numbered
+from ...core.results.result import Result
+from ..messages import error, info, warn
+from ..state import settings
+from .drift_report import entry, new_report
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+    from ...core.plan.spec import DirectiveSpec
+    from ..state import BuildState, Outcome
+
+def _accept_hint(app: Sphinx) -> str:
+    srcdir = str(app.srcdir)
+    try:
+        relative = os.path.relpath(srcdir)
+        srcdir = srcdir if relative.startswith("..") else relative
+    except ValueError:  # another drive on Windows
+        pass
+    return f"tlstages snapshots accept {srcdir}"
+
+
+def _results(spec: DirectiveSpec, state: BuildState) -> dict[str, Result]:
+    return {v.id: state.result(v) for v in spec.variants}
+
+
+def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Compare, record or update every directive's snapshot, per the mode."""
+    config = settings(app)
+    outcome, mode, strict, folder = state.outcome, config.snapshot_mode, config.strict, \
+        config.snapshot_dir
+    if mode == "off":
+        return
+    writes = mode == "update" or (mode == "auto" and not strict)
+    hint = _accept_hint(app)
+    report = state.drift or new_report(app, len(specs))
+    srcdir = Path(app.srcdir)
+    for spec in specs:
+        location = (spec.docname, spec.lineno)
+        here = entry(app, report, spec)
+        golden = snapshots.golden_path(folder, spec.name)
+        shown = _relative(golden, srcdir)  # as the report names it: no machine path
+        pending = snapshots.pending_path(folder, spec.name)
+        results = _results(spec, state)
+        new = snapshots.build(spec, results, state.version)
+        if new is None or any(r.get("from_snapshot") for r in results.values()):
+            if strict:
+                _fail(outcome, f"{spec.name}: not verified against its snapshot: TileLang "
+                               "could not lower every variant here", location)
+                report.add(here, "unverified", "", "not verified against its snapshot: "
+                           "TileLang could not lower every variant here")
+            continue
+        try:
+            old = snapshots.load(golden)
+        except ValueError as exc:
+            _fail(outcome, f"{spec.name}: {exc}", location)
+            report.add(here, "broken", "", str(exc).replace(str(golden), shown))
+            continue
+        if old is None:
+            if writes:
+                snapshots.write(golden, new)
+                outcome.recorded += 1
+                report.new_snapshots.append(shown)
+                info(f"tl-pipeline: recorded snapshot {golden}")
+            else:
+                _fail(outcome, f"{spec.name}: no snapshot at {golden}; record it with "
+                               f"TLSTAGES_SNAPSHOTS=update", location)
+                report.add(here, "missing", "", f"no snapshot at {shown}")
+            continue
+        _note_moved_runs(spec, old, new)
+        version, changes = snapshot_compare.compare(old, new)
+        lacking = snapshots.unguarded(spec, old, golden)
+        report.variants_verified += len(new["variants"])
+        report.recorded(old.get("tilelang"))
+        if mode != "update":
+            said = snapshots.unguarded(spec, old, Path(shown))
+            if said:
+                report.add(here, "unguarded", "", said.split(": ", 1)[1])
+            if changes:
+                drift.add_drift(report, here, old, new)
+        if not changes and not lacking:
+            pending.unlink(missing_ok=True)
+            if mode == "update" and snapshots.write(golden, new):
+                outcome.updated += 1
+                info(f"tl-pipeline: {spec.name}: snapshot re-recorded with "
+                     f"TileLang {new.get('tilelang')}")
+            elif version or old.get("schema") != new.get("schema"):
+                # Provenance, reported and never failed: the reader sees the same thing.
+                info(f"tl-pipeline: {spec.name}: recorded with TileLang {old.get('tilelang')} "
+                     f"(result schema {old.get('schema')}), verified with TileLang "
+                     f"{new.get('tilelang')}: same facts and code")
+            continue
+        if mode == "update":
+            snapshots.write(golden, new)
+            pending.unlink(missing_ok=True)
+            outcome.updated += 1
+            info(f"tl-pipeline: updated snapshot {golden}")
+            continue
+        if not strict:
+            snapshots.write(pending, new)
+        if not changes:
+            # Counted as a missing snapshot is: recorded where the docs are written (the
+            # pending file, which accept fills in), an error where they are published.
+            assert lacking is not None
+            if strict:
+                _fail(outcome, f"{lacking}; record it where the docs are written: "
+                               f"TLSTAGES_SNAPSHOTS=update, or {hint} after a local build",
+                      location)
+            else:
+                info(f"tl-pipeline: {lacking}; fill it in with: {hint}",
+                     location=location)
+            continue
+        lines = [f"{spec.name}: the lowering no longer matches {golden}"]
+        if version:
+            lines.append(f"  recorded with {version.replace(' -> ', ', built with ')}; what "
+                         "changed for a reader:")
+        for stages, change in changes:
+            lines.append(f"  {snapshots.describe(stages)}: {change}" if stages
+                         else f"  {change}")
+        if lacking:
+            lines.append(f"  and {lacking.split(': ', 1)[1]}")
+        lines.append(f"  accept it with: {hint}" if not strict else
+                     "  accept it where the docs are written: "
+                     f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
+        _fail(outcome, "\n".join(lines), location)
+    _report_unused(folder, {spec.name for spec in specs}, mode, report, srcdir)
+
+
+def _note_moved_runs(spec: DirectiveSpec, old: dict[str, object],
+                     new: dict[str, object]) -> None:
+    """A note at the option's line where ``Simplify#3`` names another run than it did in
+    the pipeline the snapshot was recorded with (a release added or dropped a run before
+    it). A note, not a failure: what the page shows is checked by the snapshot itself.
+    Both snapshots hold their pipeline only where the directive names a run by number."""
+    recorded, now = old.get("pass_pipeline"), new.get("pass_pipeline")
+    if not isinstance(recorded, list) or not isinstance(now, list) or not now:
+        return
+    lines = [(spec.passes_line or spec.lineno, numbered(spec.passes, ()))]
+    lines += [(line, numbered((), (expression,))) for line, expression in spec.asserts]
+    for line, selectors in lines:
+        for selector in selectors:
+            said = moved(selector, recorded, now)
+            if said:
+                info(f"tl-pipeline: {spec.name}: {selector} {said} when the snapshot was "
+                     f"recorded (TileLang {old.get('tilelang')}); check that it names the run "
+                     "you meant (a bare pass name names every run)",
+                     location=(spec.docname, line))
+
+
+def _relative(path: Path, srcdir: Path) -> str:
+    """A snapshot's path as a report shows it: relative to the source folder."""
+    try:
+        return path.relative_to(srcdir).as_posix()
+    except ValueError:  # tlstages_snapshot_dir outside the sources: its name
+        return path.name
+
+
+def _report_unused(folder: Path, used: set[str], mode: str, report: drift.Report,
+                   srcdir: Path) -> None:
+    # The environment holds every document's directives even when sphinx-build was given
+    # a list of files (unchanged documents come from the pickle), so this never misreports.
+    for name, path, pending in snapshots.stored(folder):
+        if name in used:
+            continue
+        if mode == "update":
+            path.unlink()
+            info(f"tl-pipeline: removed unused snapshot {path}")
+        elif not pending:
+            report.unused_snapshots.append(_relative(path, srcdir))
+            warn(f"snapshot {path} belongs to no tl-pipeline directive; "
+                 "TLSTAGES_SNAPSHOTS=update removes it", "snapshot")
+
+
+def _fail(outcome: Outcome, message: str, location: tuple[str, int]) -> None:
+    outcome.failures += 1
+    error(message, "snapshot", location=location)

@@ -1,0 +1,1 @@
+"""The hazard check's trace of a variant's final device code, and its verdict."""

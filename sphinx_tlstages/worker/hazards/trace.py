@@ -1,0 +1,330 @@
+"""The synchronisation trace of a kernel's final device IR, for the hazard check.
+
+It walks the device function as each thread runs it: every loop that holds a
+synchronisation (the pipelined loop, a loop around it) is unrolled with its variable
+known, every other loop is summarised by bounding its variable; each access to shared
+memory becomes a byte interval of its allocation, bounded over the thread indices and
+the summarised loops (TVM's integer-bound analysis). Out come plain records (see
+:mod:`...core.hazards.check`, which checks them): cp.async copies, commits, waits,
+``__syncthreads``, shared reads; on Hopper the roles of a warp-specialised loop and
+their barrier operations. Where the walk cannot decide (a synchronisation under a
+condition it cannot evaluate, a loop of unknown length, an operation on shared memory it
+does not model) it raises :class:`Undecided`, which the check reports as "not checked".
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
+from tvm.tirx.stmt_functor import post_order_visit
+
+from ..ir.walk import integer, kind, op_name, short
+from .barriers import BARRIER_OPS, RingOps, Undecided, branch_roles, has_call, shared
+from .intervals import Interval, Unbounded, interval, narrowed
+
+Record = dict[str, Any]
+# Loops unrolled in all, over the whole kernel: past this the check says "not checked".
+MAX_STEPS = 4096
+_SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
+                       "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
+                       "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
+                       "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
+                       "ptx_cp_async_barrier_noinc"})
+# Reads through a pointer: bytes each thread reads at its address.
+_POINTER_READS = {"ptx_ldmatrix": 16}
+# Stores the threads make themselves through a pointer (like a BufferStore into shared
+# memory, outside the model: TileLang's thread-sync pass places their barriers).
+_POINTER_STORES = frozenset({"ptx_stmatrix"})
+
+
+class Trace(RingOps):
+    """One walk of a device function; :attr:`records` is its output."""
+
+    def __init__(self, func: Any, boxes: dict[str, int] | None = None) -> None:
+        self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
+        self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
+        self.records: list[Record] = []
+        self.where: list[str] = []
+        self.steps = 0
+        self.role = "all"  # "producer"/"consumer" inside a warp-specialised branch
+        self.elected = False  # inside a branch one thread runs
+        self.threads: Any = None  # threadIdx.x
+        self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
+        self.batch: set[tuple[Any, ...]] = set()  # regions read by this wgmma batch
+        self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
+        self.fallback = False  # inside the else of a cluster rank's multicast branch
+        # Whether a statement holds a synchronisation, by its address: an unrolled loop
+        # asks it of the same inner statements once per iteration (the IR outlives the walk).
+        self.synced: dict[int, bool] = {}
+        self.calls: dict[int, tuple[str, list[Any]]] = {}  # a call's name and arguments
+        self.seqs: dict[int, list[Any]] = {}  # a sequence's statements
+        self.parts: dict[int, Any] = {}
+        self.walk(func.body)
+
+    # --- expressions ----------------------------------------------------------------
+    def bound(self, expr: Any, what: str) -> Interval:
+        try:
+            return interval(expr, self.env)
+        except Unbounded as exc:
+            raise Undecided(f"{what} cannot be bounded ({exc})") from None
+
+    def constant(self, expr: Any, what: str) -> int:
+        lo, hi = self.bound(expr, what)
+        if lo != hi:
+            raise Undecided(f"{what} is not known")
+        return lo
+
+    def base(self, var: Any) -> tuple[str, int]:
+        return self.bases.get(var, (str(var.name), 0))
+
+    def region(self, buffer: Any, indices: list[Any]) -> tuple[str, str, int, int]:
+        """(buffer, allocation, first byte, last byte) of a load or store's elements."""
+        size = buffer.dtype.bits * buffer.dtype.lanes // 8
+        lanes = 1
+        if len(indices) == 1:
+            index = indices[0]
+        else:
+            index, stride = 0, 1
+            for i, extent in reversed(list(zip(indices, buffer.shape, strict=True))):
+                index, stride = index + i * stride, stride * extent
+        if kind(index) == "Ramp":
+            if integer(index.stride) != 1:
+                raise Undecided(f"a strided vector access to {buffer.name}")
+            lanes, index = int(index.lanes), index.base
+        lo, hi = self.bound(buffer.elem_offset + index, str(buffer.name))
+        root, offset = self.base(buffer.data)
+        return str(buffer.data.name), root, offset + lo * size, offset + (hi + lanes) * size - 1
+
+    # --- statements -----------------------------------------------------------------
+    def emit(self, record: Record) -> None:
+        record["at"] = " ".join(self.where)
+        record["role"] = self.role
+        self.records.append(record)
+
+    def walk(self, stmt: Any) -> None:
+        what = kind(stmt)
+        handler: Callable[[Any], None] | None = getattr(self, f"_{what}", None)
+        if handler is not None:
+            handler(stmt)
+        elif hasattr(stmt, "body") and stmt.body is not None:
+            self.walk(stmt.body)
+
+    def _SeqStmt(self, stmt: Any) -> None:
+        key = stmt.__chandle__()
+        items = self.seqs.get(key)
+        if items is None:
+            items = self.seqs[key] = list(stmt.seq)
+        for item in items:
+            self.walk(item)
+
+    def _AttrStmt(self, stmt: Any) -> None:
+        if stmt.attr_key == "thread_extent":
+            var = stmt.node.var
+            extent = self.constant(stmt.value, f"the extent of {var.name}")
+            self.env[var] = (0, extent - 1)
+            if str(stmt.node.thread_tag) == "threadIdx.x":
+                self.threads = var
+        self.walk(stmt.body)
+
+    def _Bind(self, stmt: Any) -> None:
+        value = stmt.value
+        if kind(value) == "Call" and short(op_name(value)) == "handle_add_byte_offset":
+            root, offset = self.base(value.args[0])
+            extra = self.constant(value.args[1], f"the offset of {stmt.var.name}")
+            self.bases[stmt.var] = (root, offset + extra)
+        elif str(stmt.var.dtype).startswith(("int", "uint", "bool")):
+            with contextlib.suppress(Unbounded):  # an index that uses it says so
+                self.env[stmt.var] = interval(value, self.env)
+
+    def _LetStmt(self, stmt: Any) -> None:
+        self._Bind(stmt)
+        self.walk(stmt.body)
+
+    def _For(self, stmt: Any) -> None:
+        name = f"the loop over {stmt.loop_var.name}"
+        if not self.has_sync(stmt.body):
+            lo, extent = self.bound(stmt.min, name), self.bound(stmt.extent, name)
+            if extent[1] <= 0:
+                return
+            self.env[stmt.loop_var] = (lo[0], lo[1] + extent[1] - 1)
+            self.walk(stmt.body)
+            return
+        lo_c, extent_c = self.constant(stmt.min, name), self.constant(stmt.extent, name)
+        self.steps += extent_c
+        if self.steps > MAX_STEPS:
+            raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")
+        for value in range(lo_c, lo_c + extent_c):
+            self.env[stmt.loop_var] = (value, value)
+            self.where.append(f"{stmt.loop_var.name}={value}")
+            try:
+                self.walk(stmt.body)
+            finally:
+                self.where.pop()
+        self.env.pop(stmt.loop_var, None)
+
+    def _IfThenElse(self, stmt: Any) -> None:
+        try:
+            decided = interval(stmt.condition, self.env)
+        except Unbounded:
+            decided = (0, 1)
+        if decided[0] == decided[1]:
+            branch = stmt.then_case if decided[0] else stmt.else_case
+            if branch is not None:
+                self.walk(branch)
+            return
+        if self.has_sync(stmt.then_case) or (stmt.else_case is not None
+                                         and self.has_sync(stmt.else_case)):
+            self.branch(stmt)
+            return
+        # Accesses under a condition: those of both branches, each with what the
+        # condition says of a variable's range (``tx < 64``: a copy by half the threads).
+        for case, holds in ((stmt.then_case, True), (stmt.else_case, False)):
+            if case is None:
+                continue
+            ranges = narrowed(stmt.condition, holds, self.env)
+            saved = {var: self.env[var] for var in ranges}
+            self.env.update(ranges)
+            try:
+                self.walk(case)
+            finally:
+                self.env.update(saved)
+
+    def branch(self, stmt: Any) -> None:
+        """A synchronisation under a condition on the thread index: one elected thread
+        (``T.tl_shuffle_elect``, ``tx == c``), or the roles of a warp-specialised loop
+        (``if tx < P:`` producer ``else:`` consumer)."""
+        cond = stmt.condition
+        if has_call(cond, ("block_rank_in_cluster",)):
+            self.cluster_branch(stmt)
+            return
+        name = short(op_name(cond)) if kind(cond) == "Call" else kind(cond)
+        if name in ("tl_shuffle_elect", "EQ") and stmt.else_case is None:
+            outer, self.elected = self.elected, True
+            try:
+                self.walk(stmt.then_case)
+            finally:
+                self.elected = outer
+            return
+        # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
+        # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself.
+        cases = [(case, narrowed(cond, holds, self.env).get(self.threads))
+                 for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
+                 if case is not None] if self.threads is not None else []
+        if self.role != "all" or not cases or any(r is None for _, r in cases):
+            raise Undecided(f"a synchronisation under the condition {cond}")
+        roles = branch_roles([case for case, _ in cases])
+        if len(set(roles)) != len(roles):
+            raise Undecided(f"two branches of one role under the condition {cond}")
+        everyone = self.env[self.threads]
+        for (case, threads), role in zip(cases, roles, strict=True):
+            self.env[self.threads], self.role = threads or everyone, role
+            self.walk(case)
+        self.env[self.threads], self.role = everyone, "all"
+
+    def _Evaluate(self, stmt: Any) -> None:
+        value = stmt.value
+        if kind(value) == "Call":
+            self.call(value)
+        else:
+            self.reads(value)
+
+    def _BufferStore(self, stmt: Any) -> None:
+        self.reads(stmt.value)
+        for index in stmt.indices:
+            self.reads(index)
+
+    def has_sync(self, stmt: Any) -> bool:
+        key = stmt.__chandle__()
+        found = self.synced.get(key)
+        if found is None:
+            found = self.synced[key] = has_call(stmt, _SYNC_OPS)
+        return found
+
+    # --- calls ----------------------------------------------------------------------
+    def call(self, call: Any) -> None:
+        # An unrolled loop walks the same calls once per iteration: their names and
+        # arguments are read from TVM once.
+        key = call.__chandle__()
+        known = self.calls.get(key)
+        if known is None:
+            known = self.calls[key] = (short(op_name(call)), list(call.args))
+        name, args = known
+        if name == "ptx_cp_async":
+            load = args[0].args[0]
+            count = self.constant(args[2], "the size of a cp.async")
+            buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+            size = load.buffer.dtype.bits // 8
+            self.emit({"op": "copy", "buffer": buffer, "root": root, "lo": lo,
+                       "hi": hi + (count - 1) * size})
+            self.reads(args[1])
+        elif name == "ptx_commit_group":
+            self.emit({"op": "commit"})
+        elif name == "ptx_wait_group":
+            self.emit({"op": "wait", "n": self.constant(args[0], "a wait's count")})
+        elif name == "tvm_storage_sync":
+            scope = args[0].value if kind(args[0]) == "StringImm" else ""
+            if scope in ("shared", "shared.dyn", "cluster"):  # a cluster's holds the CTA's
+                self.emit({"op": "sync"})
+        elif name in BARRIER_OPS:
+            self.mbarrier(args, name)
+        elif name in _POINTER_READS:
+            for arg in args:
+                if kind(arg) == "Call" and short(op_name(arg)) == "address_of":
+                    load = arg.args[0]
+                    if shared(load.buffer.data):
+                        buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+                        # From each thread's address (the last element's first byte on).
+                        last = hi - load.buffer.dtype.bits * load.buffer.dtype.lanes // 8 + 1
+                        self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
+                                   "hi": last + _POINTER_READS[name] - 1, "how": name})
+        elif name == "tma_store":
+            # (descriptor, source, coordinates...): the box is read from shared memory
+            # (asynchronously, after the threads' stores are fenced for it).
+            found = self.pointer(args[1])
+            if found is None:
+                raise Undecided("a TMA store from an address the check cannot read")
+            buffer, root, lo, _ = found
+            self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": None,
+                       "bytes": self.boxes.get(str(getattr(args[0], "name", ""))),
+                       "how": "tma_store"})
+        elif name not in _POINTER_STORES:
+            self.other(call, name)
+
+    def other(self, call: Any, name: str) -> None:
+        """A call the model has no rule for: harmless unless it touches shared memory."""
+        if "tcgen05" in name or "tensor_memory" in name:
+            raise Undecided("Blackwell's tensor-memory MMA (tcgen05) and its barriers are "
+                            "not modelled")
+        for arg in call.args:
+            if kind(arg) == "Call" and short(op_name(arg)) in ("address_of",
+                                                                "tvm_access_ptr"):
+                target = arg.args[0] if short(op_name(arg)) == "address_of" else arg.args[1]
+                data = getattr(getattr(target, "buffer", None), "data", target)
+                if shared(data):
+                    raise Undecided(f"{name} accesses {data.name}, which the check "
+                                    "does not model")
+            else:
+                self.reads(arg)
+
+    def reads(self, expr: Any) -> None:
+        """Every shared element an expression loads."""
+        found: list[Any] = []
+        passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
+
+        def visit(node: Any) -> None:
+            if kind(node) == "BufferLoad" and shared(node.buffer.data):
+                found.append(node)
+            elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
+                    and shared(node.args[0].buffer.data):
+                passed.append(str(node.args[0].buffer.name))
+
+        post_order_visit(expr, visit)
+        if passed:
+            raise Undecided(f"a pointer into {passed[0]} is passed on")
+        for load in found:
+            buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+            self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
+                       "how": "load"})

@@ -1,0 +1,117 @@
+"""The hazard check of a lowered variant: its trace (:mod:`.trace`) checked by
+:mod:`...core.hazards.check`, with the shared buffers' slots named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
+from tvm.tirx.stmt_functor import post_order_visit
+
+from ...core.hazards.check import not_checked, verdict
+from ..ir.schedule import BEFORE_WS
+from ..ir.walk import integer, version_dims
+from .barriers import Undecided, shared
+from .trace import Trace
+
+
+def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
+            device: Callable[[Any], Any]) -> dict[str, Any]:
+    """The ``hazards`` fact of a lowered variant, from the modules the recorder kept
+    (``main``/``device`` pick a module's function). Never raises: what the walk cannot
+    decide, or a walk that fails, is "not checked" and why."""
+    final = kept.get("final")
+    if target.get("kind") != "cuda":
+        return not_checked(f"no asynchronous pipeline on {target.get('mcpu') or target['kind']}")
+    if final is None:
+        return not_checked("no final device code")
+    try:
+        trace = Trace(device(final), _boxes(kept))
+        buffers = _buffers(trace, kept, main)
+        return verdict(_sized(trace.records, buffers), buffers)
+    except Undecided as exc:
+        return not_checked(str(exc))
+    except Exception as exc:  # unexpected IR costs the verdict, never the variant
+        return not_checked(f"the check failed ({type(exc).__name__}: {exc})"[:300])
+
+
+# CUtensorMapDataType -> bytes per element (CUDA's enum order, up to TFLOAT32_FTZ).
+_ELEMENT_BYTES = (1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4)
+
+
+def _boxes(kept: dict[str, Any]) -> dict[str, int]:
+    """Bytes of each TMA descriptor's box, by the descriptor's name, from the arguments the
+    host passes to ``__tvm_tensormap_create_tiled`` (kept on the host function until the
+    device code is split off): ``(name, desc, dtype, rank, address, dims[rank],
+    strides[rank], box[rank], element strides[rank], ...)``. An im2col descriptor, or a
+    type past the table, is left out (its copies' bytes are unknown)."""
+    for module in kept.values():
+        for func in getattr(module, "functions", {}).values():
+            args = (func.attrs or {}).get("tma_descriptor_args") \
+                if hasattr(func, "attrs") else None
+            if not args:
+                continue
+            boxes: dict[str, int] = {}
+            for desc, call in args.items():
+                if getattr(call[0], "value", None) != "__tvm_tensormap_create_tiled":
+                    continue
+                dtype, rank = integer(call[2]), integer(call[3])
+                if dtype is None or rank is None or not 0 <= dtype < len(_ELEMENT_BYTES):
+                    continue
+                size = _ELEMENT_BYTES[dtype]
+                for extent in call[5 + 2 * rank:5 + 3 * rank]:
+                    size *= integer(extent) or 0
+                if size:
+                    boxes[str(desc.name)] = size
+            return boxes
+    return {}
+
+
+def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
+    """Per shared buffer: its byte offset in its allocation, its bytes and its versions
+    (the leading dimension the pipeliner gave it), for naming slots."""
+    # Hopper's warp specialisation versions the buffers before pipeline planning runs.
+    planned = kept.get(BEFORE_WS) or kept.get("tl.PipelinePlanning")
+    injected = kept.get("tl.InjectSoftwarePipeline")
+    versions = version_dims(main(planned), main(injected)) \
+        if planned is not None and injected is not None else {}
+    sizes: dict[str, int] = {}
+    tiles: dict[str, int] = {}  # tiles of a buffer of 3 or more dimensions: its first
+    if injected is not None:
+        def visit(node: Any) -> None:
+            for buffer in getattr(node, "alloc_buffers", None) or []:
+                if shared(buffer.data):
+                    count = 1
+                    for extent in buffer.shape:
+                        count *= integer(extent) or 0
+                    sizes[str(buffer.name)] = count * buffer.dtype.bits // 8
+                    if len(buffer.shape) >= 3:
+                        tiles[str(buffer.name)] = integer(buffer.shape[0]) or 1
+
+        post_order_visit(main(injected).body, visit)
+    bases = {str(var.name): offset for var, (_, offset) in trace.bases.items()}
+    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name),
+                   "tiles": tiles.get(name)}
+            for name, size in sizes.items()}
+
+
+def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[str, Any]]:
+    """Give each access whose extent the code does not say (a wgmma operand, a TMA box
+    of a tensor copy) the rest of the slot of its buffer it starts in: a ring's copy or
+    read stays in one tile (a tile copied as several boxes has each start inside it).
+    A buffer the pipeliner did not version but that the kernel declares with 3 or more
+    dimensions (``(num_stages, M, K)``, a ring of its own) has a slot per first index: a
+    tile operation's operand is 2-D, one first index of it."""
+    for record in records:
+        if record["op"] in ("read", "tma") and record.get("hi") is None:
+            size = record.get("bytes")
+            if size is not None:
+                record["hi"] = record["lo"] + size - 1
+                continue
+            info = buffers.get(record["buffer"])
+            if info is None:
+                raise Undecided(f"the extent of an access to {record['buffer']} is unknown")
+            slot = max(info["bytes"] // (info["versions"] or info.get("tiles") or 1), 1)
+            record["hi"] = info["base"] + ((record["lo"] - info["base"]) // slot + 1) * slot - 1
+    return records

@@ -1,0 +1,1 @@
+"""Reading facts and schedules off TileLang's IR."""
