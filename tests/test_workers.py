@@ -16,13 +16,8 @@ from pathlib import Path
 import pytest
 
 from sphinx_tlstages.cli import main as cli
-from sphinx_tlstages.core.protocol.messages import (
-    Hello,
-    Refused,
-    ServerStatus,
-    Unavailable,
-    wire,
-)
+from sphinx_tlstages.core.protocol import wire
+from sphinx_tlstages.core.protocol.messages import Hello, Refused, ServerStatus, Unavailable
 from sphinx_tlstages.core.results.stamps import lowering_stamp, tilelang_stamp
 from sphinx_tlstages.runner import kept
 from sphinx_tlstages.runner.launch import worker_environment
