@@ -164,10 +164,12 @@ def docs_live(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """ruff over the package, the tests and the benchmarks; the import contracts of
+    """ruff over the package, the tests, the benchmarks and the verification tools; the
+    import contracts of
     pyproject.toml (the layering of core, worker, runner, ext and cli)."""
     session.install("ruff", "import-linter>=2.1")
-    session.run("ruff", "check", "sphinx_tlstages", "tests", "benchmarks", ".ci", "noxfile.py")
+    session.run("ruff", "check", "sphinx_tlstages", "tests", "benchmarks", "verification", ".ci",
+                "noxfile.py")
     # The package from this checkout, without installing it (or TileLang) for this.
     session.run("lint-imports", env={"PYTHONPATH": str(Path.cwd())})
 
@@ -195,8 +197,8 @@ def bench_build(session: nox.Session) -> None:
     fresh folder against a warm remote cache, against a warm local ``-E`` build."""
     install_cpu_torch(session)
     session.install("-e", ".[docs,cache]", "sphinxcontrib-programoutput", "moto[server]")
-    session.run("python", "benchmarks/build_speed.py", *session.posargs)
-    session.run("python", "benchmarks/remote_cache.py")
+    session.run("python", "benchmarks/build_speed/build_speed.py", *session.posargs)
+    session.run("python", "benchmarks/remote_cache/remote_cache.py")
 
 
 @nox.session(name="bench-resources", python=PYTHON)
@@ -204,10 +206,10 @@ def bench_resources(session: nox.Session) -> None:
     """What the resources part costs: its compile step against the same nvcc and
     cuobjdump commands run directly (and nvcc alone) on the same CUDA, and a cold book
     with the part against without it (``-- --json FILE`` keeps the figures). The check
-    against a GPU's driver is ``benchmarks/resources_on_gpu.py``."""
+    against a GPU's driver is ``verification/resources_on_gpu``."""
     install_cpu_torch(session)
     session.install("-e", ".[docs,resources]")
-    session.run("python", "benchmarks/resources_cost.py", *session.posargs)
+    session.run("python", "benchmarks/resources_cost/resources_cost.py", *session.posargs)
 
 
 def _tracked_copy(session: nox.Session) -> Path:

@@ -1,8 +1,9 @@
 """The resources part against a GPU's driver, on data recorded on an H200.
 
-``benchmarks/resources-on-gpu-h200.json`` is what ``benchmarks/resources_on_gpu.py
-check`` wrote on an NVIDIA H200 (driver 580, compute capability 9.0) for the book's
-``sm_90a`` variants, compiled on a CPU machine with nvcc 13.5.37 and TileLang 0.1.15.
+``verification/resources_on_gpu/resources-on-gpu-h200.json`` is what
+``verification/resources_on_gpu/resources_on_gpu.py check`` wrote on an NVIDIA H200
+(driver 580, compute capability 9.0) for the book's ``sm_90a`` variants, compiled on a
+CPU machine with nvcc 13.5.37 and TileLang 0.1.15.
 The comparison is run again here on what the driver reported, and shown to catch a
 figure that differs; the book's directives are found as ``prepare`` finds them.
 """
@@ -23,13 +24,13 @@ from sphinx_tlstages.core.hardware import driver_check
 from sphinx_tlstages.core.hardware.occupancy import LIMITS
 
 ROOT = Path(__file__).resolve().parent.parent
-RECORDED = json.loads((ROOT / "benchmarks" / "resources-on-gpu-h200.json")
-                      .read_text(encoding="utf-8"))
+CHECK = ROOT / "verification" / "resources_on_gpu"
+RECORDED = json.loads((CHECK / "resources-on-gpu-h200.json").read_text(encoding="utf-8"))
 
 
 def _script() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
-        "resources_on_gpu", ROOT / "benchmarks" / "resources_on_gpu.py")
+        "resources_on_gpu", CHECK / "resources_on_gpu.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -22,10 +22,9 @@ from typing import Any
 import pytest
 
 from sphinx_tlstages.core.hazards.check import verdict
-from sphinx_tlstages.core.results.passes import PassLog
 
 from .html_tree import Element
-from .kernels import GEMM, rst
+from .kernels import GEMM, read, rst
 
 VERSION = importlib.metadata.version("tilelang")
 
@@ -40,235 +39,50 @@ hazard_check: Any = None
 ir_facts: Any = None
 kernel_module: Any = None
 prim_func: Any = None
-_lower: Any = None
-_recorder: Any = None
+lower_kept: Any = None
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _tilelang() -> None:
     global tvm, ir_transform, post_order_visit, substitute, hazard_check, ir_facts
-    global kernel_module, prim_func, _lower, _recorder
+    global kernel_module, prim_func, lower_kept
     from tilelang import tvm
     from tvm.tirx.stmt_functor import ir_transform, post_order_visit, substitute
 
     from sphinx_tlstages.worker.hazards import verdict as hazard_check
     from sphinx_tlstages.worker.ir import facts as ir_facts
     from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
-    from sphinx_tlstages.worker.lowering import _lower, _recorder
-ROOT = Path(__file__).resolve().parent.parent
+    from sphinx_tlstages.worker.lowering import lower_kept
 
+
+# The kernels, each in a file of its own (tests/kernels/hazards), as a directive's body.
 # Consume the tile in S, then fetch the next one into S: the order #2668 mislowers.
-ROLLING_SUM = '''\
-@tilelang.jit
-def rolling_sum(N, K, num_stages):
-    @T.prim_func
-    def kernel(A: T.Tensor((K, N), "float32"), Out: T.Tensor((N,), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            S = T.alloc_shared((N,), "float32")
-            acc = T.alloc_fragment((N,), "float32")
-            T.clear(acc)
-            T.copy(A[0, :], S)
-            for k in T.Pipelined(K - 1, num_stages=num_stages):
-                for i in T.Parallel(N):
-                    acc[i] += S[i]
-                T.copy(A[k + 1, :], S)
-            T.copy(acc, Out)
-
-    return kernel
-'''
-
+ROLLING_SUM = read("hazards/rolling_sum.py")
 # The same sum in the order the pipeliner expects: fetch, then consume.
-FETCH_FIRST = '''\
-@tilelang.jit
-def fetch_first(N, K, num_stages):
-    @T.prim_func
-    def kernel(A: T.Tensor((K, N), "float32"), Out: T.Tensor((N,), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            S = T.alloc_shared((N,), "float32")
-            acc = T.alloc_fragment((N,), "float32")
-            T.clear(acc)
-            for k in T.Pipelined(K, num_stages=num_stages):
-                T.copy(A[k, :], S)
-                for i in T.Parallel(N):
-                    acc[i] += S[i]
-            T.copy(acc, Out)
-
-    return kernel
-'''
-
+FETCH_FIRST = read("hazards/fetch_first.py")
 # A pair of CTAs shares each chunk of a panel: the leader multicasts it, each CTA sums it.
 # One barrier per chunk: the pattern of tile-ai/tilelang#2927.
-PANEL_SUM = '''\
-@tilelang.jit
-def panel_sum(M, N, chunks, block_M=64, block_N=64):
-    @T.prim_func
-    def kernel(X: T.Tensor((chunks, M, N), "float16"), Out: T.Tensor((M, N), "float32")):
-        with T.ClusterKernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128,
-                             cluster_dims=(2, 1, 1)) as (bx, by):
-            tiles = T.alloc_shared((chunks, block_M, block_N), "float16")
-            ready = T.alloc_cluster_barrier([1] * chunks)
-            acc = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(acc)
-            for s in T.serial(chunks):
-                T.copy_cluster(X[s, by * block_M, bx * block_N], tiles[s, :, :],
-                               cluster_mask=0b11, remote_barrier=ready[s])
-                for i, j in T.Parallel(block_M, block_N):
-                    acc[i, j] += tiles[s, i, j]
-            T.copy(acc, Out[by * block_M, bx * block_N])
-
-    return kernel
-'''
-
+PANEL_SUM = read("hazards/panel_sum.py")
 # The same sum with one barrier reused by every chunk: its parity is the loop's.
-PANEL_SUM_ONE_BARRIER = PANEL_SUM.replace("T.alloc_cluster_barrier([1] * chunks)",
-                                          "T.alloc_cluster_barrier([1])") \
-    .replace("remote_barrier=ready[s]", "remote_barrier=ready[0]")
-
+PANEL_SUM_ONE_BARRIER = read("hazards/panel_sum_one_barrier.py")
 # Each row of a tile weighted by a vector fetched with it: 64 floats, copied by half of
 # the 128 threads (``if tx < 64``), as the backward flash-attention kernels fetch their
 # row statistics.
-WEIGHTED_ROWS = '''\
-@tilelang.jit
-def weighted_rows(N, K, num_stages):
-    @T.prim_func
-    def kernel(A: T.Tensor((K, 64, N), "float16"), W: T.Tensor((K, 64), "float32"),
-               Out: T.Tensor((64, N), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            tile = T.alloc_shared((64, N), "float16")
-            w = T.alloc_shared((64,), "float32")
-            acc = T.alloc_fragment((64, N), "float32")
-            T.clear(acc)
-            for k in T.Pipelined(K, num_stages=num_stages):
-                T.copy(A[k, :, :], tile)
-                T.copy(W[k, :], w)
-                for i, j in T.Parallel(64, N):
-                    acc[i, j] += tile[i, j] * w[i]
-            T.copy(acc, Out)
-
-    return kernel
-'''
-
+WEIGHTED_ROWS = read("hazards/weighted_rows.py")
 # A ring the kernel manages itself: (stages, M, K) buffers, a loader and a math
 # warpgroup, full and empty barriers it waits on with its own parities.
-RING_GEMM = '''\
-@tilelang.jit
-def ring_gemm(M, N, K, block_M=128, block_N=128, block_K=64, stages=2):
-    @T.prim_func
-    def kernel(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
-               C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=256) as (bx, by):
-            a_ring = T.alloc_shared((stages, block_M, block_K), "float16")
-            b_ring = T.alloc_shared((stages, block_K, block_N), "float16")
-            acc = T.alloc_fragment((block_M, block_N), "float32")
-            full_empty = T.alloc_barrier([128] * (2 * stages))
-            with T.ws(0):
-                T.clear(acc)
-            for k in range(T.ceildiv(K, block_K)):
-                with T.ws(1):  # the loader
-                    T.mbarrier_wait_parity(full_empty[stages + k % stages],
-                                           (k // stages) % 2 ^ 1)
-                    T.tma_copy(A[by * block_M:(by + 1) * block_M, k * block_K:(k + 1) * block_K],
-                               a_ring[k % stages, :, :], barrier=full_empty[k % stages])
-                    T.tma_copy(B[k * block_K:(k + 1) * block_K, bx * block_N:(bx + 1) * block_N],
-                               b_ring[k % stages, :, :], barrier=full_empty[k % stages])
-                    T.mbarrier_arrive(full_empty[k % stages])
-                with T.ws(0):  # the math warpgroup
-                    T.mbarrier_wait_parity(full_empty[k % stages], (k // stages) % 2)
-                    T.gemm(a_ring[k % stages, :, :], b_ring[k % stages, :, :], acc)
-                    T.mbarrier_arrive(full_empty[stages + k % stages])
-            with T.ws(0):
-                T.copy(acc, C[by * block_M, bx * block_N])
-
-    return kernel
-'''
-
+RING_GEMM = read("hazards/ring_gemm.py")
 # A gate the threads gather element by element beside two tiles the TMA copies: on sm_90a
 # the producer's gather is cp.async, and its threads arrive on the full barrier with
 # ``cp.async.mbarrier.arrive.noinc`` (the barrier's count is theirs).
-DECAYED_GEMM = '''\
-@tilelang.jit
-def decayed_gemm(M, N, K, block_M=64, block_N=64, block_K=64, num_stages=2):
-    @T.prim_func
-    def kernel(A: T.Tensor((M, K), "bfloat16"), B: T.Tensor((K, N), "bfloat16"),
-               decay: T.Tensor((K,), "float32"), C: T.Tensor((M, N), "float32")):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=128) as (bx, by):
-            a = T.alloc_shared((block_M, block_K), "bfloat16")
-            b = T.alloc_shared((block_K, block_N), "bfloat16")
-            g = T.alloc_shared((block_K, block_N), "float32")
-            g_frag = T.alloc_fragment((block_K, block_N), "float32")
-            acc = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(acc)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                T.copy(A[by * block_M, k * block_K], a)
-                for i, j in T.Parallel(block_K, block_N):
-                    g[i, j] = decay[k * block_K + i]
-                T.copy(B[k * block_K, bx * block_N], b)
-                T.copy(g, g_frag)
-                T.gemm(a, b, acc)
-                for i, j in T.Parallel(block_M, block_N):
-                    acc[i, j] *= g_frag[i % block_K, j]
-            T.copy(acc, C[by * block_M, bx * block_N])
-
-    return kernel
-'''
-
+DECAYED_GEMM = read("hazards/decayed_gemm.py")
 # Two pipelined loops over one shared matrix: on sm_90a TileLang specialises the warps of
 # the first (TMA, a producer branch) and leaves the second to the consumer, with cp.async.
-MIXED_TWICE = '''\
-@tilelang.jit
-def mixed_twice(rows, p_cols, q_cols, block=64, num_stages=1):
-    @T.prim_func
-    def kernel(Mix: T.Tensor((rows, rows), "bfloat16"), P: T.Tensor((rows, p_cols), "bfloat16"),
-               Q: T.Tensor((rows, q_cols), "bfloat16"),
-               P_out: T.Tensor((rows, p_cols), "float32"),
-               Q_out: T.Tensor((rows, q_cols), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            mix = T.alloc_shared((rows, rows), "bfloat16")
-            p = T.alloc_shared((rows, block), "bfloat16")
-            q = T.alloc_shared((rows, block), "bfloat16")
-            acc = T.alloc_fragment((rows, block), "float32")
-            T.copy(Mix, mix)
-            for j in T.Pipelined(p_cols // block, num_stages=num_stages):
-                T.copy(P[0, j * block], p)
-                T.gemm(mix, p, acc, clear_accum=True)
-                T.copy(acc, P_out[0, j * block])
-            for j in T.Pipelined(q_cols // block, num_stages=num_stages):
-                T.copy(Q[0, j * block], q)
-                T.gemm(mix, q, acc, clear_accum=True)
-                T.copy(acc, Q_out[0, j * block])
-
-    return kernel
-'''
-
+MIXED_TWICE = read("hazards/mixed_twice.py")
 # A state loaded into shared memory before a warp-specialised loop and read into registers
 # before it; TileLang 0.1.15 (sm_90a) loads it by TMA and puts the wait on its barrier in the
 # loop's first iteration, after the read: a real race.
-CARRIED_STATE = '''\
-@tilelang.jit
-def carried_state(steps, DK=64, DV=64, block_S=64, num_stages=1):
-    @T.prim_func
-    def kernel(S0: T.Tensor((DK, DV), "bfloat16"),
-               X: T.Tensor((steps * block_S, DK), "bfloat16"),
-               H: T.Tensor((steps, DK, DV), "bfloat16"),
-               Y: T.Tensor((steps * block_S, DV), "float32")):
-        with T.Kernel(1, threads=128) as bx:
-            state_s = T.alloc_shared((DK, DV), "bfloat16")
-            x_s = T.alloc_shared((block_S, DK), "bfloat16")
-            state = T.alloc_fragment((DK, DV), "float32")
-            y = T.alloc_fragment((block_S, DV), "float32")
-            T.copy(S0, state_s)
-            T.copy(state_s, state)
-            for t in T.Pipelined(steps, num_stages=num_stages):
-                T.copy(state_s, H[t, 0, 0])
-                T.copy(X[t * block_S, 0], x_s)
-                T.gemm(x_s, state_s, y, clear_accum=True)
-                T.copy(y, Y[t * block_S, 0])
-                for i, j in T.Parallel(DK, DV):
-                    state[i, j] = state[i, j] * 0.5
-                T.copy(state, state_s)
-
-    return kernel
-'''
+CARRIED_STATE = read("hazards/carried_state.py")
 
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
@@ -284,9 +98,7 @@ def lowered(source: str, factory: str, arch: str, **kwargs: Any) -> tuple[dict[s
     """The modules the worker keeps of one real lowering, and the code."""
     with kernel_module(HEADER + source, "hazard_kernel.py", None) as module:
         func, configs = prim_func(module.namespace[factory], kwargs)
-        after: dict[str, Any] = {}
-        code = _lower(func, configs, {"kind": "cuda", "arch": arch},
-                      _recorder(after, [], PassLog((), changes=False)))
+        after, code = lower_kept(func, configs, {"kind": "cuda", "arch": arch})
     return after, code
 
 
@@ -746,7 +558,7 @@ def test_tlstages_lower_keeps_a_flagged_variant_ok(tmp_path: Path) -> None:
 def test_a_tile_copied_as_several_tma_boxes_is_clean() -> None:
     """B (32 x 128 half) is copied as two TMA boxes of 64 columns: each box starts inside
     its slot and no extent may spill into the next slot (a false WAR once did)."""
-    source = (ROOT / "tests" / "styles" / "autotuned_bmm.py").read_text(encoding="utf-8")
+    source = read("styles/autotuned_bmm.py")
     for num_stages in (2, 3):
         after, code = lowered(source, "batched_matmul", "sm_90a", batch=2, M=256, N=256,
                               K=256, num_stages=num_stages)

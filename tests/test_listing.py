@@ -1,6 +1,6 @@
 """The listing options (literalinclude's) on :file: kernels written as users write them.
 
-``tests/listing`` holds our own kernels in the styles found outside this project: a
+``tests/kernels/listing`` holds our own kernels in the styles found outside this project: a
 cookbook example with a ``main()`` that times and checks against torch and comments in
 Chinese, and a module of several kernels with a macro and a launch class. Each directive
 lists a part of its file; the file is lowered whole, and every line number stays the
@@ -24,7 +24,7 @@ from .conftest import CONF, Built, build_once
 from .html_tree import parse
 from .kernels import myst
 
-KERNELS = Path(__file__).parent / "listing"
+KERNELS = Path(__file__).parent / "kernels" / "listing"
 COMMON = "   :num-stages: 2\n   :params: M=256 N=256 K=256\n"
 GEMM = "   :file: kernels/cookbook_gemm.py\n"
 FUSED = "   :file: kernels/fused_kernels.py\n   :factory: gemm_bias\n"

@@ -1,6 +1,6 @@
 """Kernels in every style TileLang's authors write, used as their authors wrote them.
 
-The kernels in ``tests/styles`` are our own, one per style: names used only in the
+The kernels in ``tests/kernels/styles`` are our own, one per style: names used only in the
 prim_func's annotations, a helper module beside the kernel, an eager ``T.const`` GEMM,
 ``T.macro`` helpers, ``@autotune`` over ``@tilelang.jit`` with ``out_idx`` and dtype
 objects, a ``__main__`` block that would need a GPU. Each must lower through ``:file:``
@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from .conftest import CONF, Built, build_once, write_project
+from .kernels import read
 
-STYLES = Path(__file__).parent / "styles"
+STYLES = Path(__file__).parent / "kernels" / "styles"
 
 # (file, factory params, num_stages): every variant must lower.
 KERNELS = {
@@ -144,28 +145,7 @@ def test_editing_a_helper_relowers_exactly_its_importers(tmp_path: Path, own_cac
 def test_helpers_do_not_leak_between_kernels(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """Two folders, each with its own ``tiles.py``: one worker lowers both kernels."""
-    kernel = textwrap.dedent('''\
-        import tilelang
-        import tilelang.language as T
-        from tiles import BLOCK_K
-
-        @tilelang.jit
-        def gemm(M, N, K, num_stages):
-            @T.prim_func
-            def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"),
-                     C: T.Tensor((M, N), "float32")):
-                with T.Kernel(T.ceildiv(N, 64), T.ceildiv(M, 64), threads=128) as (bx, by):
-                    a = T.alloc_shared((64, BLOCK_K), "float16")
-                    b = T.alloc_shared((64, BLOCK_K), "float16")
-                    c = T.alloc_fragment((64, 64), "float32")
-                    T.clear(c)
-                    for k in T.Pipelined(T.ceildiv(K, BLOCK_K), num_stages=num_stages):
-                        T.copy(A[by * 64, k * BLOCK_K], a)
-                        T.copy(B[bx * 64, k * BLOCK_K], b)
-                        T.gemm(a, b, c, transpose_B=True)
-                    T.copy(c, C[by * 64, bx * 64])
-            return main
-        ''')
+    kernel = read("helpers/gemm_with_tiles.py")  # imports BLOCK_K from its tiles.py
     src = tmp_path / "src"
     for folder, block_k in (("one", 32), ("two", 64)):
         write_project(src, {f"{folder}/gemm.py": kernel,

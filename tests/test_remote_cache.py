@@ -295,7 +295,7 @@ def test_helper_modules_are_recorded_relative_to_the_source(tmp_path, own_cache,
     """A kernel importing a module beside it hits the cache from another folder (another
     machine): the entry names the helper relative to the source directory, and the
     directive's written HTML is keyed by nothing of the folder either."""
-    styles = Path(__file__).parent / "styles"
+    styles = Path(__file__).parent / "kernels" / "styles"
     first = tmp_path / "first"
     (first / "kernels").mkdir(parents=True)
     for name in ("helper_user.py", "tile_helpers.py"):

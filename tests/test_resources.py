@@ -379,7 +379,7 @@ print(json.dumps(found["resources"]["registers"]))
 
 @needs_toolkit
 def test_the_cubin_the_figures_come_from_can_be_kept(tmp_path: Path) -> None:
-    """What the GPU check loads (``benchmarks/resources_on_gpu.py``): the cubin compiled,
+    """What the GPU check loads (``verification/resources_on_gpu``): the cubin compiled,
     in a process of its own, as TileLang is not imported into this one."""
     import json
     import subprocess

@@ -5,7 +5,12 @@ with ``:lineno-match:`` (a listed line keeps the kernel's number for it, which t
 gutters, the line links and the tables use). Where Sphinx would only log a warning and
 go on with something else (lines out of range, text stripped by ``:dedent:``), a value
 here is refused, so that the directive can list the whole kernel and say why at the
-option's line.
+option's line (a ``tlstages.option`` warning).
+
+``:pyobject:`` reads its tags from the kernel text, not from the file, because Sphinx
+caches a file's analysis for the whole process. Tests: ``tests/test_listing.py`` on the
+kernels in ``tests/kernels/listing`` (a cookbook-style example with ``main()`` and Chinese
+comments, a module of several kernels with a macro and a class).
 """
 
 from __future__ import annotations

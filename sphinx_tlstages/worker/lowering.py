@@ -156,6 +156,20 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
     return result
 
 
+def lower_kept(func: Any, pass_configs: dict[str, Any],
+               target: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """Lower ``func`` (a prim_func, with its pass configs) for ``target`` as
+    :func:`lower_variant` does, recording no passes; return the modules it keeps by pass
+    name (``"final"``: the device IR the CUDA is printed from), which the facts and the
+    hazard check read, and the device source.
+
+    For tools that run the hazard check apart from a lowering's other facts (the
+    benchmark of its cost, the sweep over other projects' kernels, the tests)."""
+    after: dict[str, Any] = {}
+    source = _lower(func, pass_configs, target, _recorder(after, [], PassLog((), changes=False)))
+    return after, source
+
+
 def _schedule(after: dict[str, Any]) -> dict[str, Any] | None:
     """The schedule the figures draw; a reader that trips on unexpected IR costs the page
     its figure (said there), never the variant."""

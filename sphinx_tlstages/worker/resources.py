@@ -5,6 +5,20 @@ offers for download is compiled with the flags ``tilelang/cuda/backend.py`` give
 for that variant (its pass configs included), ptxas's ``--verbose`` report and
 ``cuobjdump -sass`` are read by :mod:`..core.hardware.resources`. A compiler that fails costs the
 variant its part (said on the page), never its lowering.
+
+Its input is the normalised CUDA, its output ptxas's ``--verbose`` report and ``cuobjdump
+-sass``. :func:`flags` mirrors ``tilelang/cuda/backend.py``: read it again when TileLang is
+bumped. A failure puts ``resources_error`` in the result (the page says it,
+``tlstages.toolkit`` warns). The toolkit comes with the ``resources`` extra, and so with
+the ``docs`` extra (Read the Docs and a book's CI build the part) and ``nox -s tests``;
+nvcc needs a host ``g++`` on ``PATH`` (or ``CXX``), which is all a ``--cubin`` compile runs
+(g++ finds ``cc1plus`` by an absolute path, assembles and links nothing; ``.ci/bare-path``
+links the fresh image's). The Sphinx builds in ``tests/test_resources.py`` skip where the
+extra is not installed, except under ``CI``, where a missing toolkit fails them; the
+parsers, the occupancy and the missing-toolkit paths (a build, and ``tlstages lower
+--toolkit`` in ``tests/test_resources_cli.py``, exit status 1 under ``CI``) are tested
+everywhere. ``verification/resources_on_gpu`` checks the figures against a GPU's driver,
+``benchmarks/resources_cost`` what the step costs.
 """
 
 from __future__ import annotations

@@ -8,6 +8,23 @@ placed draws nothing, so the figure never marks a box the finding does not name.
 figure then outlines those statements' boxes (the cp.async figure's steady state, every
 drawn iteration of a warp-specialised one) in the hazard colour and says the finding in
 its legend, its description and its sentence.
+
+``model.schedule_figures`` places each finding of a flagged variant on its cp.async
+figure data as ``fig["hazards"]`` (``{kind, buffer, at, slot, stmts}``); a clean
+variant's figure data, and so its digest, ids and bytes, are unchanged. The key is part
+of the figure data, so a flagged and a clean variant of the same schedule get a figure
+each. ``cp_async.py`` outlines the steady-state boxes, ``warp.py`` the chips in every drawn
+iteration (``Chip.stmts``), both with class ``hazard`` (an outline ``Rect``, so SVG and
+TikZ draw it alike) and a legend line in ``hazardfill`` (:func:`legend`); the colour is
+one custom property, ``--tl-fig-hazard`` (``#E0115F`` in HTML, light and dark; ``#C2185B``
+on paper). The sentences (``lanes``, ``warp_chips``) end with the finding and its
+statements' lines. Tests: ``tests/test_hazard_marks.py`` (real sm_80 and sm_90a lowerings
+of the #2668 loop and its twin); the book's ``consume-then-fetch`` directive (hazards
+chapter) shows it.
+
+Not done: the outlines mark the statements (the steady state's boxes, every drawn
+iteration's chips), not the iterations the finding names (``at`` is the iteration of one
+of the two accesses; the other's is only in the finding's words).
 """
 
 from __future__ import annotations

@@ -6,6 +6,12 @@ variant allocates any), then the blocks that run. Each cell draws a square per b
 resource would allow (up to :data:`SQUARES`, the number says the rest); the limits that
 decide, the fewest, are in the accent colour and their numbers bold, so colour is never
 the only cue. Data in (the ``resources`` fact's ``occupancy``), a :class:`Drawing` out.
+
+It is drawn where the part shows two variants or more, as a ``tl_figure`` of kind
+``occupancy`` placed before the table (``ext/render/resources.py``), by the same SVG and
+TikZ writers as the other figures. ``tests/test_occupancy_figure.py`` draws it from the
+book's committed snapshots (``gemm-sm80``, ``gemm-tmem``): recording them again can
+change what it asserts.
 """
 
 from __future__ import annotations

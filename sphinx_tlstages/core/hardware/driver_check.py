@@ -1,6 +1,6 @@
 """The resources part against what a GPU's driver reports: the comparison, pure.
 
-``benchmarks/resources_on_gpu.py`` compiles a book's variants where the book builds,
+``verification/resources_on_gpu`` compiles a book's variants where the book builds,
 keeps each cubin and the figures its page states, then loads the cubins on a GPU and
 asks the CUDA driver for the same figures (``cuFuncGetAttribute``,
 ``cuOccupancyMaxActiveBlocksPerMultiprocessor``, ``cuDeviceGetAttribute``). Everything

@@ -6,6 +6,10 @@ attributes the driver reports) and the allocation rules of ``cuda_occupancy.h``
 (``cudaOccMaxActiveBlocksPerMultiprocessor`` and the four ``cudaOccMaxBlocksPerSM*Limit``
 functions it takes the minimum of), with partitioned global caching off and the default
 shared-memory carveout, which is how a kernel launched without attributes runs.
+
+Blackwell's tensor-memory columns are a fifth limit where a variant allocates any (the
+worker passes the ``tmem`` fact's columns). :data:`LIMITS` holds NVIDIA's per-capability
+figures: a new compute capability is one line there.
 """
 
 from __future__ import annotations

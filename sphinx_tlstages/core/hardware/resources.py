@@ -5,6 +5,14 @@ frame, static shared memory, barriers), ``cuobjdump -sass`` listings (a static c
 the instruction families a pipeline chapter talks about, the ``setmaxnreg`` budgets), and
 the occupancy those allow (:mod:`.occupancy`). The worker runs the compiler; everything
 that reads what it printed is here, so that it is tested on recorded output.
+
+The readers (:func:`parse_ptxas`, :func:`sass_counts`, :func:`register_budgets`,
+:func:`strip_encodings`) are tested on recorded output (``tests/fixtures/nvcc``, nvcc
+13.5.37). The budgets the page shows come from the CUDA (:func:`cuda_register_budgets`),
+so they need no cuobjdump; a test holds the two equal. Record the fixtures again when the
+pinned release changes, and check that the seed GEMM's numbers in
+``tests/test_resources.py`` still hold (they did from 13.0 to 13.5 for registers, spills
+and shared memory; the SASS changed on sm_90a).
 """
 
 from __future__ import annotations

@@ -4,6 +4,16 @@ them, and the characters pdflatex cannot print.
 The cutting itself (``:pyobject:``, ``:lines:``...) is Sphinx's ``literalinclude`` logic
 and lives in :mod:`sphinx_tlstages.ext.listing`; this is what it produces, which the
 renderers and the line links read. The kernel is lowered whole whatever is listed.
+
+``DirectiveSpec.listing`` is None when no listing option is given, so books without them
+render as before. Every kernel line number stays the kernel's own: the HTML listing is
+highlighted with ``linenostart`` at its first line, so Pygments' line spans keep the
+numbers :func:`..results.line_links.source_html` maps back; a CUDA line whose kernel line
+is not listed gets the class ``tl-unshown`` and the tooltip "line N of FILE, not shown",
+and the schedule table adds "(not shown)". On paper, a captioned listing becomes Sphinx's
+``captioned_literal_block`` (``ext/builders/latex.py``: Sphinx's own post-transform runs
+before the directive is rendered); under pdflatex the characters it cannot print become
+``?``, with one ``tlstages.latex`` warning per directive naming the kernel lines.
 """
 
 from __future__ import annotations

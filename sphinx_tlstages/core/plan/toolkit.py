@@ -5,6 +5,12 @@ over any other on ``PATH`` or under ``CUDA_HOME``, because another release gives
 SASS and pages must be the same on every machine. Another toolkit is used only where the
 extra is not installed, or where ``tlstages_toolkit`` names its ``nvcc``; ``none`` turns
 the part off. What is found is part of each variant's key (:meth:`VariantSpec.key`).
+
+The search reads the file system only: the pinned ``nvidia-cuda-nvcc`` wheel's ``nvcc``
+first, then ``PATH``, then ``CUDA_HOME``. A directive that shows ``resources`` or claims
+one of its names gets its CUDA variants' toolkit set (``core/plan/variants.py``,
+``with_toolkit``); the toolkit's *origin* (wheel version, or path, size and mtime) is part
+of the key, its path is not, so a shared cache serves the pinned release anywhere.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ and SHA-256 of the body) and the body: the bytes the local cache stores for that
 result, or a directive's rendered HTML under its fragment key).
 A reader checks every field before it trusts the body; anything short, unparsable, for
 another key or schema, or with another digest is a bad entry, never served.
+
+Because the body is the local cache's exact bytes, a hit is written locally as it came,
+and the pages' digests are those of a local build.
 """
 
 from __future__ import annotations

@@ -8,6 +8,19 @@ new and unused snapshots. The checks fill it as they report; :mod:`.drift_render
 it as Markdown or text, :meth:`Report.as_json` as JSON. Pure data: no paths of the
 machine that built it (sources relative to the source folder), so the same build gives
 the same bytes anywhere.
+
+The accept command it prints names the book relative to the current folder (or by its
+name). A new kind of finding (hazard findings, changes of the hardware facts) is one entry in
+:data:`KINDS` (its heading and its place in the order; :data:`FAILING` if it fails a
+build) and a call to :meth:`Report.add` where the check says it in the log; the writers
+need no change. A newly compared fact needs nothing: :mod:`.snapshot_compare` says its
+change in words and the report lists it under "What changed". The report is written as
+``tlstages-report.gfm``, not ``.md``: a doctree folder inside the sources would be read as
+a page by MyST. Each section appended to ``$GITHUB_STEP_SUMMARY`` follows an unseen
+``<!-- tlstages-report BUILDER DIGEST -->`` marker, by which a later builder with the same
+findings says one line (``ext/checks/drift_report.py``). Tests:
+``tests/test_drift_report.py`` (real builds under ``CI=true`` with a temporary
+``GITHUB_STEP_SUMMARY``, rendered through markdown-it-py).
 """
 
 from __future__ import annotations

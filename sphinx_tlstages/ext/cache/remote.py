@@ -13,6 +13,16 @@ for the rest of the build, as do three bad entries; what was not had is lowered 
 Storage goes through obstore (the ``cache`` extra): one compiled wheel for S3, Google
 Cloud Storage, Azure, HTTP and local folders, with credentials from each store's usual
 environment variables.
+
+The batch asks the remote only for local misses; the recording twin of a non-recording
+miss is asked in a second round that counts no miss. Writes run in the background during
+lowering and are joined, within the budget, after it. A bad entry is an error too, and the
+third switches the remote off; counting a fault's requests is deterministic because the
+first request goes alone. Tests: ``tests/test_remote_cache.py`` against
+``tests/remote_servers.py`` (moto's S3 server and a fault-injecting HTTP server, both on
+127.0.0.1 with a bounded lifetime), with one kept fork server, so each faulty build forks
+instead of importing TileLang; ``benchmarks/remote_cache`` times a warm remote (and says
+why obstore, measured against s3fs).
 """
 
 from __future__ import annotations

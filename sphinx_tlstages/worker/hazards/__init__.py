@@ -1,1 +1,47 @@
-"""The hazard check's trace of a variant's final device code, and its verdict."""
+"""The hazard check's trace of a variant's final device code, and its verdict.
+
+Every lowered variant's final device IR (what the CUDA is printed from) is walked once more
+after lowering, in the worker: :mod:`.trace` follows the code as every thread runs it and
+bounds every shared access as a byte interval (:mod:`.intervals`), :mod:`.barriers` adds
+the mbarrier operations, TMA copies, wgmma descriptor reads and the producer/consumer
+split. The records are plain data, checked in the core (:mod:`...core.hazards.check`, the
+cp.async model; :mod:`...core.hazards.rings`, the mbarrier model). The verdict is the
+``hazards`` fact (result schema 4; since 5 each finding's statements carry
+``cuda_lines``, and TMA rings compare bytes), shown in every summary's *Hazards* row; a
+finding is a ``tlstages.hazard`` warning (``ext/checks/run.py``), ``:expect-hazard:``
+makes it a note.
+
+Rules: an operation on shared memory the walk has no rule for, a synchronisation under a
+condition it cannot decide, or a loop of unknown length is "not checked" with the reason,
+never "hazard"; a walk that raises is "not checked" too, never a failed variant. A new
+TileLang that emits a new intrinsic shows up as "not checked: X accesses S, which the
+check does not model" on the book's pages: add its rule and a mutation test.
+
+Beyond the device function, the trace reads the bytes of each TMA box from the host's
+``__tvm_tensormap_create_tiled`` arguments (the ``tma_descriptor_args`` attribute kept on
+the host function after ``tl.MergeSharedMemoryAllocations``; :func:`.verdict._boxes`), by
+the descriptor's name. Cluster copies (``T.copy_cluster(..., cluster_mask=m)``) lower to
+``if block_rank_in_cluster() == 0: tma_load_multicast ... else: if not in m: tma_load
+...``: ``cluster_branch`` takes one path when both give the same copy (each CTA receives
+the box on its own barrier). A condition on a variable's range (``if tx < 64``) bounds the
+accesses under it. Findings name each statement's CUDA lines
+(``core/results/facts.py``, ``_located``, through ``core/results/line_links.py``: the
+``#line`` mapping the linked listings use, numbered in the listing without ``#line``
+directives).
+
+Tests (``tests/test_hazards.py``, kernels in ``tests/kernels/hazards``) lower for real: the
+consume-then-fetch loop of tile-ai/tilelang#2668 is flagged on sm_80 and sm_90a (or its
+code no longer has the defect), its fetch-then-consume twin is clean; mutations of the
+seed GEMM's final IR (a wait deleted or raised, a ``__syncthreads`` deleted, a parity
+flipped, an init count halved, the consumer's arrive dropped or moved before its
+``warpgroup_wait``, a TMA moved to the next slot) are each flagged while the unmutated
+variants are clean; tile-ai/tilelang#2927 (cluster copies in a loop, a barrier each,
+waiting with the loop's parity) is flagged as a RAW at ``s=1`` with TileLang 0.1.15, its
+one-barrier twin is clean, the loop's first ``expect_tx`` halved or doubled is a ``TX``
+finding on sm_90a and sm_100a. ``verification/hazard_sweep`` runs the check over other
+projects' kernels (what it found and what was fixed is in its README);
+``benchmarks/hazard_check_cost`` measures its cost.
+
+Not done: Blackwell's tcgen05 MMA and its mbarrier commit stay "not checked" (the verdict
+says so).
+"""

@@ -18,9 +18,9 @@ Two halves, on two machines:
   the comparison as JSON and exits 1 on any mismatch. Cubins for another capability
   (``sm_80`` SASS does not load on 9.0) are listed as skipped.
 
-    python benchmarks/resources_on_gpu.py prepare [--book book] [--directive NAME ...]
-        [--num-stages 1 2 3 4] [--target sm_90a] OUT
-    python benchmarks/resources_on_gpu.py check OUT [--json FILE]
+    python verification/resources_on_gpu/resources_on_gpu.py prepare [--book book]
+        [--directive NAME ...] [--num-stages 1 2 3 4] [--target sm_90a] OUT
+    python verification/resources_on_gpu/resources_on_gpu.py check OUT [--json FILE]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from sphinx_tlstages.core.hardware import driver_check  # noqa: E402 - pure, on both machines

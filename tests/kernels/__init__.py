@@ -1,11 +1,21 @@
-"""Kernel sources the tests lower for real, and helpers that wrap them in directives."""
+"""Kernel sources the tests lower for real, and helpers that wrap them in directives.
+
+Every kernel a test lowers lives in a file of its own under this folder, read as text
+(:func:`read`), never imported: ``hazards/`` holds directive bodies as a page gives them
+(no imports: a kernel's namespace already has
+``tilelang`` and ``T``), ``styles/`` and ``listing/`` whole modules as their
+authors write them (copied into a test's project and lowered through ``:file:``),
+``helpers/`` a kernel with a helper module beside it. The files are ruff-excluded: they
+keep their authors' style, and a test that asserts a line number counts in them.
+"""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
 
 # The seed GEMM is the book's own kernel file: one text, so the tests check what the
 # book shows. Its line numbers matter (T.copy of A is line 18).
@@ -21,6 +31,11 @@ GEMM_AUTOTUNE = (
     "from tilelang.autotuner import autotune\n\n"
     "@autotune(configs=[{'block_K': 32}, {'block_K': 64}], warmup=1, rep=1)\n" + GEMM
 )
+
+
+def read(name: str) -> str:
+    """The text of the kernel file ``name`` (``"hazards/rolling_sum.py"``) in this folder."""
+    return (HERE / name).read_text(encoding="utf-8")
 
 
 def rst(source: str, title: str = "", **options: str) -> str:

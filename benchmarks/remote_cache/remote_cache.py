@@ -11,7 +11,7 @@ This book is first built once writing a remote cache on an S3-compatible server 
 
 The goal is at most 1.15x.
 
-    python benchmarks/remote_cache.py [--repeat 5] [--json FILE]
+    python benchmarks/remote_cache/remote_cache.py [--repeat 5] [--json FILE]
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# build_speed's helpers (one way to time a build), and the package from this checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "build_speed"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from build_speed import ROOT, alternate, environment, sphinx
 

@@ -10,10 +10,10 @@ that does not lower here is listed with its error and is no verdict. Some exampl
 ``einops`` for their reference code: install it beside TileLang to sweep them. Each example runs
 in a process of its own, so that one that crashes its process costs only its rows.
 
-    python benchmarks/hazard_sweep.py --examples PATH/TO/tilelang/examples \\
-        [--json benchmarks/hazard-sweep.json] [--only NAME]
+    python verification/hazard_sweep/hazard_sweep.py --examples PATH/TO/tilelang/examples \\
+        [--json verification/hazard_sweep/hazard-sweep.json] [--only NAME]
 
-The wider sweep reads its kernels from a JSON list (``benchmarks/hazard-sweep-sources.json``:
+The wider sweep reads its kernels from a JSON list (``hazard-sweep-sources.json`` beside it:
 each entry's ``name``, ``repo`` (``owner/name``), ``commit``, ``path`` in that repository,
 ``factory`` (an expression in the file's namespace, or in the module ``module`` names),
 ``kwargs``, ``stages_key``, ``stages`` and optionally ``targets``, ``paths`` (folders of
@@ -21,9 +21,10 @@ the repository put first on the import path) and ``real`` (per target, the text 
 finding read and confirmed as a race of the lowered code: it does not fail the sweep)) and
 a local checkout of each repository::
 
-    python benchmarks/hazard_sweep.py --sources benchmarks/hazard-sweep-sources.json \\
+    python verification/hazard_sweep/hazard_sweep.py \\
+        --sources verification/hazard_sweep/hazard-sweep-sources.json \\
         --root tile-ai/tilelang=PATH --root tile-ai/TileOPs=PATH \\
-        [--json benchmarks/hazard-sweep-wide.json] [--only NAME]
+        [--json verification/hazard_sweep/hazard-sweep-wide.json] [--only NAME]
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 TARGETS = ("sm_80", "sm_90a", "sm_100a")
 GEMM = "M=1024, N=1024, K=1024"
@@ -141,11 +142,10 @@ def _namespace(entry: dict[str, Any], root: Path) -> Iterator[dict[str, Any]]:
 
 def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
     """Lower one kernel for every target and num_stages; its rows."""
-    from sphinx_tlstages.core.results.passes import PassLog
     from sphinx_tlstages.worker.hazards import verdict as hazard_check
     from sphinx_tlstages.worker.ir import facts as ir_facts
     from sphinx_tlstages.worker.kernel_module import prim_func
-    from sphinx_tlstages.worker.lowering import _lower, _recorder
+    from sphinx_tlstages.worker.lowering import lower_kept
 
     name, stages_key = entry["name"], entry.get("stages_key")
     rows: list[dict[str, Any]] = []
@@ -161,9 +161,7 @@ def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
                 try:
                     given = {**arguments, **({stages_key: ns} if stages_key else {})}
                     func, configs = prim_func(factory, given)
-                    after: dict[str, Any] = {}
-                    _lower(func, configs, {"kind": "cuda", "arch": arch},
-                           _recorder(after, [], PassLog((), changes=False)))
+                    after, _ = lower_kept(func, configs, {"kind": "cuda", "arch": arch})
                 except Exception as exc:  # an example that does not lower here
                     row.update(verdict="does not lower",
                                text=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])

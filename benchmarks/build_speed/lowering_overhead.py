@@ -18,10 +18,10 @@ Both run in a process set up as a worker is (TileLang imported, then ``gc.freeze
 Times are the process's CPU seconds (``time.process_time``), medians per variant; a
 ratio is the sum of the extension's medians over the sum of TileLang's. The hazard check's
 share is timed inside the extension's own runs (the worker's call to it wrapped in a
-clock): the sum of its medians over the sum of the extension's. ``benchmarks/hazard_check.py``
+clock): the sum of its medians over the sum of the extension's. ``benchmarks/hazard_check_cost``
 times it on ``sm_90a`` too.
 
-    python benchmarks/lowering_overhead.py [--rounds 5] [--cpu N] [--json FILE]
+    python benchmarks/build_speed/lowering_overhead.py [--rounds 5] [--cpu N] [--json FILE]
 
 ``--alone M ...`` instead times TileLang alone lowering the four variants with each
 given ``M`` one after another (wall seconds, TileLang imported beforehand): the
@@ -43,7 +43,7 @@ from typing import Any
 
 from sphinx_tlstages.core.protocol.messages import Task
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GEMM = (ROOT / "book" / "kernels" / "gemm.py").read_text(encoding="utf-8")
 PARAMS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128, "block_K": 64,
           "threads": 128}

@@ -8,7 +8,7 @@ lowering kept. Times are the process's CPU seconds (``time.process_time``), medi
 variant; the ratio is the sum of the check's medians over the sum of the lowering's (the
 goal: at most 5 %).
 
-    python benchmarks/hazard_check.py [--rounds 5] [--cpu N] [--json FILE]
+    python benchmarks/hazard_check_cost/hazard_check_cost.py [--rounds 5] [--cpu N] [--json FILE]
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 PARAMS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128, "block_K": 64,
           "threads": 128}
@@ -38,11 +37,10 @@ def main() -> None:
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
 
-    from sphinx_tlstages.core.results.passes import PassLog
     from sphinx_tlstages.worker.hazards import verdict as hazard_check
     from sphinx_tlstages.worker.ir import facts as ir_facts
     from sphinx_tlstages.worker.kernel_module import kernel_module, prim_func
-    from sphinx_tlstages.worker.lowering import _lower, _recorder
+    from sphinx_tlstages.worker.lowering import lower_kept
 
     source = "import tilelang\nimport tilelang.language as T\n\n" + \
         (ROOT / "book" / "kernels" / "gemm.py").read_text(encoding="utf-8")
@@ -57,8 +55,7 @@ def main() -> None:
             with kernel_module(source, "bench_gemm.py", None) as module:
                 func, configs = prim_func(module.namespace["matmul"],
                                           {**PARAMS, "num_stages": stages})
-                after: dict[str, Any] = {}
-                _lower(func, configs, target, _recorder(after, [], PassLog((), changes=False)))
+                after, _ = lower_kept(func, configs, target)
             lowered = time.process_time()
             found = hazard_check.hazards(after, target, ir_facts.main_function,
                                          ir_facts.device_function)

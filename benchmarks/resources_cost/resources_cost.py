@@ -15,8 +15,8 @@
   naming ``resources`` against the same book without it, alternately, ``--repeat`` times:
   what turning the part on costs a cold build.
 
-    python benchmarks/resources_cost.py [--rounds 3] [--repeat 3] [--only compile,book]
-        [--json FILE]
+    python benchmarks/resources_cost/resources_cost.py [--rounds 3] [--repeat 3]
+        [--only compile,book] [--json FILE]
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parents[1]
 ROOT = BENCH.parent
-sys.path[:0] = [str(ROOT), str(BENCH)]
+# The package from this checkout, and build_speed's helpers (one way to time a build).
+sys.path[:0] = [str(ROOT), str(BENCH / "build_speed")]
 
 from build_speed import alternate, environment, medians, ratios, sphinx  # noqa: E402
 

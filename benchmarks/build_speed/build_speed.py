@@ -8,10 +8,10 @@ odd ones) so that a machine busy with something else weighs on both alike:
 * ``page``: the chapter-22 page (the seed GEMM, num_stages 1-4, sm_80) built cold (empty
   output folder and lowering cache, no kept workers) against the same page through
   sphinxcontrib-programoutput running the chapter's seed script
-  (``benchmarks/lower_num_stages.py``): wall time and CPU time (the build's whole process
+  (``lower_num_stages.py`` beside it): wall time and CPU time (the build's whole process
   tree);
 * ``overhead``: what the extension adds to TileLang's own lowering of one variant, on one
-  CPU (``benchmarks/lowering_overhead.py``);
+  CPU (``lowering_overhead.py`` beside it);
 * ``book`` and ``generated``: this book and a generated book of ``--directives``
   different kernels x 4 variants, against the same sources with every ``tl-pipeline``
   a plain code block and the extension unloaded: cold, no-op, ``-E`` with a warm cache,
@@ -23,7 +23,8 @@ odd ones) so that a machine busy with something else weighs on both alike:
   TileLang alone lowering the edited directive's variants one after another in a process
   that has already imported it.
 
-    python benchmarks/build_speed.py [--repeat 3] [--only page,overhead,...] [--json FILE]
+    python benchmarks/build_speed/build_speed.py [--repeat 3] [--only page,overhead,...]
+        [--json FILE]
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-BENCH = Path(__file__).resolve().parent
+BENCH = Path(__file__).resolve().parent  # this benchmark's folder: its scripts beside it
+ROOT = BENCH.parents[1]
 GEMM = (ROOT / "book" / "kernels" / "gemm.py").read_text(encoding="utf-8")
 CHAPTER = ROOT / "book" / "chapters" / "num-stages.rst"
 SEED_SCRIPT = BENCH / "lower_num_stages.py"
