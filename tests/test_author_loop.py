@@ -196,3 +196,30 @@ def test_the_reference_lists_every_name_with_the_seed_gemms_values(build, tmp_pa
     assert by_name["shared"][4].startswith("{'A_shared': namespace(shape=(3, 128, 64)")
     assert by_name["num_stages"][3:5] == ["1", "3"]
     assert by_name["gemm"][3] == "['mma_sync']"
+
+
+# ---- words --------------------------------------------------------------------------
+
+def test_the_verdict_counts_matched_drifted_and_failed_and_diff_says_when_nothing_compared(
+        build, tmp_path, monkeypatch, capsys) -> None:
+    from sphinx_tlstages import cli
+    monkeypatch.chdir(tmp_path)
+    src = tmp_path / "book"
+    page = HEAD + rst(REFUSES_2.replace("!= 2", "!= 9"), num_stages="1 2",
+                      params=GEMM_PARAMS, name="counted")
+    assert build({"index.rst": page}, srcdir=src).app.statuscode == 0
+    # Edited on the same lines: num_stages=1 is the same, 2 drifts, 3 fails to lower.
+    edited = HEAD + rst(REFUSES_2.replace("!= 2", "!= 3").replace(
+        'dtype = "float16"\n', 'dtype = "float16" if num_stages != 2 else "bfloat16"\n'),
+        num_stages="1 2 3", params=GEMM_PARAMS, name="counted")
+    monkeypatch.setenv("CI", "true")
+    drifted = build({"index.rst": edited}, srcdir=src)
+    assert drifted.app.statuscode == 1
+    report = json.loads(next(src.glob("_build/**/tlstages-report.json")).read_text())
+    assert "2 variants compared with their snapshots: 1 matched, 1 drifted, 1 failed to " \
+           "lower" in report["verdict"]
+    capsys.readouterr()
+    # The CI build wrote no pending snapshot: the command has nothing to compare.
+    cli.main(["snapshots", "diff", str(src), "--format", "text"])
+    out = capsys.readouterr().out
+    assert "no pending snapshots to compare" in out and "No drift" not in out

@@ -188,6 +188,13 @@ def check(expression: str, names: dict[str, Any]) -> str | None:
     return None if value else "is false" + _values(expression, names)
 
 
+def one_line(why: str) -> str:
+    """:func:`check`'s answer on one line (for a report's table): ``is false
+    (num_stages = 1, ...)``."""
+    first, *values = why.split("\n  ")
+    return f"{first} ({'; '.join(values)})" if values else first
+
+
 def _evaluate(expression: str | ast.Expression, names: dict[str, Any]) -> Any:
     code = compile(expression, "<assert>", "eval")
     return eval(code, {"__builtins__": _BUILTINS}, names)
