@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sphinx_tlstages.core.claims import NAMES
 
-from .kernels import GEMM, GEMM_PARAMS, ROOT, rst
+from .kernels import GEMM, GEMM_PARAMS, ROOT, TWO_LOOPS, rst
 from .test_failures import line_of, located
 
 HEAD = "Claims\n======\n\n"
@@ -223,3 +223,19 @@ def test_the_verdict_counts_matched_drifted_and_failed_and_diff_says_when_nothin
     cli.main(["snapshots", "diff", str(src), "--format", "text"])
     out = capsys.readouterr().out
     assert "no pending snapshots to compare" in out and "No drift" not in out
+
+
+def test_a_tilelang_crash_names_its_pass_the_kernel_line_and_the_known_cause(build) -> None:
+    assert TWO_LOOPS != GEMM
+    page = HEAD + rst(TWO_LOOPS, num_stages="2", params=GEMM_PARAMS, name="crash",
+                      target="sm_90a")
+    result = build({"index.rst": page})
+    second_loop = [i for i, line in enumerate(page.splitlines(), 1)
+                   if "T.Pipelined" in line][1]
+    [(line, said)] = located(result.warnings, "index.rst", "lowering")
+    assert line == second_loop
+    assert said.startswith("crash: num_stages=2 failed to lower (exception): TileLang's pass "
+                           "tl.LayoutInference#1 failed: InternalError: Check failed: "
+                           "(az->CanProveEqual(")  # TileLang's own words are kept
+    assert "(hint: A_shared, B_shared are used by the T.Pipelined loops of lines" in said
+    assert "Give each pipelined loop its own shared buffers" in said
