@@ -4,12 +4,16 @@ shows, options that mean what they say, MyST as people write it. Real lowering."
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 from sphinx_tlstages.core.claims import NAMES
 
+from .conftest import CONF, write_project
 from .kernels import GEMM, GEMM_PARAMS, ROOT, TWO_LOOPS, rst
 from .test_failures import line_of, located
 
@@ -154,10 +158,13 @@ def _documented_claims() -> list[str]:
     for path in [ROOT / "README.md", *sorted((ROOT / "book" / "guide").glob("*.md"))]:
         lines = path.read_text(encoding="utf-8").splitlines()
         for i, line in enumerate(lines):
-            if ":assert:" not in line or "`:assert:`" in line:
+            if line.strip() == "assert: |":  # MyST's YAML block
+                column = line.index("assert")
+            elif line.lstrip().startswith(":assert:"):  # an option line, not prose
+                column = line.index(":assert:")
+                found.append(line[column + len(":assert:"):].strip())
+            else:
                 continue
-            column = line.index(":assert:")
-            found.append(line[column + len(":assert:"):].strip())
             for more in lines[i + 1:]:
                 if not more.strip() or more.lstrip().startswith(":") \
                         or len(more) - len(more.lstrip()) <= column:
@@ -170,7 +177,8 @@ def test_every_documented_example_holds_at_every_default_depth(build) -> None:
     from sphinx_tlstages.ext.directive import OPTIONS
     examples = _documented_claims() + [
         text for text in re.findall(r"``(.+?)``", OPTIONS["assert"]) if "==" in text]
-    assert len(examples) > len(NAMES)
+    assert len(examples) > len(NAMES) + 3
+    assert 'shared["A_shared"].shape[-2:] == (128, 64)' in examples  # from the YAML block
     claims = "\n      ".join(examples)
     page = HEAD + rst(GEMM, params=GEMM_PARAMS, name="examples",
                       show="shared gemm resources", **{"assert": claims})
@@ -239,3 +247,53 @@ def test_a_tilelang_crash_names_its_pass_the_kernel_line_and_the_known_cause(bui
                            "(az->CanProveEqual(")  # TileLang's own words are kept
     assert "(hint: A_shared, B_shared are used by the T.Pipelined loops of lines" in said
     assert "Give each pipelined loop its own shared buffers" in said
+
+
+# ---- layout -------------------------------------------------------------------------
+
+def test_records_never_land_in_the_published_output(tmp_path, monkeypatch, capsys) -> None:
+    from sphinx_tlstages import cli
+    src, out = tmp_path / "src", tmp_path / "site"
+    write_project(src, {"index.rst": HEAD + rst(GEMM, num_stages="2", params=GEMM_PARAMS,
+                                                 name="placed")}, CONF)
+    env = {k: v for k, v in os.environ.items() if k != "TLSTAGES_CACHE_DIR"}
+    # A plain sphinx-build SRC OUT: Sphinx keeps its doctrees in OUT/.doctrees.
+    done = subprocess.run([sys.executable, "-m", "sphinx", "-q", "-b", "html", str(src),
+                           str(out)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (out / ".doctrees").is_dir() and (out / "index.html").is_file()
+    assert [p for p in out.rglob("*") if p.name.startswith("tlstages-")] == []
+    beside = tmp_path / "site.tlstages"
+    assert any((beside / "tlstages-cache").rglob("*.json"))
+    assert (beside / "tlstages-report.json").is_file()
+    assert (beside / "tlstages-explain" / "placed.json").is_file()
+    # The commands find them from the folder the author built into.
+    capsys.readouterr()
+    assert cli.main(["report", str(out), "--format", "text"]) == 0
+    assert capsys.readouterr().out.startswith("tl-pipeline report, html build: No drift")
+    assert cli.main(["explain", "placed", str(out)]) == 0
+
+
+def test_every_install_snippet_agrees_with_the_readme() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    torch = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+    assert f"{torch}\npip install \"sphinx-tlstages[myst]\"" in readme
+    # The contributors' path keeps its two commands, under its own heading, after the
+    # author's.
+    quick = readme.index("## Quick start for contributors")
+    assert readme.index("## Use it in your book") < quick
+    assert "python3 -m pip install nox && python3 -m nox -s docs\n" \
+        "python3 -m pip install nox && python3 -m nox -s tests\n" in readme[quick:]
+    pages = [ROOT / "README.md", *sorted((ROOT / "book").rglob("*.md")),
+             *sorted((ROOT / "book").rglob("*.rst"))]
+    for page in pages:
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if "pip install" not in line or "nox" in line:
+                continue
+            said = re.findall(r"pip install (.+?)\s*(?:``?|#|$)", line)[0]
+            if said.startswith("torch"):
+                assert line.strip(" -$").removeprefix("run: ") == torch, (page, line)
+            else:
+                assert re.fullmatch(r'"sphinx-tlstages\[[a-z,]*myst[a-z,]*\]"|"sphinx-tlstages'
+                                    r'\[(cache|resources|docs)\]"|sphinx-tlstages', said), \
+                    (page, line)

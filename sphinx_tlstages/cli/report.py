@@ -12,6 +12,7 @@ from ..core.claims import check, namespace, one_line
 from ..core.plan.spec import DirectiveSpec
 from ..core.records import drift_render, snapshots
 from ..core.records.drift import Directive, Report, add_drift, from_json
+from ..core.records.places import searched
 from ..core.results.stamps import tilelang_version
 from ..ext.checks.drift_report import JSON, accept_command
 from ..ext.project import conf_values, read_project, snapshot_folder
@@ -26,7 +27,7 @@ def said(report: Report, form: str) -> str:
 def find_reports(places: Sequence[Path]) -> list[Path]:
     """The reports under ``places`` (doctree or build folders), newest first."""
     found: set[Path] = set()
-    for place in places:
+    for place in searched(places):
         for depth in ("", "*/", "*/*/", "*/*/*/"):
             found.update(p.resolve() for p in place.glob(f"{depth}{JSON}") if p.is_file())
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
