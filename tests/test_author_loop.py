@@ -83,6 +83,12 @@ def test_myst_indented_continuation_is_an_error_at_its_option(build) -> None:
                            "only the option's own line")
     assert "---\nassert: |\n  stage[-1] == 1\n  threads == 128\n---" in result.warnings
     assert "give the kernel inline or with :file:" not in result.warnings
+    # With :file:, the same mistake was reported as a kernel given twice.
+    with_file = page.replace(":name: cont\n", ":name: cont2\n:file: k.py\n").split(
+        "\n\n" + GEMM)[0] + "\n```\n"
+    again = build({"index.md": with_file, "k.py": GEMM})
+    [(line, said)] = errors(again.warnings, "index.md", "option", "WARNING")
+    assert line == line_of(with_file, ":assert:") and said.startswith(":assert: its value")
 
 
 # ---- options ------------------------------------------------------------------------
