@@ -196,3 +196,20 @@ def test_numbers_go_stale_with_the_code_shown_not_with_template_headers() -> Non
     # A file written before the code's own fingerprint compares the code with its headers.
     older = {k: v for k, v in numbers.items() if k != "cuda"}
     assert is_stale(variant, older, "0.1.15", other_headers)  # type: ignore[arg-type]
+
+
+def test_a_known_tilelang_failure_gets_its_hint_only_where_the_kernel_has_the_pattern() -> None:
+    from sphinx_tlstages.core.results import known_failures
+
+    from .kernels import GEMM
+    from .test_author_loop import TWO_LOOPS
+    said = ("TileLang's pass tl.LayoutInference#1 failed: InternalError: Check failed: "
+            "(az->CanProveEqual(input_shape_product * rescale_num, ...)) is false")
+    known = known_failures.explain(said, TWO_LOOPS, "matmul")
+    assert known is not None and known.line == 21  # the second T.Pipelined loop
+    assert known.hint.startswith("A_shared, B_shared are used by the T.Pipelined loops of "
+                                 "lines 17 and 21")
+    assert known_failures.explain(said, GEMM, "matmul") is None  # one loop: no such cause
+    assert known_failures.explain("TileLang's pass tl.Simplify#1 failed: x", TWO_LOOPS,
+                                  "matmul") is None
+    assert known_failures.explain(said, "def (", "matmul") is None

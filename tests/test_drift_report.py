@@ -69,9 +69,9 @@ def test_a_drift_under_ci_leaves_a_summary_that_explains_itself(build, tmp_path,
     assert section == report_md(src)  # the file a workflow posts as a comment
     version = tilelang_version()
     line = line_of(chapter(), ".. tl-pipeline::")
-    assert (f"**1 of 1 directive changed; 2 :assert: claims failed; 2 variants verified "
-            f"against their snapshots, recorded with TileLang 0.1.0, built with "
-            f"{version}.**") in summary
+    assert (f"**1 of 1 directive changed; 2 :assert: claims failed; 2 variants compared "
+            f"with their snapshots: 0 matched, 2 drifted, recorded with TileLang 0.1.0, "
+            f"built with {version}.**") in summary
     assert tmp_path.as_posix() not in summary and str(Path.home()) not in summary
 
     page = rendered(summary)
@@ -112,7 +112,7 @@ def test_report_command_prints_the_last_build(build, tmp_path, ci, capsys) -> No
     assert cli.main(["report", str(src / "_build"), "--format", "text"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("tl-pipeline report, html build: 0 of 1 directive changed; "
-                          "1 without a snapshot; 0 variants verified")
+                          "1 without a snapshot; 0 variants matched their snapshots")
     assert f"index.rst:{line_of(chapter(), '.. tl-pipeline::')}: gemm-chapter" in out
     assert "no snapshot at _tlstages/snapshots/gemm-chapter.json" in out
     assert cli.main(["report", str(tmp_path / "nowhere")]) == 1
@@ -129,7 +129,7 @@ def test_a_clean_build_leaves_one_line_and_a_later_builder_nothing_new(build, tm
     summary = ci.read_text(encoding="utf-8")
     shown = [line for line in summary.splitlines() if line and not line.startswith("<!--")]
     assert shown == [f"**tl-pipeline, html build:** No drift: 1 directive, 2 variants "
-                     f"verified against their snapshots, recorded with TileLang "
+                     f"matched their snapshots, recorded with TileLang "
                      f"{tilelang_version()}."]
     assert len(rendered(summary).iter("p")) == 1
     assert build({"index.rst": chapter()}, srcdir=src, buildername="text").app.statuscode == 0
@@ -153,7 +153,9 @@ def test_snapshots_diff_prints_the_same_report(build, tmp_path, monkeypatch, cap
     assert printed.splitlines()[0] == "### tl-pipeline report: pending snapshots"
     assert from_build.splitlines()[0] == "### tl-pipeline report: html build"
     assert printed.splitlines()[1:] == from_build.splitlines()[1:]
-    assert f"num\\_stages=3: `{CLAIM!r} is false`" in printed  # checked on the snapshot
+    # Checked on the snapshot, with the value it compared.
+    assert f"num\\_stages=3: `{CLAIM!r} is false (shared[\"A_shared\"].shape[2] = 32; " \
+        in printed
     assert "**Unused snapshots**" in printed and "`_tlstages/snapshots/gone.json`" in printed
     assert "Accept it** with `tlstages snapshots accept book`" in printed
     assert cli.main(["snapshots", "accept", str(src)]) == 0
@@ -240,7 +242,7 @@ def test_stale_numbers_unguarded_facts_and_new_snapshots(build, tmp_path, monkey
     md = report_md(src)
     assert md.splitlines()[2] == (
         "**0 of 1 directive changed; 1 with a snapshot that does not guard what the page "
-        f"shows; 2 variants verified against their snapshots, recorded with TileLang "
+        f"shows; 2 variants matched their snapshots, recorded with TileLang "
         f"{tilelang_version()}.**")
     said = rendered(md).astext()
     assert ("Shown but not guarded by the snapshot _tlstages/snapshots/timed.json does not "

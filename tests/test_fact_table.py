@@ -124,7 +124,8 @@ def test_a_passes_claim_keeps_the_counts_it_names_and_no_other_run() -> None:
     assert back is not None and "passes" not in back
     names = assertions.namespace(back, spec.variants[0])
     assert assertions.check('passes["tl.Simplify#1"] == 3', names) is None
-    assert assertions.check('passes["tl.Simplify#1"] == 4', names) == "is false"
+    assert assertions.check('passes["tl.Simplify#1"] == 4', names) == \
+        'is false\n  passes["tl.Simplify#1"] = 3\n  passes has \'tl.Simplify#1\''
 
 
 def test_assertion_names_are_the_tables() -> None:
@@ -132,6 +133,10 @@ def test_assertion_names_are_the_tables() -> None:
     declared = set(fact_table.ASSERT_NAMES)
     assert declared <= set(names)
     assert set(names) - declared == {"num_stages", "params", "target"}
+    # The reference's table (claims.NAMES) lists each name once, in none more.
+    assert [n.name for n in assertions.NAMES] == list(dict.fromkeys(
+        n.name for n in assertions.NAMES))
+    assert {n.name for n in assertions.NAMES} == set(names)
     # Each fact with assertion names has its reader, and no reader reads an undeclared one.
     for fact in fact_table.FACTS:
         assert set(assertions._READERS.get(fact.name, {})) == set(fact.names), fact.name
@@ -143,8 +148,35 @@ def test_a_fact_a_result_lacks_gives_no_name_and_its_claim_is_skipped() -> None:
     names = assertions.namespace(older, _spec().variants[0])
     assert "gemm" not in names
     assert assertions.check('gemm == ["wgmma"]', names) is None
-    assert assertions.check("nonsense == 1", names) == \
-        "raised NameError: name 'nonsense' is not defined"
+    said = assertions.check("treads == 1", names)
+    assert said is not None and said.startswith(
+        "uses 'treads', which is not a name a claim can use; did you mean threads? The "
+        "names: cuda_lines, dynamic_shared_bytes, gemm, hazards, num_stages,")
+    assert said.endswith("and the functions abs, all, any, len, list, max, min, range, "
+                         "sorted, sum, tuple")
+
+
+def test_a_false_claim_says_each_value_it_compared() -> None:
+    names = assertions.namespace(_lowered(), _spec().variants[0])
+    said = assertions.check("any(g == 'wgmma' for g in gemm) or len(gemm) == 2", names)
+    assert said is not None and said.startswith("is false\n")
+    lines = said.splitlines()[1:]
+    # Outer first, each once; a comprehension's own variable has no value outside it.
+    assert lines == ["  any(g == 'wgmma' for g in gemm) = False", "  len(gemm) == 2 = False",
+                     "  len(gemm) = 1", "  gemm = ['mma_sync']"]
+    assert assertions.check("len(gemm) == 1", names) is None
+
+
+def test_a_failed_variant_is_kept_only_where_an_error_is_expected() -> None:
+    failed = {"schema": RESULT_SCHEMA, "ok": False,
+              "error": {"kind": "exception", "message": "boom", "line": None}}
+    spec = _spec()
+    recorded = snapshots.build(spec, {"2": failed}, "0.1.15")
+    assert recorded is not None and recorded["variants"] == {}
+    old = {**recorded, "variants": {}}
+    new = snapshots.build(spec, {"2": _lowered()}, "0.1.15")
+    assert new is not None and snapshots.added(old, new) == ["2"]
+    assert snapshots.with_added(old, new, ["2"])["variants"] == new["variants"]
 
 
 def test_a_snapshot_lacking_a_shown_fact_says_which_and_why() -> None:

@@ -1,13 +1,16 @@
 """The book's reference pages, generated from sphinx-tlstages' own declarations.
 
-``.. tlstages-reference:: options|config|environment|warnings|cli`` renders the table (or
-help text) from the code that Sphinx and the command actually use, so the reference
-cannot drift from the extension.
+``.. tlstages-reference:: options|config|environment|warnings|cli|assert-names`` renders
+the table (or help text) from the code that Sphinx and the command actually use, so the
+reference cannot drift from the extension. ``assert-names`` shows each name's value on the
+seed GEMM as the book's own snapshot of it recorded them.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+import json
+from pathlib import Path
+from typing import Any, ClassVar
 
 from docutils import nodes
 from sphinx import addnodes
@@ -15,7 +18,9 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from sphinx_tlstages.cli import build_parser
+from sphinx_tlstages.core.claims import NAMES, names_of
 from sphinx_tlstages.core.errors import SUBTYPES, WARNING_TYPE
+from sphinx_tlstages.core.records.snapshots import as_result
 from sphinx_tlstages.ext.config import CONFIG_VALUES, ENVIRONMENT_VARIABLES
 from sphinx_tlstages.ext.directive import OPTIONS
 
@@ -49,6 +54,30 @@ def _plain_table(headers: list[str], rows: list[list[str]], parse: object) -> no
     return nodes.table("", group, classes=["longtable"] if len(rows) > 12 else [])
 
 
+# The seed GEMM's directive in the first chapter, and the depths the table shows: 1 has no
+# version dimension in its shared buffers, 3 has one.
+SEED_SNAPSHOT = "_tlstages/snapshots/gemm-sm80.json"
+SEED_DEPTHS = (1, 3)
+_CELL_CHARS = 90
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _CELL_CHARS else text[:_CELL_CHARS - 3] + "..."
+
+
+def seed_values(snapshot: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The names a claim reads on each of :data:`SEED_DEPTHS`, from the seed GEMM's
+    recorded results."""
+    found = {}
+    target = snapshot["target"]["arch"]
+    for depth in SEED_DEPTHS:
+        result = as_result(snapshot["variants"][str(depth)], depth)
+        assert result is not None, f"{SEED_SNAPSHOT}: num_stages={depth} is not a result"
+        found[depth] = names_of(result, depth, snapshot["params"], target)
+    return found
+
+
 class Reference(SphinxDirective):
     required_arguments = 1
     option_spec: ClassVar[dict[str, object]] = {}
@@ -70,6 +99,15 @@ class Reference(SphinxDirective):
         if what == "warnings":
             rows = [[f"``{WARNING_TYPE}.{name}``", doc] for name, doc in SUBTYPES.items()]
             return _table(["type.subtype", "when"], rows, self._rst, (24, 76))
+        if what == "assert-names":
+            path = Path(self.env.srcdir, SEED_SNAPSHOT)
+            self.env.note_dependency(str(path))
+            values = seed_values(json.loads(path.read_text(encoding="utf-8")))
+            rows = [[f"``{n.name}``", f"``{n.type}``", n.about,
+                     *(f"``{_shown(values[d][n.name])}``" if n.name in values[d] else "(absent)"
+                       for d in SEED_DEPTHS), f"``{n.example}``"] for n in NAMES]
+            return _table(["name", "type", "what", *(f"num_stages={d}" for d in SEED_DEPTHS),
+                           "example"], rows, self._rst, (14, 12, 22, 17, 17, 18))
         if what == "cli":
             parser = build_parser()
             texts = [parser.format_help()]

@@ -30,7 +30,8 @@ def cache_dir(given: Path | None) -> Path | None:
     if chosen:
         return Path(chosen)
     print("tlstages cache: say which cache: --cache-dir DIR or TLSTAGES_CACHE_DIR (a "
-          "build's default is tlstages-cache in its doctree folder)", file=sys.stderr)
+          "build's default is tlstages-cache in its doctree folder, or in OUT.tlstages "
+          "where the doctrees are inside the output folder OUT)", file=sys.stderr)
     return None
 
 

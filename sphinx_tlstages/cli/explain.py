@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.records.explain import find_records, report
+from ..core.records.places import searched
 
 
 def explain(name: str, places: Sequence[Path]) -> int:
@@ -14,7 +15,7 @@ def explain(name: str, places: Sequence[Path]) -> int:
     if not places:
         places = [Path("_build"), *(conf.parent / "_build" for conf in sorted(
             Path(".").glob("*/conf.py")))]
-    found = find_records(name, places)
+    found = find_records(name, searched(places))
     if not found:
         print(f"no record of a tl-pipeline directive named {name!r} under "
               f"{', '.join(map(str, places))}: build the docs first, or name the build "

@@ -9,7 +9,9 @@ build, as a snapshot drift does. The names an expression can use are listed in
 from __future__ import annotations
 
 import ast
+import difflib
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
@@ -70,21 +72,73 @@ _READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
 }
 
 
+@dataclass(frozen=True)
+class Name:
+    """One name an ``:assert:`` expression can use, as the reference lists it."""
+
+    name: str
+    type: str  # what the expression gets, in Python's words
+    about: str
+    example: str  # true for the book's seed GEMM on sm_80 at every default depth
+
+
+# Every name, once: the reference's table, the unknown-name message and the test that
+# evaluates each example against real lowerings are made from this.
+NAMES: tuple[Name, ...] = (
+    Name("num_stages", "int", "the variant's pipeline depth", "num_stages in (1, 2, 3, 4)"),
+    Name("params", "dict[str, object]", "the factory's keywords, swept ones included",
+         'params["block_K"] == 64'),
+    Name("target", "str", "the target's label", 'target == "sm_80"'),
+    Name("stage", "list[int]", "each statement's stage in the first pipelined loop",
+         "stage == [0, 0, num_stages - 1 if num_stages > 1 else 1]"),
+    Name("order", "list[int]", "each statement's order in the first pipelined loop",
+         "sorted(order) == [0, 1, 2]"),
+    Name("shared", "dict[str, namespace]", "shared buffers by name: ``.shape`` (with the "
+         "version dimension only where num_stages > 1), ``.dtype``, ``.bytes``",
+         'shared["A_shared"].shape[-2:] == (128, 64)'),
+    Name("dynamic_shared_bytes", "int", "the merged dynamic shared allocation",
+         "dynamic_shared_bytes == 32768 * max(num_stages, 1)"),
+    Name("threads", "int", "threads per block", 'threads == params["threads"]'),
+    Name("sync", "dict[str, list[int] | int]", "synchronisation and async operations "
+         "by kind: ``sync['cp_async_wait']`` lists each wait's count",
+         'max(sync["cp_async_wait"]) == num_stages - 1'),
+    Name("cuda_lines", "int", "lines of generated code", "cuda_lines > 0"),
+    Name("warp_specialized", "namespace | None", "None, or ``.threads``, "
+         "``.producer_threads``, ``.barriers``",
+         '(warp_specialized is None) == (target != "sm_90a")'),
+    Name("gemm", "list[str]", "the instruction each ``T.gemm`` became, in source order: "
+         "``mma_sync``, ``wgmma``, ``tcgen05``, ``mfma`` or ``fma``",
+         'gemm[0] == ("wgmma" if target == "sm_90a" else "mma_sync")'),
+    Name("tmem", "dict[str, namespace]", "tensor-memory buffers by name: ``.columns``, "
+         "``.shape``, ``.dtype`` (sm_100a)", 'tmem == {} or tmem["C_tmem"].columns == 128'),
+    Name("hazards", "namespace", "the hazard check's ``.verdict`` (``\"none\"``, "
+         "``\"hazard\"``, ``\"not checked\"``), ``.text`` and ``.findings`` "
+         "(``\"RAW on S\"``)", 'hazards.verdict == "none"'),
+    Name("passes", "dict[str, int]", "lines of IR each pass run changed, by "
+         "``name#run``", 'passes["tl.PipelinePlanning#1"] > 0'),
+    Name("registers", "int", "registers per thread (``:show: resources``)",
+         "registers <= 255"),
+    Name("spills", "int", "bytes spilled, stored and loaded (``:show: resources``)",
+         "spills == 0"),
+    Name("stack", "int", "stack bytes per thread (``:show: resources``)", "stack == 0"),
+    Name("occupancy", "namespace | None", "``.blocks_per_sm``, ``.warps_per_sm``, "
+         "``.occupancy``, ``.limiter`` (``:show: resources``)",
+         "occupancy.blocks_per_sm >= 1"),
+    Name("sass", "dict[str, int]", "static SASS instruction counts (``:show: resources``)",
+         'sass["HMMA"] > 0'),
+)
+BUILTIN_NAMES = tuple(sorted(_BUILTINS))
+
+
 def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
-    """``num_stages``, ``params`` (swept ones included), ``target`` (the arch),
-    ``shared["A_shared"].shape``, ``sync["cp_async_wait"]``, ``stage``/``order`` (of the
-    first pipelined loop), ``passes`` (lines of IR each pass run changed, by ``name#run``
-    counted in this variant's own pipeline), ``threads``, ``cuda_lines``,
-    ``dynamic_shared_bytes``, ``warp_specialized`` (None, or ``.threads``,
-    ``.producer_threads``, ``.barriers``), ``gemm`` (the instruction each tile-level gemm
-    call became, in source order: ``gemm[0] == "wgmma"``; one of ``mma_sync``, ``wgmma``,
-    ``tcgen05``, ``mfma``, ``fma``), ``tmem`` (tensor-memory buffers by name:
-    ``tmem["C_tmem"].columns``, ``.shape``, ``.dtype``), ``hazards`` (the hazard check's
-    ``.verdict``: ``"none"``, ``"hazard"`` or ``"not checked"``; ``.text``; ``.findings``,
-    each ``"RAW on S"``); where the page shows ``resources``: ``registers`` (per thread),
-    ``spills`` (bytes stored and loaded), ``stack`` (bytes), ``occupancy``
-    (``.blocks_per_sm``, ``.warps_per_sm``, ``.occupancy``, ``.limiter``), ``sass``
-    (static counts: ``sass["HMMA"]``)."""
+    """The names ``result`` gives an expression on ``variant``: see :data:`NAMES`."""
+    return names_of(result, variant.num_stages, dict(variant.params), variant.target.label)
+
+
+def names_of(result: Result, num_stages: int, params: dict[str, str],
+             target: str) -> dict[str, Any]:
+    """The names of :data:`NAMES` a result has (a page built from an older snapshot may
+    lack some), for a variant of ``num_stages``, ``params`` (as written) and ``target``."""
     names: dict[str, Any] = {}
     for fact in FACTS:
         if fact.name not in result:
@@ -94,9 +148,9 @@ def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
             if value is not _ABSENT and name not in names:
                 names[name] = value
     return {**names,
-            "num_stages": variant.num_stages,
-            "params": {k: literal_value(v) for k, v in variant.params},
-            "target": variant.target.label}
+            "num_stages": num_stages,
+            "params": {k: literal_value(v) for k, v in params.items()},
+            "target": target}
 
 
 def names_used(expressions: Iterable[str]) -> set[str]:
@@ -118,17 +172,96 @@ def reads_passes(expression: str) -> bool:
 
 
 def check(expression: str, names: dict[str, Any]) -> str | None:
-    """None when ``expression`` holds, else why not."""
+    """None when ``expression`` holds, else why not: for a false one, the value of every
+    name and subexpression it compared (as pytest shows a failed assert)."""
     try:
-        value = eval(compile(expression, "<assert>", "eval"), {"__builtins__": _BUILTINS},
-                     names)
+        value = _evaluate(expression, names)
     except NameError as exc:
         if exc.name in ASSERT_NAMES:
             # A fact the result lacks: only a page built from a snapshot recorded before
             # the fact existed (a lowered result has every fact its claims read), and
             # the build reports that snapshot as not guarding the page.
             return None
-        return f"raised NameError: {exc}"
+        return unknown_name(str(exc.name), names)
     except Exception as exc:
-        return f"raised {type(exc).__name__}: {exc}"
-    return None if value else "is false"
+        return f"raised {type(exc).__name__}: {exc}" + _values(expression, names)
+    return None if value else "is false" + _values(expression, names)
+
+
+def one_line(why: str) -> str:
+    """:func:`check`'s answer on one line (for a report's table): ``is false
+    (num_stages = 1, ...)``."""
+    first, *values = why.split("\n  ")
+    return f"{first} ({'; '.join(values)})" if values else first
+
+
+def _evaluate(expression: str | ast.Expression, names: dict[str, Any]) -> Any:
+    code = compile(expression, "<assert>", "eval")
+    return eval(code, {"__builtins__": _BUILTINS}, names)
+
+
+def unknown_name(name: str, names: dict[str, Any]) -> str:
+    """Why a claim that reads ``name`` cannot be checked: the nearest valid name, and
+    every one."""
+    valid = sorted({n.name for n in NAMES} | names.keys())
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.4)
+    hint = f"; did you mean {close[0]}?" if close else "."
+    return (f"uses {name!r}, which is not a name a claim can use{hint} The names: "
+            f"{', '.join(valid)}; and the functions {', '.join(BUILTIN_NAMES)}")
+
+
+_SHOWN_CHARS = 160
+
+
+def _outer_first(top: ast.expr) -> list[ast.expr]:
+    """The subexpressions under ``top``, outer first; not constants, and nothing inside a
+    comprehension or lambda (their own names have no value outside)."""
+    found: list[ast.expr] = []
+    queue: list[ast.AST] = list(ast.iter_child_nodes(top))
+    while queue:
+        node = queue.pop(0)
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.GeneratorExp | ast.ListComp | ast.SetComp | ast.DictComp):
+            queue.append(node.generators[0].iter)  # the one part evaluated outside
+            continue
+        if isinstance(node, ast.expr) and not isinstance(node, ast.Constant):
+            found.append(node)
+        queue.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _values(expression: str, names: dict[str, Any]) -> str:
+    """``\n  shared["A_shared"].shape = (128, 64)``...: each name and subexpression of
+    ``expression`` (outer first, each once; not constants, functions or names bound in
+    a comprehension) with its value on this variant."""
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError:
+        return ""
+    bases = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute | ast.Subscript)}
+    said: dict[str, str] = {}
+    for node in _outer_first(tree.body):
+        # As the author wrote it (their quotes, no added parentheses).
+        text = ast.get_source_segment(expression, node) or ast.unparse(node)
+        if text in said:
+            continue
+        try:
+            value = _evaluate(ast.Expression(body=node), names)
+        except NameError:
+            continue  # a name reported otherwise
+        except Exception as exc:
+            said[text] = f"raised {type(exc).__name__}: {exc}"
+            continue
+        # A function says nothing; a dict or namespace indexed further is shown by the
+        # value read from it.
+        if callable(value) or (id(node) in bases and isinstance(value, SimpleNamespace)):
+            continue
+        if id(node) in bases and isinstance(value, dict):
+            said[f"{text} has"] = ", ".join(map(repr, value)) or "no keys"
+            continue
+        shown = repr(value)
+        said[text] = shown if len(shown) <= _SHOWN_CHARS \
+            else shown[:_SHOWN_CHARS - 3] + "..."
+    return "".join(f"\n  {text}{'' if text.endswith(' has') else ' ='} {shown}"
+                   for text, shown in said.items())

@@ -28,6 +28,8 @@ SUBTYPES: dict[str, str] = {
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
     "hazard": "the hazard check found a read of shared memory that can race a copy in the "
               "final code (a note instead where :expect-hazard: lists the variant)",
+    "failed": "the closing line of a build whose checks failed (snapshots, :assert:, "
+              "hazards): how many; each is reported at its own line with its own subtype",
     "latex": "kernel text has characters pdflatex cannot print (CJK, Greek...): the PDF "
              "shows them as ?; xelatex and lualatex print them",
 }

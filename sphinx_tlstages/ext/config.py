@@ -18,6 +18,7 @@ from ..core.errors import OptionError
 from ..core.plan import options
 from ..core.plan.options import DEFAULT_SHOW
 from ..core.plan.targets import Target, parse_targets
+from ..core.records.places import records_folder
 from .messages import warn
 
 DEFAULT_SNAPSHOT_DIR = "_tlstages/snapshots"
@@ -104,7 +105,9 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
     ConfigValue(
         "tlstages_cache_dir", None, "", (str, type(None)),
         "Folder of the lowering cache (default ``tlstages-cache`` in the doctree folder, "
-        "which survives ``-E``). The environment variable ``TLSTAGES_CACHE_DIR`` wins.",
+        "which survives ``-E``; where the doctrees are inside the output folder, as with a "
+        "plain ``sphinx-build SRC OUT``, in ``OUT.tlstages`` beside it, never published). "
+        "The environment variable ``TLSTAGES_CACHE_DIR`` wins.",
     ),
     ConfigValue(
         "tlstages_cache_url", None, "", (str, type(None)),
@@ -325,7 +328,8 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
         bench_stale=_choice(config.tlstages_bench_stale, BENCH_STALE_MODES,
                             "tlstages_bench_stale", "mark"),
         cache_dir=Path(confdir, cache).resolve() if cache
-        else Path(app.doctreedir, "tlstages-cache").resolve(),
+        # Never inside the published output (see core.records.places).
+        else records_folder(Path(app.doctreedir), Path(app.outdir)) / "tlstages-cache",
         cache_url=os.environ.get("TLSTAGES_CACHE_URL") or config.tlstages_cache_url or None,
         cache_write=_flag("TLSTAGES_CACHE_WRITE") if "TLSTAGES_CACHE_WRITE" in os.environ
         else bool(config.tlstages_cache_write),

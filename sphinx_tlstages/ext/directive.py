@@ -19,7 +19,7 @@ from sphinx.util.docutils import SphinxDirective
 from ..core.claims import names_used, reads_passes
 from ..core.errors import OptionError, SourceError
 from ..core.kernel.listing import Listing
-from ..core.kernel.source import normalise_source
+from ..core.kernel.source import find_factories, normalise_source, parse_kernel
 from ..core.plan import options
 from ..core.plan.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
 from ..core.plan.targets import parse_targets
@@ -77,10 +77,11 @@ OPTIONS: dict[str, str] = {
                      "match); each finding is then a note, not a warning, and a listed "
                      "variant without one is an error. For chapters about compiler bugs.",
     "assert": "Claims checked on every build, one Python expression per line over each "
-              "lowered variant's facts (``shared[\"A_shared\"].shape[0] == num_stages``, "
-              "``max(sync[\"cp_async_wait\"]) == num_stages - 1``, ``gemm[0] == "
-              "\"wgmma\"``, ``tmem[\"C_tmem\"].columns == 128``); a false one fails the "
-              "build at its line.",
+              "lowered variant's facts (``max(sync[\"cp_async_wait\"]) == num_stages - 1``, "
+              "``shared[\"A_shared\"].shape[-2:] == (128, 64)``, ``gemm[0] == (\"wgmma\" "
+              "if target == \"sm_90a\" else \"mma_sync\")``; every name is listed below); a "
+              "false one fails the build at its line, with the value of each name it "
+              "compared. In MyST, give several lines as a YAML block (``assert: |``).",
     "reference": "For ``tlstages bench``: a Python expression over the kernel's tensors by "
                  "parameter name (``A @ B.T``); the result is checked against it, and it is "
                  "timed too.",
@@ -90,6 +91,17 @@ OPTIONS: dict[str, str] = {
                  "relative to its largest value (default by dtype: 1e-2 for float16).",
 }
 _T = TypeVar("_T")
+
+# Options whose value can be checked alone, for reporting every bad one in a build.
+_CHECKED_ALONE: dict[str, Callable[[str], object]] = {
+    "name": options.parse_name, "num-stages": options.parse_num_stages,
+    "target": parse_targets, "params": options.parse_params, "show": options.parse_show,
+    "diff": options.parse_diff, "timeout": options.parse_timeout,
+    "expect-error": options.parse_expect_error, "expect-hazard": options.parse_expect_error,
+    "sweep": options.parse_sweep, "passes": options.parse_passes,
+    "reference": options.parse_expression, "flops": options.parse_expression,
+    "tolerance": options.parse_tolerance, "assert": str,
+}
 
 
 def error_box(message: str) -> nodes.Element:
@@ -118,9 +130,11 @@ class TlPipelineDirective(SphinxDirective):
             spec = self._spec(count)
         except OptionError as exc:
             warn(str(exc), "option", location=(self.env.docname, exc.line or self.lineno))
+            self._report_others(exc)
             return [error_box(str(exc))]
         except SourceError as exc:
             warn(str(exc), "source", location=self._kernel_location(exc.line))
+            self._report_others(exc)
             return [error_box(str(exc))]
         directives_of(self.env).setdefault(self.env.docname, []).append(spec)
         directive_read(self.config, spec)
@@ -136,14 +150,23 @@ class TlPipelineDirective(SphinxDirective):
     # --- where things are ----------------------------------------------------------
 
     def _option_line(self, option: str) -> int:
-        for offset, line in enumerate(self.block_text.splitlines()):
-            if line.strip().startswith(f":{option}:"):
+        lines = self.block_text.splitlines()
+        # MyST's YAML block (``---`` under the fence): ``option: value``, unindented.
+        yaml = self._is_myst() and len(lines) > 1 and lines[1].strip() == "---"
+        for offset, line in enumerate(lines):
+            if line.strip().startswith(f":{option}:") \
+                    or (yaml and offset > 1 and line.startswith(f"{option}:")):
                 return int(self.lineno) + offset
+            if yaml and offset > 1 and line.strip() == "---":
+                break
         return int(self.lineno)
+
+    def _is_myst(self) -> bool:
+        return type(self.state).__module__.startswith("myst_parser")
 
     def _content_line(self) -> int:
         # MyST counts content_offset from the fence, docutils from the document start.
-        if type(self.state).__module__.startswith("myst_parser"):
+        if self._is_myst():
             return int(self.lineno + self.content_offset) + 1
         return int(self.content_offset) + 1
 
@@ -170,6 +193,7 @@ class TlPipelineDirective(SphinxDirective):
 
     def _kernel(self) -> tuple[str, str]:
         """(normalised source, the file name it compiles under)."""
+        self._check_continuation()
         file = self.options.get("file")
         if file and self.content:
             raise OptionError("give the kernel inline or with :file:, not both",
@@ -218,8 +242,9 @@ class TlPipelineDirective(SphinxDirective):
             if "passes" in self.options else ()
         origin = self._origin()
         try:
-            factory = kernel_factory(source, source_name, self.options.get("factory"), params,
-                                     sweep)
+            factory = kernel_factory(source, source_name,
+                                     self.options.get("factory") or self._listed(source),
+                                     params, sweep)
             num_stages = depths(factory, num_stages, "num-stages" in self.options)
             asserts = self._asserts()
             variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
@@ -301,6 +326,10 @@ class TlPipelineDirective(SphinxDirective):
         if "assert" not in self.options:
             return ()
         first = self._option_line("assert")
+        written = self.block_text.splitlines()[first - int(self.lineno)].strip()
+        if written.startswith("assert:") and written.removeprefix("assert:").strip()[:1] \
+                in ("|", ">"):
+            first += 1  # a YAML block scalar: its lines begin under ``assert: |``
         found = []
         for offset, line in enumerate(self.options["assert"].splitlines()):
             if line.strip():
@@ -309,6 +338,53 @@ class TlPipelineDirective(SphinxDirective):
                 except OptionError as exc:
                     raise OptionError(f":assert: {exc}", first + offset) from None
         return tuple(found)
+
+    def _listed(self, source: str) -> str | None:
+        """The factory ``:pyobject:`` names, where it names one: listing one of several
+        factories says which is meant, as ``:factory:`` would."""
+        listed = self.options.get("pyobject", "").strip()
+        if not listed:
+            return None
+        try:
+            found = find_factories(parse_kernel(source, INLINE_SOURCE_NAME))
+        except SourceError:
+            return None  # reported when the kernel is parsed for real
+        usable = {f.name for f in found if f.kind != "plain" or f.depth is not None}
+        return listed if listed in usable else None
+
+    def _check_continuation(self) -> None:
+        """MyST ends an option at its line's end: an indented line under it is the first
+        line of the kernel. Say so at the option, with what to write instead."""
+        if not self._is_myst() or not self.content or not self.content[0][:1].isspace():
+            return
+        lines = self.block_text.splitlines()
+        at = next((i for i, line in enumerate(lines) if line == self.content[0]), None)
+        if at is None or at < 2 or not lines[at - 1].startswith(":"):
+            return
+        option = lines[at - 1].split(":")[1]
+        raise OptionError(
+            f":{option}: its value goes on under it, indented, but MyST reads only the "
+            f"option's own line: the indented line is taken as the kernel. Write several "
+            f"lines as a YAML block under the fence instead:\n---\n{option}: |\n  "
+            f"{lines[at - 1].split(':', 2)[2].strip()}\n  {self.content[0].strip()}\n---",
+            int(self.lineno) + at - 1)
+
+    def _report_others(self, first: Exception) -> None:
+        """Every other option with a bad value, each at its own line: one build reports
+        all of them, not the first :meth:`_spec` met."""
+        said = {str(first)}
+        for option, parser in _CHECKED_ALONE.items():
+            if option not in self.options:
+                continue
+            try:
+                self._given(option, parser)
+                if option == "assert":
+                    self._asserts()
+            except OptionError as exc:
+                if str(exc) not in said:
+                    said.add(str(exc))
+                    warn(str(exc), "option",
+                         location=(self.env.docname, exc.line or self.lineno))
 
     def _optional(self, option: str, parser: Callable[[str], _T]) -> _T | None:
         return self._given(option, parser) if option in self.options else None

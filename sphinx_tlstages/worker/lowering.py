@@ -18,7 +18,7 @@ from tilelang import tvm
 from ..core.errors import SourceError
 from ..core.protocol.messages import Task
 from ..core.results import cuda as cuda_text
-from ..core.results import facts
+from ..core.results import facts, known_failures
 from ..core.results.passes import PassLog
 from ..core.results.result import Result, failure
 from . import resources
@@ -40,14 +40,16 @@ def _names(mod: Any) -> set[str]:
     return {str(gvar.name_hint) for gvar in mod.functions}
 
 
-def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
+def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
+              running: list[str]) -> Any:
     """A pass instrument keeping the module as built (in ``built``) and the output of the
     first run of each watched pass (and, for the schedule reader, the
     module before the first run of its passes and after the last pass: keeping a module is
     keeping a reference), and telling ``log`` every run; when the log records changes,
     what each run changed (printing the IR only when its structural hash moved: printing
     every module would double the lowering time, and even so printing is about a tenth
-    of it).
+    of it). ``running`` holds the passes under way, ``name#run`` innermost last: after
+    an exception, the pass that raised it.
 
     Some passes run others inside them on helper functions of their own: tile-op
     lowering simplifies each gemm emitter's ``_gemm_*`` function. Those runs see a module
@@ -57,6 +59,7 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
     last: list[int] = []
     depth = [0]
     kernel: list[set[str]] = []  # names of the kernel's functions, as last seen
+    runs: dict[str, int] = {}
 
     def helper(mod: Any) -> bool:
         return depth[0] > 1 and not (_names(mod) & kernel[0])
@@ -65,6 +68,8 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
     class Recorder:
         def run_before_pass(self, mod: Any, info: Any) -> None:
             depth[0] += 1
+            runs[str(info.name)] = runs.get(str(info.name), 0) + 1
+            running.append(f"{info.name}#{runs[str(info.name)]}")
             if not kernel:
                 kernel.append(_names(mod))
                 built.append(mod)
@@ -90,6 +95,7 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog) -> Any:
                 after["final"] = mod
             finally:
                 depth[0] -= 1
+                running.pop()  # not reached when the pass raised: it stays named
 
     return Recorder()
 
@@ -118,6 +124,7 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
     started = time.perf_counter()
     imported: list[dict[str, str]] = []
     pass_configs: dict[str, Any] = {}
+    running: list[str] = []
     try:
         with kernel_module(source, name, task.file, task.folders) as module:
             imported = module.imported
@@ -127,7 +134,7 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
             built: list[Any] = []
             log = PassLog(task.ir_passes, changes=task.record_passes)
             source_cuda = _lower(func, pass_configs, task.target,
-                                 _recorder(after, built, log))
+                                 _recorder(after, built, log, running))
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
         message = _message(exc)
@@ -135,6 +142,12 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
             message += (" (the kernel says `from __future__ import annotations`, which turns "
                         "T.Tensor annotations into strings TileLang cannot always resolve; "
                         "it fails the same way when imported: remove that line)")
+        if running:  # TileLang itself failed, in this pass: say which, and what is known
+            message = f"TileLang's pass {running[-1]} failed: {message}"
+            known = known_failures.explain(message, source, task.factory)
+            if known is not None:
+                message += f" (hint: {known.hint})"
+                line = line or known.line
         result = failure("exception", message, line, seconds=time.perf_counter() - started)
     else:
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,

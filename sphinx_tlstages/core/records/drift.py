@@ -127,6 +127,10 @@ class Report:
     strict: bool = False  # a CI build: nothing pending is written
     directives_total: int = 0
     variants_verified: int = 0  # compared with a snapshot
+    variants_drifted: int = 0  # of those, the ones whose comparison found a change
+    variants_failed: int = 0  # failed to lower, unexpected (not compared)
+    # ``snapshots diff``: how many pending snapshots it found to compare; None for a build
+    pending: int | None = None
     recorded_with: list[str] = field(default_factory=list)  # the snapshots' TileLang versions
     built_with: str | None = None
     directives: dict[str, Directive] = field(default_factory=dict)
@@ -181,9 +185,11 @@ class Report:
                 versions += f", built with {self.built_with}"
         elif self.built_with:
             versions = f", built with TileLang {self.built_with}"
-        verified = (f"{_count(self.variants_verified, 'variant')} verified against their "
-                    f"snapshots{versions}")
+        verified = self._compared() + versions
         if not self.failing():
+            if self.pending == 0:
+                return (f"Nothing to compare: {_count(self.directives_total, 'directive')}, "
+                        f"{verified}.")
             return f"No drift: {_count(self.directives_total, 'directive')}, {verified}."
         failing = FAILING_IN_CI if self.strict else FAILING
         said = [f"{self.changed()} of {_count(self.directives_total, 'directive')} changed"]
@@ -194,6 +200,20 @@ class Report:
             if count and kind in failing:
                 said.append(f"{count} {words.replace('(s)', '' if count == 1 else 's')}")
         return f"{'; '.join(said)}; {verified}."
+
+    def _compared(self) -> str:
+        """``56 variants compared with their snapshots: 52 matched, 4 drifted, 1 failed to
+        lower``; what ``snapshots diff`` had to compare, where it found nothing."""
+        failed = f", {self.variants_failed} failed to lower" if self.variants_failed else ""
+        if self.pending == 0:
+            return ("no pending snapshots to compare (a local build leaves one where a "
+                    "directive drifted; a CI build leaves none: tlstages report shows "
+                    "what it found)")
+        if not self.variants_drifted:
+            return f"{_count(self.variants_verified, 'variant')} matched their snapshots{failed}"
+        matched = self.variants_verified - self.variants_drifted
+        return (f"{_count(self.variants_verified, 'variant')} compared with their snapshots: "
+                f"{matched} matched, {self.variants_drifted} drifted{failed}")
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON data: directives past :data:`MAX_BYTES` are counted in
@@ -236,6 +256,9 @@ def from_json(text: str) -> Report:
                         strict=bool(data["strict"]),
                         directives_total=int(data["directives_total"]),
                         variants_verified=int(data["variants_verified"]),
+                        variants_drifted=int(data.get("variants_drifted", 0)),
+                        variants_failed=int(data.get("variants_failed", 0)),
+                        pending=data.get("pending"),
                         recorded_with=[str(v) for v in data["recorded_with"]],
                         built_with=data["built_with"],
                         new_snapshots=[str(n) for n in data["new_snapshots"]],
@@ -278,6 +301,10 @@ def add_drift(report: Report, entry: Directive, old: dict[str, Any],
     returns how many changes."""
     found = changes(old, new)
     entry.versions = version_change(old, new)
+    drifted = {change.variant for change in found}
+    if "" in drifted:  # the directive's inputs changed: every variant did
+        drifted = set(new["variants"]) | set(old["variants"])
+    report.variants_drifted += len(drifted)
     for change in found:
         variant = describe(change.variant) if change.variant else ""
         detail: tuple[str, ...] = ()

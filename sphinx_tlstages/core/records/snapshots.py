@@ -132,9 +132,14 @@ def _order(variant_id: str) -> tuple[int, str]:
 
 def build(spec: DirectiveSpec, results: dict[str, Result],
           version: str | None) -> dict[str, Any] | None:
-    """The snapshot of a directive, or None when a variant could not be verified here."""
+    """The snapshot of a directive, or None when a variant could not be verified here.
+
+    It records what the page shows: a variant that failed to lower is kept (as its
+    message) only where ``:expect-error:`` expects it; any other failure is this build's
+    accident, left out, and recorded once it lowers (see :func:`added`)."""
     if any(depends_on_machine(r) for r in results.values()):
         return None
+    expected = {v.id for v in spec.variants if spec.expects_failure(v)}
     first = spec.variants[0]
     facts, runs = kept(spec), counted(spec)
     snapshot = {
@@ -145,7 +150,8 @@ def build(spec: DirectiveSpec, results: dict[str, Result],
         else [t.as_dict for t in spec.targets],
         "factory": first.factory,
         "params": dict(spec.params or first.params),
-        "variants": {key: _variant(r, facts, runs) for key, r in results.items()},
+        "variants": {key: _variant(r, facts, runs) for key, r in results.items()
+                     if r.get("ok") or key in expected},
     }
     toolkits = sorted({str(r["toolkit"]) for r in results.values() if r.get("toolkit")})
     if toolkits:  # provenance beside TileLang's: the resources part's compiler
@@ -157,6 +163,17 @@ def build(spec: DirectiveSpec, results: dict[str, Result],
         # that after an upgrade the check can say when that number names another run.
         snapshot["pass_pipeline"] = longest(r.get("passes") or [] for r in results.values())
     return snapshot
+
+
+def added(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The variants ``new`` records and ``old`` lacks: one that had not lowered when
+    ``old`` was recorded, or a depth the directive added since. Recorded, not drift."""
+    return [key for key in sorted(new["variants"], key=_order) if key not in old["variants"]]
+
+
+def with_added(old: dict[str, Any], new: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    """``old`` with ``new``'s records of the variants ``keys`` (and nothing else of it)."""
+    return {**old, "variants": {**old["variants"], **{k: new["variants"][k] for k in keys}}}
 
 
 def dumps(snapshot: dict[str, Any]) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from ...core.files import write_atomic
 from ...core.records import drift_render
 from ...core.records.drift import Directive, Report
+from ...core.records.places import records_folder
 from ..messages import warn
 from ..state import build_state, settings
 
@@ -77,7 +78,7 @@ def write_report(app: Sphinx, exception: BaseException | None) -> None:
     if exception is not None or state is None or state.drift is None:
         return
     report = state.drift
-    folder = Path(app.doctreedir)
+    folder = records_folder(Path(app.doctreedir), Path(app.outdir))
     write_atomic(folder / JSON, report.as_json())
     write_atomic(folder / MARKDOWN, drift_render.markdown(report))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...core.records import drift, snapshot_compare, snapshots
 from ...core.results.pass_compare import moved, numbered
@@ -70,6 +70,8 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
             _fail(outcome, f"{spec.name}: {exc}", location)
             report.add(here, "broken", "", str(exc).replace(str(golden), shown))
             continue
+        if old is None and not new["variants"]:
+            continue  # nothing lowered: each failure is reported, nothing is recorded
         if old is None:
             if writes:
                 snapshots.write(golden, new)
@@ -81,6 +83,13 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
                                f"TLSTAGES_SNAPSHOTS=update", location)
                 report.add(here, "missing", "", f"no snapshot at {shown}")
             continue
+        if mode != "update":  # which rewrites the whole snapshot anyway
+            old, unrecorded = _record_added(spec, old, new, writes, golden)
+            if unrecorded:
+                _fail(outcome, f"{spec.name}: {golden} has no record of {unrecorded}; record "
+                               "it where the docs are written: TLSTAGES_SNAPSHOTS=update, or "
+                               f"{hint} after a local build", location)
+                report.add(here, "missing", "", f"no record of {unrecorded} in {shown}")
         _note_moved_runs(spec, old, new)
         version, changes = snapshot_compare.compare(old, new)
         lacking = snapshots.unguarded(spec, old, golden)
@@ -138,6 +147,24 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
                      f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
         _fail(outcome, "\n".join(lines), location)
     _report_unused(folder, {spec.name for spec in specs}, mode, report, srcdir)
+
+
+def _record_added(spec: DirectiveSpec, old: dict[str, Any], new: dict[str, Any],
+                  writes: bool, golden: Path) -> tuple[dict[str, Any], str | None]:
+    """Record the variants the snapshot lacks (they had not lowered, or are new depths),
+    where snapshots are written. Return the snapshot to compare with, which has them,
+    and the ones it lacks where nothing may be written (``num_stages=1``), else None."""
+    keys = snapshots.added(old, new)
+    if not keys:
+        return old, None
+    said = ", ".join(snapshots.describe(key) for key in keys)
+    recorded = snapshots.with_added(old, new, keys)
+    if not writes:
+        return recorded, said
+    snapshots.write(golden, recorded)
+    info(f"tl-pipeline: {spec.name}: recorded {said} in {golden} (not in it before: it "
+         "had not lowered, or is new)", location=(spec.docname, spec.lineno))
+    return recorded, None
 
 
 def _note_moved_runs(spec: DirectiveSpec, old: dict[str, object],

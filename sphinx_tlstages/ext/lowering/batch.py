@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.records import explain, snapshots
+from ...core.records.places import records_folder
 from ...core.results.result import Result, depends_on_machine, failure, failure_kind
 from ...core.results.stamps import (
     TILELANG_TESTED,
@@ -290,7 +291,7 @@ def _report_workers(stats: PoolStats, server: ForkServer | None) -> None:
 def _record_why(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
     """Rewrite the explain records of directives this build lowered or re-keyed; a
     rebuild that changed nothing (``-E`` included) reads one index and writes nothing."""
-    folder = Path(app.doctreedir)
+    folder = records_folder(Path(app.doctreedir), Path(app.outdir))
     keys = {spec.name: [v.key(state.stamp) for v in spec.variants] for spec in specs}
     before = explain.recorded_keys(folder)
     touched = [spec for spec in specs if before.get(spec.name) != keys[spec.name]

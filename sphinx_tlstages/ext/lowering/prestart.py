@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ...core.plan.spec import DirectiveSpec
 from ...core.records import explain
+from ...core.records.places import records_folder
 from ...core.results.stamps import tilelang_stamp
 from ...runner.forkserver import ForkServer
 from ...runner.launch import start_server
@@ -47,7 +48,7 @@ def _mentions_directive(env: BuildEnvironment, docname: str) -> bool:
 
 def _cold(app: Sphinx) -> bool:
     """No build has recorded anything here and the cache is empty."""
-    if explain.recorded_keys(Path(app.doctreedir)):
+    if explain.recorded_keys(records_folder(Path(app.doctreedir), Path(app.outdir))):
         return False
     try:
         return not any(Cache(settings(app).cache_dir).root.iterdir())
@@ -81,7 +82,7 @@ def _decide(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> str:
         known = directives(env)
         mentioned = any(name in known or _mentions_directive(env, name) for name in docnames)
         return "on-miss" if mentioned else "no"
-    recorded = explain.recorded_keys(Path(app.doctreedir))
+    recorded = explain.recorded_keys(records_folder(Path(app.doctreedir), Path(app.outdir)))
     if recorded:  # the last build's variants: a warm -E finds them all cached
         return "no" if all(cache.path(key).is_file()
                            for keys in recorded.values() for key in keys) else "now"
