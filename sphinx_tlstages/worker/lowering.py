@@ -179,7 +179,8 @@ def lower_kept(func: Any, pass_configs: dict[str, Any],
     For tools that run the hazard check apart from a lowering's other facts (the
     benchmark of its cost, the sweep over other projects' kernels, the tests)."""
     after: dict[str, Any] = {}
-    source = _lower(func, pass_configs, target, _recorder(after, [], PassLog((), changes=False)))
+    recorder = _recorder(after, [], PassLog((), changes=False), [])
+    source = _lower(func, pass_configs, target, recorder)
     return after, source
 
 
