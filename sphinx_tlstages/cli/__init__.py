@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     book.add_argument("--shard", default="1/1", metavar="I/N",
                       help="which shard of how many (default 1/1: the whole book); the "
                            "split is the same in every job, balanced by estimated cost")
-    book.add_argument("--cache-dir", type=Path,
+    book.add_argument("--cache-dir", type=Path, metavar="DIR",
                       help="the local cache (default: TLSTAGES_CACHE_DIR, else "
                            "tlstages_cache_dir; needed where the shared cache is not "
                            "written)")

@@ -24,6 +24,7 @@ import io
 import os
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -115,15 +116,19 @@ def _store(config: Settings, state: BuildState, mine: Mapping[str, object], loca
     from obstore.exceptions import AlreadyExistsError
 
     store = open_store(str(config.cache_url), config.cache_timeout)
+    down = threading.Event()  # one failed request: the rest would time out as well
 
     def there(key: str) -> bool:
         name = object_name(key)
+        if down.is_set():
+            return False
         try:
             obstore.head(store, name)
             return True
         except FileNotFoundError:
             pass
         except Exception:
+            down.set()
             return False
         try:  # dropped, or the remote was off for a while: one more PUT, whole or absent
             obstore.put(store, name, pack(key, cache.path(key).read_bytes()),
@@ -131,6 +136,7 @@ def _store(config: Settings, state: BuildState, mine: Mapping[str, object], loca
         except AlreadyExistsError:
             pass  # another job wrote it meanwhile
         except Exception:
+            down.set()
             return False
         return True
 
