@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from sphinx_tlstages.core.records.cache_entry import unpack
 from sphinx_tlstages.core.results.result import RESULT_SCHEMA, validate
 
 from .conftest import build_once, write_project
+from .kernels import rst
 from .remote_servers import s3_server
 from .shard_book import BOOK, PAGES, VARIANTS
 from .test_remote_cache import LINE, no_workers
@@ -125,11 +127,11 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     return {page: (built.outdir / f"{page}.html").read_bytes() for page in PAGES}
 
 
-def entries(stored: dict[str, bytes]) -> dict[str, dict[str, object]]:
+def entries(stored: dict[str, bytes], prefix: str = "book") -> dict[str, dict[str, object]]:
     """Every stored object, each proved whole and a valid result, by key."""
     found = {}
     for name, data in stored.items():
-        assert name.startswith(f"book/v{RESULT_SCHEMA}/"), name
+        assert name.startswith(f"{prefix}/v{RESULT_SCHEMA}/"), name
         key = name.rsplit("/", 1)[1].removesuffix(".entry")
         result = validate(json.loads(unpack(key, data)))
         assert result is not None, name
@@ -209,3 +211,78 @@ def test_nowhere_to_keep_the_results(tmp_path: Path) -> None:
                           text=True, timeout=120)
     assert done.returncode == 2
     assert "kept nowhere" in done.stderr
+
+
+def merged_cache(sharded: Sharded, into: Path) -> Path:
+    """The shards' local caches in one folder, as N processes on one machine share one."""
+    for i in range(1, SHARDS + 1):
+        shutil.copytree(sharded.root / f"cache-{i}", into, dirs_exist_ok=True)
+    return into
+
+
+def test_a_for_loop_on_one_machine_needs_no_remote(
+        sharded: Sharded, reference: dict[str, bytes], tmp_path: Path) -> None:
+    """The shards' one local cache folder and no remote: the final build finds every
+    variant (the workers that start early on a cold cache stay unstarted) and writes the
+    pages of a cold build."""
+    with pytest.MonkeyPatch.context() as patch:
+        no_workers(patch)
+        patch.setenv("TLSTAGES_CACHE_DIR", str(merged_cache(sharded, tmp_path / "cache")))
+        built = build_once(tmp_path / "src", BOOK)
+    assert f"{VARIANTS} variants, 0 lowered, {VARIANTS} cached" in built.status
+    assert {page: (built.outdir / f"{page}.html").read_bytes() for page in PAGES} == reference
+
+
+def test_a_shard_writes_what_the_remote_lacks_from_its_local_cache(
+        sharded: Sharded, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Shard 2 again, its local cache kept and a remote that lost its entries (a new
+    prefix): nothing is lowered, and every entry of the shard is written (the pass that
+    checks the shard is stored, which also puts back what a build's bounded wait
+    dropped)."""
+    from sphinx_tlstages.cli.shard import lower_book
+
+    shutil.copytree(sharded.root / "cache-2", tmp_path / "cache")
+    with pytest.MonkeyPatch.context() as patch:
+        no_workers(patch)
+        patch.setenv("TLSTAGES_CACHE_DIR", str(tmp_path / "cache"))
+        patch.setenv("TLSTAGES_CACHE_URL", "s3://books/repaired")
+        patch.setenv("TLSTAGES_CACHE_WRITE", "1")
+        assert lower_book(sharded.root / "src", (2, SHARDS)) == 0
+    found = SUMMARY.search(capsys.readouterr().out)
+    assert found, capsys.readouterr()
+    count = len(sharded.local_keys[2])
+    assert found.groups()[2:5] == (str(count), str(count), "0")
+    assert set(entries(objects("repaired/"), "repaired")) == sharded.local_keys[2]
+
+
+FAILING = """\
+@tilelang.jit
+def broken(n, num_stages):
+    if num_stages > 1:
+        raise ValueError(f"no pipeline of depth {num_stages} for n={n}")
+
+    @T.prim_func
+    def kernel(X: T.Tensor((n,), "float32")):
+        with T.Kernel(1, threads=32) as _:
+            for i in T.Parallel(n):
+                X[i] = X[i] * 2.0
+
+    return kernel
+"""
+
+
+def test_a_failed_variant_is_named_as_a_build_names_it(tmp_path: Path) -> None:
+    """A variant that fails to lower is stored as such and named in a build's words; the
+    shard is stored, so the status is 0 (the final build reports it again)."""
+    write_project(tmp_path / "src", {"index.rst": "Broken\n======\n\n" + rst(
+        FAILING, name="broken", num_stages="2", params="n=64")})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TLSTAGES_CACHE")}
+    done = subprocess.run([sys.executable, "-m", "sphinx_tlstages", "lower-book",
+                           str(tmp_path / "src"), "--cache-dir", str(tmp_path / "cache")],
+                          env=dict(env, PYTHONPATH=str(ROOT)), capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"index\.rst:\d+: broken: .*num_stages=2.* failed to lower \(\w+\): "
+                     r".*no pipeline of depth 2 for n=64", done.stderr), done.stderr
+    summary = "shard 1/1: 1 variants, 0 already cached, 1 lowered"
+    assert summary in done.stdout and ", 1 failed, written to local " in done.stdout
