@@ -28,7 +28,7 @@ from sphinx_tlstages.core.results.result import RESULT_SCHEMA, validate
 
 from .conftest import build_once, write_project
 from .kernels import rst
-from .remote_servers import s3_server
+from .remote_servers import refused_url, s3_server
 from .shard_book import BOOK, PAGES, VARIANTS
 from .test_remote_cache import LINE, no_workers
 
@@ -253,6 +253,27 @@ def test_a_shard_writes_what_the_remote_lacks_from_its_local_cache(
     count = len(sharded.local_keys[2])
     assert found.groups()[2:5] == (str(count), str(count), "0")
     assert set(entries(objects("repaired/"), "repaired")) == sharded.local_keys[2]
+
+
+def test_a_shard_that_cannot_store_says_so(
+        sharded: Sharded, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shared cache refuses connections: the shard's results are not where the final
+    build will look, so the status is 1, and the log says why."""
+    from sphinx_tlstages.cli.shard import lower_book
+
+    shutil.copytree(sharded.root / "cache-2", tmp_path / "cache")
+    with pytest.MonkeyPatch.context() as patch:
+        no_workers(patch)
+        patch.setenv("AWS_ENDPOINT_URL", refused_url().removesuffix("/cache"))
+        patch.setenv("TLSTAGES_CACHE_DIR", str(tmp_path / "cache"))
+        patch.setenv("TLSTAGES_CACHE_URL", "s3://books/refused")
+        patch.setenv("TLSTAGES_CACHE_WRITE", "1")
+        patch.setenv("TLSTAGES_CACHE_TIMEOUT", "0.5")
+        assert lower_book(sharded.root / "src", (2, SHARDS)) == 1
+    out, err = capsys.readouterr()
+    count = len(sharded.local_keys[2])
+    assert f"{count} not stored in s3://books/refused" in out
+    assert "remote cache s3://books/refused: " in err
 
 
 FAILING = """\

@@ -24,7 +24,6 @@ import io
 import os
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -43,7 +42,7 @@ Chosen = dict[str, tuple[VariantSpec, DirectiveSpec]]  # variants by key, with t
 
 
 def lower_book(srcdir: Path, shard: tuple[int, int], cache_dir: Path | None = None,
-               verbose: bool = False, out: TextIO = sys.stdout) -> int:
+               verbose: bool = False, out: TextIO | None = None) -> int:
     """Lower shard ``shard`` (I, N) of the book at ``srcdir`` into the caches; print the
     failed variants and one summary line. 0: the shard is stored; 1: some of it is not
     (or TileLang is missing); 2: its results would be kept nowhere."""
@@ -78,8 +77,9 @@ def lower_book(srcdir: Path, shard: tuple[int, int], cache_dir: Path | None = No
             print(f"tlstages lower-book: {label}: nothing was lowered", file=sys.stderr)
             return 1
         mine = _shard_variants(project_directives(app.env), state.stamp, shard)
-        missing = _store(config, state, mine, destination.startswith("local "))
-        return _report(app.env.doc2path, label, mine, state, missing, destination, out)
+        missing = _store(config, state, mine, destination.startswith("local "), label)
+        return _report(app.env.doc2path, label, mine, state, missing, destination,
+                       out or sys.stdout)
 
 
 def _destination(config: Settings, scratch: Path) -> str | None:
@@ -104,45 +104,58 @@ def _shard_variants(specs: list[DirectiveSpec], stamp: str, shard: tuple[int, in
     return {key: found for key, found in wanted.items() if key in mine}
 
 
-def _store(config: Settings, state: BuildState, mine: Mapping[str, object], local: bool
-           ) -> list[str]:
+def _store(config: Settings, state: BuildState, mine: Mapping[str, object], local: bool,
+           label: str) -> list[str]:
     """The keys of ``mine`` not stored where the final build will look; an entry the
     build's remote writes dropped is written again from the local cache."""
     cache = state.cache
     stored = [key for key in mine if cache.path(key).is_file()]
     if local or not stored:
         return [key for key in mine if key not in set(stored)]
-    import obstore
-    from obstore.exceptions import AlreadyExistsError
+    errors: list[str] = []  # the first says why the shard is not stored
+    try:
+        import obstore
+        from obstore.exceptions import AlreadyExistsError
 
-    store = open_store(str(config.cache_url), config.cache_timeout)
-    down = threading.Event()  # one failed request: the rest would time out as well
+        store = open_store(str(config.cache_url), config.cache_timeout)
+    except Exception as exc:
+        errors.append(_brief(exc))
+        stored = []
 
     def there(key: str) -> bool:
         name = object_name(key)
-        if down.is_set():
+        if errors:  # one failed request: the rest would fail (or time out) as well
             return False
         try:
             obstore.head(store, name)
             return True
         except FileNotFoundError:
             pass
-        except Exception:
-            down.set()
+        except Exception as exc:
+            errors.append(_brief(exc))
             return False
         try:  # dropped, or the remote was off for a while: one more PUT, whole or absent
             obstore.put(store, name, pack(key, cache.path(key).read_bytes()),
                         mode="create")
         except AlreadyExistsError:
             pass  # another job wrote it meanwhile
-        except Exception:
-            down.set()
+        except Exception as exc:
+            errors.append(_brief(exc))
             return False
         return True
 
     with ThreadPoolExecutor(PARALLEL) as pool:
         written = dict(zip(stored, pool.map(there, stored), strict=True))
+    if errors:
+        print(f"tlstages lower-book: {label}: remote cache {shown_url(str(config.cache_url))}:"
+              f" {errors[0]}", file=sys.stderr)
     return [key for key in mine if not written.get(key)]
+
+
+def _brief(exc: BaseException) -> str:
+    """An exception's first line (obstore's messages carry a long debug dump)."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
 def _report(doc2path: Callable[..., Any], label: str, mine: Chosen, state: BuildState,
