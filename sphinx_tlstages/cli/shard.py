@@ -60,18 +60,20 @@ def lower_book(srcdir: Path, shard: tuple[int, int], cache_dir: Path | None = No
                      status=status, warning=sys.stderr, freshenv=True)
         config = settings(app)
         destination = _destination(config, Path(tmp))
-        if destination is None:
-            print(f"tlstages lower-book: {label}: its results would be kept nowhere: give "
-                  "a shared cache this job may write to (TLSTAGES_CACHE_URL and "
-                  "TLSTAGES_CACHE_WRITE=1) or a local one (--cache-dir, "
-                  "TLSTAGES_CACHE_DIR)", file=sys.stderr)
-            return 2
         try:
+            if destination is None:
+                print(f"tlstages lower-book: {label}: its results would be kept nowhere: "
+                      "give a shared cache this job may write to (TLSTAGES_CACHE_URL and "
+                      "TLSTAGES_CACHE_WRITE=1) or a local one (--cache-dir, "
+                      "TLSTAGES_CACHE_DIR)", file=sys.stderr)
+                return 2
             # Reading ends with env-updated, where the batch lowers this shard: Sphinx's
             # writing phase (every page resolved, and rendered) is not needed.
             app.builder.read()
         finally:
-            app.events.emit("build-finished", None)  # the remote's writes, the workers
+            # The remote's last writes, and the workers (a cold book may have started
+            # them as the configuration was read) end here.
+            app.events.emit("build-finished", None)
         state = build_state(app)
         if state is None:
             print(f"tlstages lower-book: {label}: nothing was lowered", file=sys.stderr)
