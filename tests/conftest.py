@@ -27,7 +27,7 @@ SMOKE_MODULES = ("test_seed_gemm", "test_real_kernels", "test_snapshots", "test_
 # TileLang nor torch and build no project that lowers; they run where neither is installed.
 QUICK_MODULES = ("test_config", "test_core_units", "test_driver_check", "test_fact_table",
                  "test_figure_drawing", "test_kernel_source", "test_occupancy_figure",
-                 "test_options", "test_protocol", "test_table_fit", "test_tikz",
+                 "test_options", "test_protocol", "test_shards", "test_table_fit", "test_tikz",
                  "test_warning_subtypes")
 
 

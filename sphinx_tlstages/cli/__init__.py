@@ -10,7 +10,8 @@ snapshots diff SRCDIR`` the same from the pending snapshots;
 ``tlstages explain NAME`` says why a directive's variants were lowered again;
 ``tlstages workers status|stop`` shows or ends the lowering workers kept between builds;
 ``tlstages cache export|import FILE`` moves the lowering cache as one archive, ``tlstages
-cache status`` says what the local and the remote cache hold.
+cache status`` says what the local and the remote cache hold; ``tlstages lower-book
+SRCDIR --shard I/N`` lowers one shard of a book into the caches, for a CI matrix.
 """
 
 from __future__ import annotations
@@ -112,6 +113,20 @@ def build_parser() -> argparse.ArgumentParser:
     store.add_argument("--cache-dir", type=Path,
                        help="the local cache (default: TLSTAGES_CACHE_DIR)")
     store.add_argument("--url", help="the remote cache (default: TLSTAGES_CACHE_URL)")
+    book = commands.add_parser(
+        "lower-book", formatter_class=fmt,
+        help="lower one shard of a book's variants into the caches (a CI matrix's job); "
+             "exit 0 when the whole shard is stored")
+    book.add_argument("srcdir", type=Path, help="the book's folder (with conf.py)")
+    book.add_argument("--shard", default="1/1", metavar="I/N",
+                      help="which shard of how many (default 1/1: the whole book); the "
+                           "split is the same in every job, balanced by estimated cost")
+    book.add_argument("--cache-dir", type=Path, metavar="DIR",
+                      help="the local cache (default: TLSTAGES_CACHE_DIR, else "
+                           "tlstages_cache_dir; needed where the shared cache is not "
+                           "written)")
+    book.add_argument("-v", "--verbose", action="store_true",
+                      help="the build's log: each variant as it is taken or lowered")
     return parser
 
 
@@ -157,6 +172,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.action == "export":
             return cache.export(folder, args.file)
         return cache.import_(folder, args.file)
+    if args.command == "lower-book":
+        from ..core.errors import OptionError
+        from ..core.plan.shards import parse_shard
+
+        try:
+            shard = parse_shard(args.shard)
+        except OptionError as exc:
+            parser.error(f"--shard: {exc}")
+        if not (args.srcdir / "conf.py").is_file():
+            parser.error(f"{args.srcdir} has no conf.py")
+        from .shard import lower_book
+
+        return lower_book(args.srcdir.resolve(), shard, args.cache_dir, args.verbose)
     if args.command == "bench":
         from .bench import run
 

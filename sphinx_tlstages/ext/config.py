@@ -15,7 +15,7 @@ from sphinx.application import Sphinx
 from sphinx.config import Config
 
 from ..core.errors import OptionError
-from ..core.plan import options
+from ..core.plan import options, shards
 from ..core.plan.options import DEFAULT_SHOW
 from ..core.plan.targets import Target, parse_targets
 from ..core.records.places import records_folder
@@ -161,6 +161,11 @@ CONFIG_VALUES: tuple[ConfigValue, ...] = (
         "Read the directives without lowering or checking anything; the ``tlstages`` "
         "command sets it to find a project's directives as the docs build does.",
     ),
+    ConfigValue(
+        "tlstages_shard", "", "", (str,),
+        "``I/N``: lower only shard I of N of the project's variants, into the caches, and "
+        "neither check nor write pages; ``tlstages lower-book --shard I/N`` sets it.",
+    ),
 )
 
 ENVIRONMENT_VARIABLES: dict[str, str] = {
@@ -238,6 +243,7 @@ class Settings:
     timeout: float
     collect_only: bool
     toolkit: str = "auto"  # tlstages_toolkit
+    shard: tuple[int, int] | None = None  # tlstages_shard: (I, N)
 
 
 def _choice(value: str, allowed: tuple[str, ...], what: str, fallback: str) -> str:
@@ -341,6 +347,7 @@ def read_settings(app: Sphinx, config: Config) -> Settings:
         timeout=_parsed(lambda v: options.parse_timeout(str(v)), config, "tlstages_timeout"),
         collect_only=bool(config.tlstages_collect_only),
         toolkit=str(config.tlstages_toolkit),
+        shard=shards.parse_shard(config.tlstages_shard) if config.tlstages_shard else None,
     )
 
 

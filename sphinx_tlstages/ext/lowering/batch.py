@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ...core.plan.shards import select
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.records import explain, snapshots
 from ...core.records.places import records_folder
@@ -54,6 +55,10 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     for spec in specs:
         for variant in spec.variants:
             wanted.setdefault(variant.key(state.stamp), (variant, spec))
+    if config.shard is not None:  # tlstages lower-book --shard: this shard's variants only
+        mine = select({key: variant for key, (variant, _) in wanted.items()}, state.stamp,
+                      config.shard)
+        wanted = {key: found for key, found in wanted.items() if key in mine}
     if not wanted:
         server, _ = take(app)
         if server is not None:
