@@ -35,7 +35,7 @@ from .test_remote_cache import LINE, no_workers
 ROOT = Path(__file__).resolve().parent.parent
 SHARDS = 3
 SUMMARY = re.compile(r"^shard (\d+)/(\d+): (\d+) variants, (\d+) already cached, (\d+) lowered "
-                     r"\(CPU (\d+) s\), (\d+) failed, written to (\S+)$", re.MULTILINE)
+                     r"\((\d+) s in workers\), (\d+) failed, written to (\S+)$", re.MULTILINE)
 
 
 @dataclass

@@ -189,7 +189,7 @@ def _report(doc2path: Callable[..., Any], label: str, mine: Chosen, state: Build
     stored_line = f"written to {destination}" if not missing else \
         f"{len(missing)} not stored in {destination}"
     print(f"{label}: {len(mine)} variants, {cached} already cached, {lowered} lowered "
-          f"(CPU {seconds:.0f} s), {failed} failed, {stored_line}", file=out)
+          f"({seconds:.0f} s in workers), {failed} failed, {stored_line}", file=out)
     if unavailable:
         print(f"tlstages lower-book: {label}: TileLang cannot lower here: {unavailable} "
               "variants not lowered", file=sys.stderr)

@@ -16,7 +16,7 @@ the shard's summary reports (goal: at most 1.2). On a 2-CPU machine N shards can
 more than twice as fast as one machine, whatever N: the wall times say what the machine
 allows, the per-shard CPU what a matrix of N runners would take each.
 
-    python benchmarks/sharding.py [--shards 2 4] [--jobs 2] [--json FILE]
+    python benchmarks/sharding/sharding.py [--shards 2 4] [--jobs 2] [--json FILE]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from sphinx_tlstages.core.plan import shards  # noqa: E402
@@ -44,7 +44,7 @@ from tests.shard_book import ROW_SUM, SCALED_GEMM, TILE_GEMM  # noqa: E402
 GOAL = 1.2
 METER: CpuMeter
 SUMMARY = re.compile(r"shard (\d+)/(\d+): (\d+) variants, (\d+) already cached, (\d+) lowered "
-                     r"\(CPU (\d+) s\), (\d+) failed")
+                     r"\((\d+) s in workers\), (\d+) failed")
 
 
 def book() -> dict[str, str]:
