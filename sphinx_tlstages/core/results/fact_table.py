@@ -20,9 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import KW_ONLY, dataclass
 
-# The part every directive shows: the caption, the summary table and the merge of
-# variants that lowered alike into one column. Not a ``:show:`` word.
-ALWAYS = "summary"
+from ..parts import ALWAYS as ALWAYS_SHOWN
+from ..parts import BY_WORD
+
+# The part every directive shows (declared in :mod:`..parts`): the caption, the summary
+# table and the merge of variants that lowered alike into one column.
+ALWAYS = ALWAYS_SHOWN[0]
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,8 @@ BOOKKEEPING = ("schema", "ok", "seconds", "error", "from_snapshot", "imports", "
                "toolkit", "resources_error")
 
 BY_NAME = {fact.name: fact for fact in FACTS}
+# A part word misspelt here would keep a fact out of every snapshot, silently.
+assert {p for fact in FACTS for p in fact.parts} <= BY_WORD.keys()
 # What every lowered result must hold (checked on reading a cache entry).
 REQUIRED = {fact.name: fact.type for fact in FACTS if fact.required}
 # What a snapshot may keep (one directive keeps those its page reads) and compares.

@@ -1,8 +1,9 @@
 """The drift report of a build, written where CI picks it up.
 
-The checks add what they find to the build's :class:`~...core.records.drift.Report` as they say it
-in the log (:func:`entry` gives a directive's place in it); on ``build-finished`` it is
-written beside the ``tlstages explain`` records, as ``tlstages-report.gfm`` (GitHub Markdown) and
+The checks report each finding once, to the build's sink (:mod:`..findings`), which adds it
+to the :class:`~...core.records.drift.Report` as the log says it (:func:`entry` gives a
+directive's place in it); on ``build-finished`` the report is written beside the
+``tlstages explain`` records, as ``tlstages-report.gfm`` (GitHub Markdown) and
 ``tlstages-report.json`` (a workflow posts the first as a pull-request comment), and
 appended to ``$GITHUB_STEP_SUMMARY`` when that is set: one section per ``sphinx-build``
 run, headed by its builder; a later builder of the same book that found nothing new says
@@ -74,9 +75,9 @@ def entry(app: Sphinx, report: Report, spec: DirectiveSpec) -> Directive:
 def write_report(app: Sphinx, exception: BaseException | None) -> None:
     """``build-finished``: write the build's report, and append it to the job summary."""
     state = build_state(app)
-    if exception is not None or state is None or state.drift is None:
+    if exception is not None or state is None or state.findings.report is None:
         return
-    report = state.drift
+    report = state.findings.report
     folder = Path(app.doctreedir)
     write_atomic(folder / JSON, report.as_json())
     write_atomic(folder / MARKDOWN, drift_render.markdown(report))
