@@ -27,7 +27,6 @@ from ...core.results.result import Result, over_limit, shared_bytes
 from ..collector import all_directives, project_directives
 from ..messages import error, info
 from ..state import BuildState, build_state, settings
-from .drift_report import entry, new_report
 from .snapshots import check_snapshots
 
 if TYPE_CHECKING:
@@ -41,9 +40,8 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         return []
     _report_duplicates(env, state)
     specs = project_directives(env)
-    report = new_report(app, len(specs))
+    report = state.findings.start(app, len(specs), settings(app).strict)
     report.built_with = state.version
-    state.findings.start(report, lambda spec: entry(app, report, spec))
     failed = _report_variants(specs, state)
     if state.variants:
         info(f"tl-pipeline: {state.variants} variants, {len(state.lowered)} lowered, "

@@ -17,7 +17,6 @@ from ...core.results.pass_compare import moved, numbered
 from ...core.results.result import Result
 from ..findings import Findings
 from ..state import settings
-from .drift_report import entry, new_report
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -48,11 +47,7 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
     writes = mode == "update" or (mode == "auto" and not strict)
     hint = _accept_hint(app)
     findings = state.findings
-    if findings.report is None:  # checked on its own: a report of these directives
-        begun = new_report(app, len(specs))
-        findings.start(begun, lambda spec: entry(app, begun, spec))
-    report = findings.report
-    assert report is not None
+    report = findings.report or findings.start(app, len(specs), strict)
     srcdir = Path(app.srcdir)
     for spec in specs:
         location = (spec.docname, spec.lineno)
