@@ -54,3 +54,24 @@ def test_every_documented_subtype_is_raised_and_every_raised_one_documented() ->
     raised = raised_subtypes()
     assert sorted(set(SUBTYPES) - set(raised)) == [], "documented, never raised"
     assert sorted(set(raised) - set(SUBTYPES)) == [], "raised, not documented"
+
+
+# What the check step says outside the sink: the build's summary lines, not findings.
+NOT_FINDINGS = {("checks/run.py", "check_project"), ("checks/run.py", "set_exit_status"),
+                ("checks/drift_report.py", "write_report")}
+
+
+def test_the_checks_report_findings_only_to_the_sink() -> None:
+    """A check that logged a finding itself would leave it out of the drift report and
+    the exit status: every warning or error of ``ext/checks`` goes through the sink."""
+    found = []
+    for path in sorted((PACKAGE / "ext" / "checks").glob("*.py")):
+        where = path.relative_to(PACKAGE / "ext").as_posix()
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, ast.FunctionDef) or (where, function.name) in NOT_FINDINGS:
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                        and node.func.id in ("warn", "error", "info"):
+                    found.append(f"{where}:{node.lineno} ({function.name})")
+    assert found == []
