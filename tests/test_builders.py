@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sphinx.util.texescape import escape as tex_escape
 
-from sphinx_tlstages.core.plan.options import SHOW_PARTS
+from sphinx_tlstages.core.parts import SHOW_PARTS
 from sphinx_tlstages.core.plan.toolkit import find
 
 from .conftest import Built, build_once

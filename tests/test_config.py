@@ -5,10 +5,17 @@ Read with ``tlstages_collect_only``: nothing is lowered."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from sphinx_tlstages.ext.collector import all_directives
+from sphinx_tlstages.ext.config import (
+    CONFIG_VALUES,
+    ENVIRONMENT_VARIABLES,
+    Settings,
+    read_settings,
+)
 
 from .conftest import CONF, build_once
 from .kernels import GEMM, GEMM_PARAMS, rst
@@ -51,3 +58,26 @@ def test_good_defaults_reach_every_directive_that_gives_none(tmp_path: Path) -> 
     assert [v.num_stages for v in two.variants] == [2]
     assert one.target.arch == two.target.arch == "sm_90a"
     assert one.show == two.show == ("sync",)
+
+
+def test_each_value_is_declared_once_and_read_as_declared(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One declaration gives Sphinx its value, Settings its attribute and the reference
+    its rows: a value that names an environment variable is overridden by it there."""
+    names = [value.name for value in CONFIG_VALUES]
+    assert len(names) == len(set(names))
+    for value in CONFIG_VALUES:
+        assert getattr(Settings, value.attr) is value
+        if value.env:
+            assert f"wins over ``{value.name}``" in ENVIRONMENT_VARIABLES[value.env]
+    app = SimpleNamespace(confdir=tmp_path, srcdir=tmp_path / "src",
+                          doctreedir=tmp_path / "doctrees")
+    config = SimpleNamespace(**{value.name: value.default for value in CONFIG_VALUES})
+    config.tlstages_jobs = 2
+    monkeypatch.setenv("TLSTAGES_JOBS", "3")
+    monkeypatch.delenv("TLSTAGES_CACHE_DIR", raising=False)
+    settings = read_settings(app, config)  # type: ignore[arg-type]
+    assert settings.jobs == 3
+    assert settings.num_stages == (1, 2, 3, 4)
+    assert settings.cache_dir == (tmp_path / "doctrees" / "tlstages-cache").resolve()
+    assert settings.snapshot_dir == tmp_path / "src" / "_tlstages" / "snapshots"

@@ -11,7 +11,7 @@ import pytest
 
 from sphinx_tlstages.core import claims as assertions
 from sphinx_tlstages.core.hardware import resources
-from sphinx_tlstages.core.plan.options import SHOW_PARTS
+from sphinx_tlstages.core.parts import SHOW_PARTS
 from sphinx_tlstages.core.plan.spec import DirectiveSpec, VariantSpec
 from sphinx_tlstages.core.plan.targets import parse_target
 from sphinx_tlstages.core.records import snapshot_compare, snapshots

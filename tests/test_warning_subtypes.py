@@ -12,16 +12,36 @@ from sphinx_tlstages.core.errors import SUBTYPES
 PACKAGE = Path(__file__).resolve().parent.parent / "sphinx_tlstages"
 
 
+def _reports(call: ast.Call) -> bool:
+    """Whether ``call`` says a typed message: ``warn``/``error`` of the messages module,
+    or of the build's findings sink (``state.findings.warn``, ``findings.error``)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in ("warn", "error")
+    if not (isinstance(func, ast.Attribute) and func.attr in ("warn", "error")):
+        return False
+    owner = func.value
+    return (owner.attr if isinstance(owner, ast.Attribute) else
+            getattr(owner, "id", "")) == "findings"
+
+
+def _passed_on(arg: ast.expr) -> bool:
+    """The sink's own methods hand their ``subtype`` parameter on to the messages module."""
+    return isinstance(arg, ast.Name) and arg.id == "subtype"
+
+
 def raised_subtypes() -> dict[str, list[str]]:
-    """Subtype -> the places (``file:line``) that pass it to ``warn`` or ``error``."""
+    """Subtype -> the places (``file:line``) that pass it to ``warn`` or ``error``, or to
+    the findings sink's."""
     found: dict[str, list[str]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in ("warn", "error")):
+            if not (isinstance(node, ast.Call) and _reports(node)):
                 continue
             args = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "subtype")]
             for arg in args:
+                if _passed_on(arg) and path.name == "findings.py":
+                    continue
                 assert isinstance(arg, ast.Constant) and isinstance(arg.value, str), (
                     f"{path}:{node.lineno}: the subtype must be written out, so this "
                     "test can see it")
@@ -34,3 +54,24 @@ def test_every_documented_subtype_is_raised_and_every_raised_one_documented() ->
     raised = raised_subtypes()
     assert sorted(set(SUBTYPES) - set(raised)) == [], "documented, never raised"
     assert sorted(set(raised) - set(SUBTYPES)) == [], "raised, not documented"
+
+
+# What the check step says outside the sink: the build's summary lines, not findings.
+NOT_FINDINGS = {("checks/run.py", "check_project"), ("checks/run.py", "set_exit_status"),
+                ("checks/drift_report.py", "write_report")}
+
+
+def test_the_checks_report_findings_only_to_the_sink() -> None:
+    """A check that logged a finding itself would leave it out of the drift report and
+    the exit status: every warning or error of ``ext/checks`` goes through the sink."""
+    found = []
+    for path in sorted((PACKAGE / "ext" / "checks").glob("*.py")):
+        where = path.relative_to(PACKAGE / "ext").as_posix()
+        for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(function, ast.FunctionDef) or (where, function.name) in NOT_FINDINGS:
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                        and node.func.id in ("warn", "error", "info"):
+                    found.append(f"{where}:{node.lineno} ({function.name})")
+    assert found == []

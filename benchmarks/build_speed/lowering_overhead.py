@@ -56,7 +56,8 @@ def payload(num_stages: int, passes: bool = False) -> Task:
     """The worker's task for one variant, as the directive would send it: with the
     default parts, or showing the "passes" part with the chapter's ``:passes:``."""
     return Task(GEMM, "kernel.py", "matmul", tuple((k, repr(v)) for k, v in PARAMS.items()),
-                num_stages, TARGET, tuple(PASSES) if passes else (), record_passes=passes)
+                num_stages, TARGET, ir_passes=tuple(PASSES) if passes else (),
+                record_passes=passes)
 
 
 def tilelang_alone(num_stages: int, **params: int) -> str:

@@ -23,6 +23,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..core.parts import PRINTED
+
 FORMATS = ("markdown", "json", "text")
 
 
@@ -73,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="one or more targets (each lowers every variant)")
     lower.add_argument("--dump-dir", type=Path, help="write each variant's CUDA here")
     lower.add_argument("--show", nargs="+", metavar="PART",
-                       help="the parts to print (default: gemm annotations shared sync); "
+                       help=f"the parts to print (default: {' '.join(PRINTED)}); "
                             "resources compiles each variant with NVIDIA's compiler")
     lower.add_argument("--toolkit", default="auto", metavar="auto|none|NVCC",
                        help="NVIDIA's compiler for --show resources, as tlstages_toolkit "

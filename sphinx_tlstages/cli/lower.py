@@ -10,6 +10,7 @@ import json
 import re
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
@@ -19,11 +20,10 @@ from sphinx.config import Config
 from ..core.errors import OptionError, SourceError
 from ..core.files import write_atomic
 from ..core.kernel.source import normalise_source
-from ..core.plan import options
-from ..core.plan.spec import DirectiveSpec, KernelOrigin, canonical_params
-from ..core.plan.targets import parse_target
+from ..core.parts import PRINTED
+from ..core.plan.spec import KernelOrigin
 from ..core.plan.toolkit import find as find_toolkit
-from ..core.plan.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from ..core.planner import Defaults, Kernel, plan
 from ..core.results.result import Result, failure
 from ..core.results.stamps import tilelang_version
 from ..ext.config import strict_environment
@@ -60,12 +60,13 @@ def print_nodes(root: nodes.Element, out: TextIO) -> None:
                     print(para.astext(), file=out)
 
 
-_FLAGS = re.compile(r":(params|factory|num-stages|sweep|target):")
+_FLAGS = re.compile(r":(params|factory|num-stages|sweep|target|show):")
 
 
 def _flags(exc: Exception) -> str:
-    """The message, naming this command's flags where it names the directive's options."""
-    return _FLAGS.sub(r"--\1", str(exc))
+    """The message, naming this command's flags where it names the directive's options
+    (``:sweep: ...`` from the planner becomes ``--sweep: ...``)."""
+    return _FLAGS.sub(r"--\1", re.sub(r"^:([a-z-]+): ", r"--\1: ", str(exc)))
 
 
 def lower_file(path: Path, factory: str | None, params: Sequence[str],
@@ -81,40 +82,24 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
     selects, as ``tlstages_toolkit``; without one the part says so and the lowering
     stands, but under ``CI`` or ``READTHEDOCS`` a compiler not found makes the exit
     status 1, as it fails a build there; ``none`` turns the part off anywhere)."""
+    given = {"params": " ".join(params), "sweep": " ".join(sweep),
+             "num-stages": " ".join(map(str, num_stages or ())),
+             "target": ";".join(targets), "show": " ".join(show or ())}
     try:
-        source = normalise_source(path.read_text(encoding="utf-8"))
-        values = options.parse_params(" ".join(params))
-        swept = options.parse_sweep(" ".join(sweep)) if sweep else {}
-        stages = options.parse_num_stages(" ".join(str(n) for n in num_stages or (1, 2, 3, 4)))
-        chosen_targets = tuple(parse_target(text) for text in targets)
-        chosen = kernel_factory(source, path.name, factory, values, swept)
-        # As for a directive's :file: kernel, its own folder is on the import path.
-        folder = path.resolve().parent
-        origin = KernelOrigin(str(path.resolve()), (str(folder),))
-        stages = depths(chosen, stages, num_stages is not None)
-        variants = matrix(source, path.name, chosen.name, values, swept, stages,
-                          chosen_targets, origin=origin,
-                          depth_param=chosen.depth_param,
-                          # The JSON carries every result whole, pass changes included;
-                          # the text output does not show them.
-                          record_passes=as_json)
-        parts = options.parse_show(show) if show else ("gemm", "annotations", "shared",
-                                                        "sync")
-        compiler_missing = False
-        if "resources" in parts:
-            found = find_toolkit(toolkit)
-            compiler_missing = found is None and toolkit != "none"
-            if compiler_missing:
-                print(f"tlstages lower: {'error: ' if strict_environment() else ''}no NVIDIA "
-                      "compiler found: resources are not shown (pip install "
-                      "sphinx-tlstages[resources], or --toolkit PATH-TO-NVCC)",
-                      file=sys.stderr)
-            variants = with_toolkit(variants, found)
-        cut = read_listing(source, str(path), listing, chosen.name, Config()) \
-            if listing else None
-    except OptionClash as exc:
-        print(f"tlstages lower: --{exc.option}: {_flags(exc)}", file=sys.stderr)
-        return 2
+        kernel = Kernel(normalise_source(path.read_text(encoding="utf-8")), path.name,
+                        # As for a directive's :file: kernel, its own folder is on the
+                        # import path.
+                        KernelOrigin(str(path.resolve()), (str(path.resolve().parent),)),
+                        path=str(path))
+        spec = plan({key: value for key, value in given.items() if value}
+                    | ({"factory": factory} if factory else {}), kernel,
+                    Defaults(targets=(), show=PRINTED, diff="none", toolkit=toolkit),
+                    name=path.stem, docname=str(path), lineno=1, title=path.name,
+                    # The JSON carries every result whole, pass changes included; the
+                    # text output does not show them.
+                    record_passes=as_json)
+        cut = read_listing(kernel.source, str(path), listing, spec.variants[0].factory,
+                           Config()) if listing else None
     except ListingError as exc:
         print(f"tlstages lower: --{exc.option}: {str(exc).split(': ', 1)[1]}",
               file=sys.stderr)
@@ -126,13 +111,14 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         where = f"{path}:{exc.line}: " if exc.line else f"{path}: "
         print(f"tlstages lower: {where}{_flags(exc)}", file=sys.stderr)
         return 2
-    spec = DirectiveSpec(name=path.stem, docname=str(path), lineno=1, kernel_line=None,
-                         kernel_path=str(path), title=path.name, targets=chosen_targets,
-                         variants=variants, show=parts,
-                         diff="none", sweep=tuple((k, tuple(map(repr, v)))
-                                                  for k, v in swept.items()),
-                         params=canonical_params(values),
-                         written_depth=chosen.written_depth, listing=cut)
+    spec = replace(spec, listing=cut)
+    variants = spec.variants
+    compiler_missing = "resources" in spec.show and toolkit != "none" \
+        and find_toolkit(toolkit) is None
+    if compiler_missing:
+        print(f"tlstages lower: {'error: ' if strict_environment() else ''}no NVIDIA "
+              "compiler found: resources are not shown (pip install "
+              "sphinx-tlstages[resources], or --toolkit PATH-TO-NVCC)", file=sys.stderr)
     by_id = {variant.id: variant for variant in variants}
     results: dict[str, Result] = {}
 

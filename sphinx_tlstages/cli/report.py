@@ -19,7 +19,8 @@ from ..core.records import drift_render, snapshots
 from ..core.records.drift import Directive, Report, add_drift, from_json
 from ..core.records.places import searched
 from ..core.results.stamps import tilelang_version
-from ..ext.checks.drift_report import JSON, accept_command
+from ..ext.checks.drift_report import JSON
+from ..ext.findings import accept_command
 from ..ext.project import conf_values, read_project, snapshot_folder
 
 

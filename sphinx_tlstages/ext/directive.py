@@ -9,23 +9,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from ..core.claims import names_used, reads_passes
+from ..core import parts
 from ..core.errors import OptionError, SourceError
 from ..core.kernel.listing import Listing
 from ..core.kernel.source import find_factories, normalise_source, parse_kernel
 from ..core.plan import options
-from ..core.plan.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
+from ..core.plan.spec import DirectiveSpec, KernelOrigin, kernel_location
 from ..core.plan.targets import parse_targets
-from ..core.plan.toolkit import find as find_toolkit
-from ..core.plan.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
-from ..core.results.fact_table import BY_NAME
+from ..core.planner import Defaults, Kernel, parse_asserts, plan
 from .collector import directives as directives_of
 from .listing import OPTIONS as LISTING_OPTIONS
 from .listing import ListingError, read_listing
@@ -65,8 +64,7 @@ OPTIONS: dict[str, str] = {
     "name": "Stable identifier, unique in the project: the snapshot's file name and a "
             "``:ref:`` target (default ``<docname>-<n>``, which moves when a directive is "
             "inserted above: name every directive).",
-    "show": "Any of ``" + " ".join(options.SHOW_PARTS) + "`` (default ``tlstages_show``): "
-            "``chart`` draws the benchmark numbers, ``figure`` the pipeline schedule.",
+    "show": parts.reference(),
     "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
     "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
     "expect-error": "num_stages values that must fail, each on every target or on one "
@@ -90,17 +88,16 @@ OPTIONS: dict[str, str] = {
     "tolerance": "For ``tlstages bench``: the largest error against ``:reference:``, "
                  "relative to its largest value (default by dtype: 1e-2 for float16).",
 }
-_T = TypeVar("_T")
 
 # Options whose value can be checked alone, for reporting every bad one in a build.
 _CHECKED_ALONE: dict[str, Callable[[str], object]] = {
     "name": options.parse_name, "num-stages": options.parse_num_stages,
-    "target": parse_targets, "params": options.parse_params, "show": options.parse_show,
+    "target": parse_targets, "params": options.parse_params, "show": parts.parse_show,
     "diff": options.parse_diff, "timeout": options.parse_timeout,
     "expect-error": options.parse_expect_error, "expect-hazard": options.parse_expect_error,
     "sweep": options.parse_sweep, "passes": options.parse_passes,
     "reference": options.parse_expression, "flops": options.parse_expression,
-    "tolerance": options.parse_tolerance, "assert": str,
+    "tolerance": options.parse_tolerance,
 }
 
 
@@ -161,6 +158,15 @@ class TlPipelineDirective(SphinxDirective):
                 break
         return int(self.lineno)
 
+    def _value_line(self, option: str) -> int:
+        """The line the option's value begins on: under a YAML block scalar's
+        ``option: |``, the next one."""
+        line = self._option_line(option)
+        written = self.block_text.splitlines()[line - int(self.lineno)].strip()
+        block = written.startswith(f"{option}:") \
+            and written.removeprefix(f"{option}:").strip()[:1] in ("|", ">")
+        return line + 1 if block else line
+
     def _is_myst(self) -> bool:
         return type(self.state).__module__.startswith("myst_parser")
 
@@ -174,25 +180,8 @@ class TlPipelineDirective(SphinxDirective):
         path = str(self._kernel_path) if self._kernel_path else None
         return kernel_location(self.env.docname, self.lineno, self._kernel_line, path, line)
 
-    # --- reading the options -------------------------------------------------------
-
-    def _option(self, option: str, parser: Callable[[str], _T], default: str) -> _T:
-        if option not in self.options:
-            return parser(default)
-        return self._given(option, parser)
-
-    def _or(self, option: str, parser: Callable[[str], _T], configured: _T) -> _T:
-        """The option's value, else the configured default (parsed once, in config)."""
-        return self._given(option, parser) if option in self.options else configured
-
-    def _given(self, option: str, parser: Callable[[str], _T]) -> _T:
-        try:
-            return parser(self.options[option])
-        except OptionError as exc:
-            raise OptionError(f":{option}: {exc}", self._option_line(option)) from None
-
-    def _kernel(self) -> tuple[str, str]:
-        """(normalised source, the file name it compiles under)."""
+    def _kernel(self) -> Kernel:
+        """The kernel: inline, or read from ``:file:``."""
         self._check_continuation()
         file = self.options.get("file")
         if file and self.content:
@@ -202,7 +191,8 @@ class TlPipelineDirective(SphinxDirective):
             if not self.content:
                 raise OptionError("no kernel: write it as the directive's content or use :file:")
             self._kernel_line = self._content_line()
-            return normalise_source("\n".join(self.content)), INLINE_SOURCE_NAME
+            return Kernel(normalise_source("\n".join(self.content)), INLINE_SOURCE_NAME,
+                          self._origin(), self._kernel_line)
         line = self._option_line("file")
         rel, absolute = self.env.relfn2path(file.strip(), self.env.docname)
         path = Path(absolute).resolve()
@@ -218,86 +208,26 @@ class TlPipelineDirective(SphinxDirective):
         except (OSError, UnicodeDecodeError) as exc:
             raise OptionError(f":file: {file} cannot be read: {exc}", line) from None
         self._kernel_path = path
-        return normalise_source(text), path.name
+        return Kernel(normalise_source(text), path.name, self._origin(), None, str(path))
 
     def _spec(self, count: int) -> DirectiveSpec:
         config = settings(self.config)
-        default_name = f"{self.env.docname.replace('/', '-')}-{count}"
-        name = self._option("name", options.parse_name, default_name)
-        num_stages = self._or("num-stages", options.parse_num_stages, config.num_stages)
-        targets = self._or("target", parse_targets, config.targets)
-        params = self._option("params", options.parse_params, "")
-        show = self._or("show", options.parse_show, config.show)
-        diff = self._or("diff", options.parse_diff, config.diff)
-        timeout = self._or("timeout", options.parse_timeout, config.timeout)
-        expected, pattern = self._option("expect-error", options.parse_expect_error, "") \
-            if "expect-error" in self.options else ((), None)
-        hazards, hazard_pattern = self._option("expect-hazard", options.parse_expect_error,
-                                               "") \
-            if "expect-hazard" in self.options else ((), None)
-        source, source_name = self._kernel()
-        sweep = self._option("sweep", options.parse_sweep, "") if "sweep" in self.options \
-            else {}
-        passes = self._option("passes", options.parse_passes, "") \
-            if "passes" in self.options else ()
-        origin = self._origin()
-        try:
-            factory = kernel_factory(source, source_name,
-                                     self.options.get("factory") or self._listed(source),
-                                     params, sweep)
-            num_stages = depths(factory, num_stages, "num-stages" in self.options)
-            asserts = self._asserts()
-            variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
-                              targets, passes, origin, factory.depth_param,
-                              record_passes=any(reads_passes(e) for _, e in asserts))
-            # The passes table compares variants: with one, it has nothing to show.
-            if "passes" in show and len(variants) > 1:
-                variants = tuple(variant.recording() for variant in variants)
-            if "resources" in show \
-                    or names_used(e for _, e in asserts) & set(BY_NAME["resources"].names):
-                variants = with_toolkit(variants, find_toolkit(config.toolkit))
-        except OptionClash as exc:
-            raise OptionError(f":{exc.option}: {exc}", self._option_line(exc.option)) from None
-        labels = [t.label for t in targets]
-        for option, entries in (("expect-error", expected), ("expect-hazard", hazards)):
-            for entry in entries:
-                if entry.num_stages not in num_stages:
-                    among = f"the depth the kernel fixes ({num_stages[0]}, as written)" \
-                        if variants[0].as_written else "in :num-stages:"
-                    raise OptionError(f":{option}: {entry.num_stages} is not {among}",
-                                      self._option_line(option))
-                if entry.target is not None and entry.target not in labels:
-                    raise OptionError(f":{option}: {entry} names no target of this "
-                                      f"directive ({', '.join(labels)})",
-                                      self._option_line(option))
-        return DirectiveSpec(
-            name=name,
-            docname=self.env.docname,
-            lineno=self.lineno,
-            kernel_line=self._kernel_line,
-            kernel_path=str(self._kernel_path) if self._kernel_path else None,
-            title=self.arguments[0] if self.arguments else f"Kernel {factory.name}",
-            targets=targets,
-            variants=variants,
-            show=show,
-            diff=diff,
-            timeout=timeout,
-            node_id=nodes.make_id(f"tl-{name}"),
-            expect_error=expected,
-            expect_pattern=pattern,
-            expect_hazard=hazards,
-            expect_hazard_pattern=hazard_pattern,
-            asserts=asserts,
-            reference=self._optional("reference", options.parse_expression),
-            flops=self._optional("flops", options.parse_expression),
-            tolerance=self._optional("tolerance", options.parse_tolerance),
-            sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
-            passes=passes,
-            passes_line=self._option_line("passes"),
-            params=canonical_params(params),
-            written_depth=factory.written_depth,
-            listing=self._listing(source, factory.name),
-        )
+        defaults = Defaults(targets=config.targets, num_stages=config.num_stages,
+                            show=config.show, diff=config.diff, timeout=config.timeout,
+                            toolkit=config.toolkit)
+        given = {k: v for k, v in self.options.items() if k not in LISTING_OPTIONS}
+        kernel = self._kernel()
+        listed = None if "factory" in given else self._listed(kernel.source)
+        if listed is not None:  # listing one of several factories says which is meant
+            given["factory"] = listed
+        spec = plan(given, kernel, defaults,
+                    name=f"{self.env.docname.replace('/', '-')}-{count}",
+                    docname=self.env.docname, lineno=self.lineno,
+                    title=self.arguments[0] if self.arguments else None,
+                    line_of=self._value_line)
+        return replace(spec, node_id=nodes.make_id(f"tl-{spec.name}"),
+                       listing=self._listing(spec.variants[0].source,
+                                             spec.variants[0].factory))
 
     def _listing(self, source: str, factory: str) -> Listing | None:
         """The part of the kernel to list; on a bad value, a warning at the option's line
@@ -321,23 +251,6 @@ class TlPipelineDirective(SphinxDirective):
                       for folder in folders)
         return KernelOrigin(str(self._kernel_path) if self._kernel_path else None,
                             tuple(map(str, folders)), where)
-
-    def _asserts(self) -> tuple[tuple[int, str], ...]:
-        if "assert" not in self.options:
-            return ()
-        first = self._option_line("assert")
-        written = self.block_text.splitlines()[first - int(self.lineno)].strip()
-        if written.startswith("assert:") and written.removeprefix("assert:").strip()[:1] \
-                in ("|", ">"):
-            first += 1  # a YAML block scalar: its lines begin under ``assert: |``
-        found = []
-        for offset, line in enumerate(self.options["assert"].splitlines()):
-            if line.strip():
-                try:
-                    found.append((first + offset, options.parse_expression(line)))
-                except OptionError as exc:
-                    raise OptionError(f":assert: {exc}", first + offset) from None
-        return tuple(found)
 
     def _listed(self, source: str) -> str | None:
         """The factory ``:pyobject:`` names, where it names one: listing one of several
@@ -371,20 +284,22 @@ class TlPipelineDirective(SphinxDirective):
 
     def _report_others(self, first: Exception) -> None:
         """Every other option with a bad value, each at its own line: one build reports
-        all of them, not the first :meth:`_spec` met."""
+        all of them, not the first the planner met."""
         said = {str(first)}
         for option, parser in _CHECKED_ALONE.items():
             if option not in self.options:
                 continue
             try:
-                self._given(option, parser)
-                if option == "assert":
-                    self._asserts()
+                parser(self.options[option])
             except OptionError as exc:
-                if str(exc) not in said:
-                    said.add(str(exc))
-                    warn(str(exc), "option",
-                         location=(self.env.docname, exc.line or self.lineno))
-
-    def _optional(self, option: str, parser: Callable[[str], _T]) -> _T | None:
-        return self._given(option, parser) if option in self.options else None
+                problem = OptionError(f":{option}: {exc}", self._value_line(option))
+            else:
+                continue
+            if str(problem) not in said:
+                said.add(str(problem))
+                warn(str(problem), "option", location=(self.env.docname, problem.line))
+        try:
+            parse_asserts(self.options, self._value_line)
+        except OptionError as exc:
+            if str(exc) not in said:
+                warn(str(exc), "option", location=(self.env.docname, exc.line or self.lineno))

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 from sphinx.config import Config
 
 from ..core.records.bench_data import Attached, BenchSet
-from ..core.records.drift import Report
 from ..core.results.result import Result, failure
 from . import priorities
 from .config import Settings, read_settings
+from .findings import Findings
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -35,15 +35,6 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class Outcome:
-    """What the checks found; any failure makes the build exit non-zero."""
-
-    failures: int = 0
-    recorded: int = 0
-    updated: int = 0
-
-
-@dataclass
 class BuildState:
     """Results by variant key, and how to key a variant."""
 
@@ -51,13 +42,12 @@ class BuildState:
     version: str | None
     cache: Cache
     results: dict[str, Result] = field(default_factory=dict)
-    outcome: Outcome = field(default_factory=Outcome)
+    findings: Findings = field(default_factory=Findings)  # the log, report, exit status
     bench: BenchSet = field(default_factory=BenchSet)
     lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
     attached: dict[str, list[Attached]] = field(default_factory=dict)  # by directive name
     variants: int = 0  # distinct variants the project needs
     seconds: float = 0.0  # what lowering them (or reading them back) took
-    drift: Report | None = None  # what the checks found, for the drift report
     remote: Remote | None = None  # the shared level, kept for the pages' fragments
 
     def result(self, variant: VariantSpec) -> Result:

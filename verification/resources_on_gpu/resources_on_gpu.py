@@ -109,7 +109,7 @@ def prepare(book: Path, names: list[str], num_stages: list[int] | None,
     from sphinx_tlstages.core.plan.spec import KernelOrigin
     from sphinx_tlstages.core.plan.targets import parse_targets
     from sphinx_tlstages.core.plan.toolkit import find
-    from sphinx_tlstages.core.plan.variants import depths, kernel_factory, matrix, with_toolkit
+    from sphinx_tlstages.core.planner import Defaults, Kernel, plan
     from sphinx_tlstages.core.results.stamps import tilelang_version
     from sphinx_tlstages.worker.resources import version
     from sphinx_tlstages.worker.tasks import import_tilelang
@@ -152,17 +152,19 @@ def prepare(book: Path, names: list[str], num_stages: list[int] | None,
         else:
             source, source_name = normalise_source(directive["kernel"]), "kernel.py"
             origin = KernelOrigin()
-        params = options.parse_params(opts.get("params", ""))
-        sweep = options.parse_sweep(opts["sweep"]) if "sweep" in opts else {}
-        stages = options.parse_num_stages(
-            num_stages or opts.get("num-stages") or str(conf.get("tlstages_num_stages")))
-        targets = parse_targets(target or opts.get("target") or
-                                str(conf.get("tlstages_target", "sm_80")))
-        factory = kernel_factory(source, source_name, opts.get("factory"), params, sweep)
-        variants = with_toolkit(matrix(
-            source, source_name, factory.name, params, sweep,
-            depths(factory, stages, bool(num_stages or "num-stages" in opts)), targets,
-            origin=origin, depth_param=factory.depth_param), toolkit)
+        # As the book plans it, with the command's num_stages and target if given, and
+        # every variant compiled for the part (the directive may be named without it).
+        given = {**opts, "show": f"{opts.get('show', shown)} resources"}
+        given.update({"num-stages": " ".join(map(str, num_stages))} if num_stages else {})
+        given.update({"target": target} if target else {})
+        defaults = Defaults(
+            targets=parse_targets(str(conf.get("tlstages_target", "sm_80"))),
+            num_stages=options.parse_num_stages(str(conf.get("tlstages_num_stages",
+                                                             "1 2 3 4"))),
+            toolkit=str(conf.get("tlstages_toolkit", "auto")))
+        variants = plan(given, Kernel(source, source_name, origin), defaults,
+                        name=directive["name"], docname=str(directive["page"]),
+                        lineno=1).variants
         for variant in variants:
             label = variant.label if variant.target.label in variant.label \
                 else f"{variant.target.label}-{variant.label}"

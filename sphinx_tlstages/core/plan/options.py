@@ -13,16 +13,6 @@ from dataclasses import dataclass
 
 from ..errors import OptionError
 
-# In page order: ``chart`` sits in the summary with the benchmark numbers it draws,
-# ``figure`` (the schedule figures) right under the summary, ``gemm`` (the instruction
-# each T.gemm became) under the figures.
-SHOW_PARTS = ("source", "chart", "figure", "gemm", "annotations", "shared", "resources",
-              "sync", "passes", "diff", "cuda")
-# The default of ``tlstages_show``: every part but "passes", the one whose facts cost
-# printing the IR after every pass run (about a tenth of the lowering), and "resources",
-# which costs a compile with NVIDIA's compiler per variant (2-5 s); a page that shows
-# one, names ``:passes:`` or asserts on its facts pays for it.
-DEFAULT_SHOW = tuple(part for part in SHOW_PARTS if part not in ("passes", "resources"))
 DIFF_MODES = ("consecutive", "baseline", "none")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -131,17 +121,6 @@ def parse_params(value: str) -> dict[str, object]:
                 "dtype=T.float16, policy=T.GemmWarpPolicy.FullRow)"
             ) from None
     return params
-
-
-def parse_show(value: str | Iterable[str]) -> tuple[str, ...]:
-    """A subset of :data:`SHOW_PARTS`, kept in the page's order."""
-    words = value.replace(",", " ").split() if isinstance(value, str) else list(value)
-    unknown = [w for w in words if w not in SHOW_PARTS]
-    if unknown:
-        raise OptionError(
-            f"unknown part {', '.join(unknown)}; choose from {' '.join(SHOW_PARTS)}"
-        )
-    return tuple(part for part in SHOW_PARTS if part in words)
 
 
 def parse_diff(value: str) -> str:

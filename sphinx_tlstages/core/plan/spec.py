@@ -81,10 +81,13 @@ class VariantSpec:
 
     def task(self) -> Task:
         """What a worker receives to lower this variant (:mod:`..protocol.messages`)."""
-        return Task(self.source, self.source_name, self.factory, self.params, self.num_stages,
-                    self.target.as_dict, self.ir_passes, self.origin.file, self.origin.folders,
-                    self.origin.where, self.depth_param, self.record_passes,
-                    self.toolkit.payload if self.toolkit is not None else None)
+        return Task(source=self.source, source_name=self.source_name, factory=self.factory,
+                    params=self.params, num_stages=self.num_stages,
+                    target=self.target.as_dict, ir_passes=self.ir_passes,
+                    file=self.origin.file, folders=self.origin.folders,
+                    where=self.origin.where, depth_param=self.depth_param,
+                    record_passes=self.record_passes,
+                    toolkit=self.toolkit.payload if self.toolkit is not None else None)
 
     # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.
     @functools.cache  # noqa: B019 - specs live as long as the build

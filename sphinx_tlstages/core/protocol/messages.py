@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import KW_ONLY, dataclass, field, fields
 from typing import Any, ClassVar
 
 from ..results.result import RESULT_SCHEMA
@@ -47,6 +47,8 @@ class Task:
     params: tuple[tuple[str, str], ...]  # (name, repr of the literal), as written
     num_stages: int
     target: Json  # the canonical TVM target dict
+    # The rest by keyword: seven optional inputs in a row are easy to pass in the wrong slot.
+    _: KW_ONLY
     ir_passes: tuple[str, ...] = ()
     file: str | None = None  # absolute path of a :file: kernel
     folders: tuple[str, ...] = ()  # absolute, first on the import path

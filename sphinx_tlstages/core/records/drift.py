@@ -294,21 +294,35 @@ def cuda_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
     return tuple(diff)
 
 
-def add_drift(report: Report, entry: Directive, old: dict[str, Any],
-              new: dict[str, Any]) -> int:
-    """Add what changed from snapshot ``old`` to ``new`` to directive ``entry``, as the
-    build log says it, with each variant's CUDA diff folded beside its ``CUDA +a -b``;
-    returns how many changes."""
-    found = changes(old, new)
-    entry.versions = version_change(old, new)
-    drifted = {change.variant for change in found}
-    if "" in drifted:  # the directive's inputs changed: every variant did
-        drifted = set(new["variants"]) | set(old["variants"])
-    report.variants_drifted += len(drifted)
-    for change in found:
+def drift_findings(old: dict[str, Any], new: dict[str, Any]) -> list[Finding]:
+    """What changed from snapshot ``old`` to ``new``, as the build log says it, with each
+    variant's CUDA diff folded beside its ``CUDA +a -b``."""
+    found = []
+    for change in changes(old, new):
         variant = describe(change.variant) if change.variant else ""
         detail: tuple[str, ...] = ()
         if change.fact == "cuda":
             detail = cuda_diff(old["variants"][change.variant], new["variants"][change.variant])
-        report.add(entry, "changed", variant, change.words, detail=detail)
+        found.append(Finding("changed", variant, change.words, detail=detail))
+    return found
+
+
+def add_drift(report: Report, entry: Directive, old: dict[str, Any],
+              new: dict[str, Any]) -> int:
+    """Add what changed from snapshot ``old`` to ``new`` to directive ``entry``
+    (:func:`drift_findings`); returns how many changes."""
+    found = drift_findings(old, new)
+    entry.versions = version_change(old, new)
+    report.variants_drifted += drifted_variants(old, new)
+    for finding in found:
+        report.add(entry, finding.kind, finding.variant, finding.words, detail=finding.detail)
     return len(found)
+
+
+def drifted_variants(old: dict[str, Any], new: dict[str, Any]) -> int:
+    """How many of the directive's variants changed from snapshot ``old`` to ``new``: all
+    of them when the directive's own inputs changed."""
+    drifted = {change.variant for change in changes(old, new)}
+    if "" in drifted:
+        drifted = set(new["variants"]) | set(old["variants"])
+    return len(drifted)

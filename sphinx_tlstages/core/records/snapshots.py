@@ -16,6 +16,7 @@ from typing import Any
 
 from ..claims import names_used
 from ..files import write_if_changed
+from ..parts import shown
 from ..plan.spec import DirectiveSpec
 from ..results.fact_table import ALWAYS, BY_NAME, REQUIRED, read_by
 from ..results.pass_compare import longest, numbered
@@ -26,15 +27,9 @@ PENDING = ".pending.json"
 MAX_SNAPSHOT_BYTES = 64 << 20
 
 
-def shown_parts(spec: DirectiveSpec) -> tuple[str, ...]:
-    """The parts a directive's page shows: its ``:show:`` words, ``passes`` where it
-    names ``:passes:``, and the summary every page has."""
-    return (ALWAYS, *spec.show, *(("passes",) if spec.passes else ()))
-
-
 def kept(spec: DirectiveSpec) -> list[str]:
     """The facts a directive's snapshot keeps: those a part it shows or a claim reads."""
-    return read_by(shown_parts(spec), names_used(e for _, e in spec.asserts))
+    return read_by(shown(spec), names_used(e for _, e in spec.asserts))
 
 
 def counted(spec: DirectiveSpec) -> list[str]:
@@ -61,7 +56,7 @@ def lacks(snapshot: dict[str, Any], spec: DirectiveSpec) -> list[str]:
 
 def reader(spec: DirectiveSpec, fact: str) -> str:
     """Who on the page reads ``fact``, in words: ``the gemm part``, ``:assert: gemm``."""
-    parts = [p for p in shown_parts(spec) if p in BY_NAME[fact].parts]
+    parts = [p for p in shown(spec) if p in BY_NAME[fact].parts]
     if parts and parts[0] != ALWAYS:
         return f"the {parts[0]} part"
     if parts:

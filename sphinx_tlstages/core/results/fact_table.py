@@ -18,11 +18,14 @@ declared with no parts, and stays out of snapshots.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
-# The part every directive shows: the caption, the summary table and the merge of
-# variants that lowered alike into one column. Not a ``:show:`` word.
-ALWAYS = "summary"
+from ..parts import ALWAYS as ALWAYS_SHOWN
+from ..parts import BY_WORD
+
+# The part every directive shows (declared in :mod:`..parts`): the caption, the summary
+# table and the merge of variants that lowered alike into one column.
+ALWAYS = ALWAYS_SHOWN[0]
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,8 @@ class Fact:
 
     name: str  # as the result and the snapshot spell it
     type: type | tuple[type, ...]  # its JSON type
+    # The rest by keyword: a row of bare True/1 would say nothing to its reader.
+    _: KW_ONLY
     parts: tuple[str, ...]  # the parts that show it: ``:show:`` words, or ALWAYS
     kept: bool  # snapshots keep it (where the directive shows or asserts on it)
     compared: bool  # a kept value that changed fails the build
@@ -41,59 +46,65 @@ class Fact:
 
 
 FACTS: tuple[Fact, ...] = (
-    Fact("num_stages", int, (ALWAYS,), True, True, 1,
+    Fact("num_stages", int, parts=(ALWAYS,), kept=True, compared=True, since=1,
          about="the pipeline depth the variant was lowered with"),
-    Fact("pipeline", list, (ALWAYS, "figure", "annotations"), True, True, 1, True,
-         ("stage", "order"), "each pipelined loop: depth, stage and order of its statements"),
-    Fact("warp_specialized", (dict, type(None)), (ALWAYS, "figure", "annotations"), True,
-         True, 1, names=("warp_specialized",),
+    Fact("pipeline", list, parts=(ALWAYS, "figure", "annotations"), kept=True,
+         compared=True, since=1, required=True, names=("stage", "order"),
+         about="each pipelined loop: depth, stage and order of its statements"),
+    Fact("warp_specialized", (dict, type(None)), parts=(ALWAYS, "figure", "annotations"),
+         kept=True, compared=True, since=1, names=("warp_specialized",),
          about="producer and consumer warps, their barriers"),
-    Fact("shared", list, ("shared",), True, True, 1, True, ("shared",),
-         "shared-memory buffers: name, shape, dtype, bytes"),
-    Fact("dynamic_shared_bytes", int, (ALWAYS, "shared"), True, True, 1, True,
-         ("dynamic_shared_bytes",), "the merged dynamic shared allocation"),
-    Fact("static_shared_bytes", int, (ALWAYS, "shared"), True, True, 1, True,
-         about="statically allocated shared memory"),
-    Fact("threads", int, (ALWAYS,), True, True, 1, names=("threads",),
-         about="threads per block"),
-    Fact("sync", dict, (ALWAYS, "sync"), True, True, 1, True, ("sync",),
-         "counts of synchronisation and async operations in the code"),
-    Fact("cuda_lines", int, (ALWAYS,), True, True, 1, True, ("cuda_lines",),
-         "lines of generated code"),
+    Fact("shared", list, parts=("shared",), kept=True, compared=True, since=1,
+         required=True, names=("shared",),
+         about="shared-memory buffers: name, shape, dtype, bytes"),
+    Fact("dynamic_shared_bytes", int, parts=(ALWAYS, "shared"), kept=True, compared=True,
+         since=1, required=True, names=("dynamic_shared_bytes",),
+         about="the merged dynamic shared allocation"),
+    Fact("static_shared_bytes", int, parts=(ALWAYS, "shared"), kept=True, compared=True,
+         since=1, required=True, about="statically allocated shared memory"),
+    Fact("threads", int, parts=(ALWAYS,), kept=True, compared=True, since=1,
+         names=("threads",), about="threads per block"),
+    Fact("sync", dict, parts=(ALWAYS, "sync"), kept=True, compared=True, since=1,
+         required=True, names=("sync",),
+         about="counts of synchronisation and async operations in the code"),
+    Fact("cuda_lines", int, parts=(ALWAYS,), kept=True, compared=True, since=1,
+         required=True, names=("cuda_lines",), about="lines of generated code"),
     # Read by every page: variants whose code is the same are shown as one column.
-    Fact("cuda", str, (ALWAYS, "diff", "cuda"), True, True, 1, True,
-         about="the generated device code, normalised"),
+    Fact("cuda", str, parts=(ALWAYS, "diff", "cuda"), kept=True, compared=True, since=1,
+         required=True, about="the generated device code, normalised"),
     # A digest of TileLang's IR, which a release may print differently: only what it
     # decides (which variants are shown as one) is compared, as "lowered alike".
-    Fact("planned_ir", (str, type(None)), (ALWAYS,), True, False, 3,
-         about="a digest of the IR after pipeline planning (variants shown as one)"),
-    Fact("tmem", list, ("shared",), True, True, 3, names=("tmem",),
-         about="tensor-memory buffers: name, shape, dtype, columns"),
-    Fact("gemm", list, ("gemm",), True, True, 3, names=("gemm",),
+    Fact("planned_ir", (str, type(None)), parts=(ALWAYS,), kept=True, compared=False,
+         since=3, about="a digest of the IR after pipeline planning (variants shown as one)"),
+    Fact("tmem", list, parts=("shared",), kept=True, compared=True, since=3,
+         names=("tmem",), about="tensor-memory buffers: name, shape, dtype, columns"),
+    Fact("gemm", list, parts=("gemm",), kept=True, compared=True, since=3, names=("gemm",),
          about="the instruction each tile-level T.gemm call became"),
     # The hazard check's verdict (core.hazards): every page's summary shows it. Not
     # required: a snapshot recorded before it still renders its page (and is reported).
-    Fact("hazards", dict, (ALWAYS,), True, True, 4, names=("hazards",),
+    Fact("hazards", dict, parts=(ALWAYS,), kept=True, compared=True, since=4,
+         names=("hazards",),
          about="the hazard check's verdict on the final code: none, hazard or not checked"),
     # NVIDIA's compiler's view of the variant (core.resources): registers, spills, stack,
     # shared memory, barriers, occupancy, static SASS counts. Only where the page shows
     # the part and a toolkit compiled it; the toolkit's version is provenance.
-    Fact("resources", dict, ("resources",), True, True, 4,
+    Fact("resources", dict, parts=("resources",), kept=True, compared=True, since=4,
          names=("registers", "spills", "stack", "occupancy", "sass"),
          about="registers, spills, occupancy and SASS counts of the compiled cubin"),
-    Fact("sass", str, ("resources",), False, False, 4,
+    Fact("sass", str, parts=("resources",), kept=False, compared=False, since=4,
          about="the SASS listing of the compiled cubin (without encodings)"),
     # The whole pass pipeline is large, and a run that changes nothing shown is
     # provenance: snapshots keep only the counts an :assert: names (pass_counts).
-    Fact("passes", list, ("passes",), False, False, 1, names=("passes",),
-         about="every pass run and the lines of IR it changed"),
-    Fact("pass_diffs", dict, ("passes",), False, False, 1,
+    Fact("passes", list, parts=("passes",), kept=False, compared=False, since=1,
+         names=("passes",), about="every pass run and the lines of IR it changed"),
+    Fact("pass_diffs", dict, parts=("passes",), kept=False, compared=False, since=1,
          about="IR before and after the runs :passes: names"),
-    Fact("pass_counts", dict, (), True, True, 3, names=("passes",),
+    Fact("pass_counts", dict, parts=(), kept=True, compared=True, since=3,
+         names=("passes",),
          about="lines changed by each run a passes[...] claim names (snapshots only)"),
     # Derived from the IR and bulky; its waits are the sync counts', its stages the
     # pipeline's. Absent in results read back from a snapshot.
-    Fact("schedule", dict, ("figure",), False, False, 2,
+    Fact("schedule", dict, parts=("figure",), kept=False, compared=False, since=2,
          about="what the schedule figures draw"),
 )
 
@@ -103,6 +114,8 @@ BOOKKEEPING = ("schema", "ok", "seconds", "error", "from_snapshot", "imports", "
                "toolkit", "resources_error")
 
 BY_NAME = {fact.name: fact for fact in FACTS}
+# A part word misspelt here would keep a fact out of every snapshot, silently.
+assert {p for fact in FACTS for p in fact.parts} <= BY_WORD.keys()
 # What every lowered result must hold (checked on reading a cache entry).
 REQUIRED = {fact.name: fact.type for fact in FACTS if fact.required}
 # What a snapshot may keep (one directive keeps those its page reads) and compares.

@@ -1,8 +1,9 @@
 """The drift report of a build, written where CI picks it up.
 
-The checks add what they find to the build's :class:`~...core.records.drift.Report` as they say it
-in the log (:func:`entry` gives a directive's place in it); on ``build-finished`` it is
-written beside the ``tlstages explain`` records, as ``tlstages-report.gfm`` (GitHub Markdown) and
+The checks report each finding once, to the build's sink (:mod:`..findings`), which adds it
+to the :class:`~...core.records.drift.Report` as the log says it; on ``build-finished``
+the report is written beside the
+``tlstages explain`` records, as ``tlstages-report.gfm`` (GitHub Markdown) and
 ``tlstages-report.json`` (a workflow posts the first as a pull-request comment), and
 appended to ``$GITHUB_STEP_SUMMARY`` when that is set: one section per ``sphinx-build``
 run, headed by its builder; a later builder of the same book that found nothing new says
@@ -18,15 +19,13 @@ from typing import TYPE_CHECKING
 
 from ...core.files import write_atomic
 from ...core.records import drift_render
-from ...core.records.drift import Directive, Report
+from ...core.records.drift import Report
 from ...core.records.places import records_folder
 from ..messages import warn
-from ..state import build_state, settings
+from ..state import build_state
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
-
-    from ...core.plan.spec import DirectiveSpec
 
 # Not ``.md``: a doctree folder inside the sources would be read as a page by MyST.
 MARKDOWN, JSON = "tlstages-report.gfm", "tlstages-report.json"
@@ -34,50 +33,12 @@ MARKDOWN, JSON = "tlstages-report.gfm", "tlstages-report.json"
 _MARKER = re.compile(r"<!-- tlstages-report (\S+) (\S+) -->")
 
 
-def accept_command(srcdir: Path) -> str:
-    """``tlstages snapshots accept book``: the source folder relative to the current one,
-    or by its name (from the folder above it) where it lies elsewhere: never a path of
-    this machine."""
-    try:
-        relative = os.path.relpath(srcdir)
-    except ValueError:  # another drive on Windows
-        relative = ".."
-    shown = Path(relative).as_posix() if not relative.startswith("..") else srcdir.name
-    return f"tlstages snapshots accept {shown}"
-
-
-def new_report(app: Sphinx, total: int) -> Report:
-    """An empty report of this build, for ``total`` directives."""
-    config = settings(app)
-    return Report(builder=app.builder.name, accept=accept_command(Path(app.srcdir)),
-                  strict=config.strict, directives_total=total)
-
-
-def _page(app: Sphinx, docname: str) -> str:
-    builder = app.builder
-    if builder.format == "html":
-        return builder.get_target_uri(docname)
-    return docname + (app.config.html_file_suffix or ".html")
-
-
-def entry(app: Sphinx, report: Report, spec: DirectiveSpec) -> Directive:
-    """Directive ``spec``'s entry: its source as the build log gives it, relative to the
-    source folder, and its page's address where ``html_baseurl`` is set."""
-    source = Path(str(app.env.doc2path(spec.docname, False))).as_posix()
-    base = str(app.config.html_baseurl or "")
-    url = None
-    if base:
-        anchor = f"#{spec.node_id}" if spec.node_id else ""
-        url = f"{base.rstrip('/')}/{_page(app, spec.docname)}{anchor}"
-    return report.directive(spec.name, source, spec.lineno, url)
-
-
 def write_report(app: Sphinx, exception: BaseException | None) -> None:
     """``build-finished``: write the build's report, and append it to the job summary."""
     state = build_state(app)
-    if exception is not None or state is None or state.drift is None:
+    if exception is not None or state is None or state.findings.report is None:
         return
-    report = state.drift
+    report = state.findings.report
     folder = records_folder(Path(app.doctreedir), Path(app.outdir))
     write_atomic(folder / JSON, report.as_json())
     write_atomic(folder / MARKDOWN, drift_render.markdown(report))

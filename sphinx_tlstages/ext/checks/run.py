@@ -17,15 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.claims import check, namespace, one_line
 from ...core.hazards.check import cuda_words
+from ...core.parts import shows
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.variants import merge_unchanged, unchanged_sentence
 from ...core.records.bench_data import attach, load_all, other_headers, provenance
+from ...core.records.drift import Finding
 from ...core.results.pass_compare import unmatched
 from ...core.results.result import Result, over_limit, shared_bytes
 from ..collector import all_directives, project_directives
-from ..messages import error, info, warn
+from ..messages import error, info
 from ..state import BuildState, build_state, settings
-from .drift_report import entry, new_report
 from .snapshots import check_snapshots
 
 if TYPE_CHECKING:
@@ -37,36 +38,37 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     state = build_state(app)
     if state is None or settings(app).collect_only or settings(app).shard:
         return []  # a shard's build (tlstages lower-book) only fills the caches
-    _report_duplicates(env)
+    _report_duplicates(env, state)
     specs = project_directives(env)
-    state.drift = new_report(app, len(specs))
-    state.drift.built_with = state.version
+    report = state.findings.start(app, len(specs), settings(app).strict)
+    report.built_with = state.version
     failed = _report_variants(specs, state)
-    state.drift.variants_failed = _unexpected_failures(specs, state)
+    report.variants_failed = _unexpected_failures(specs, state)
     if state.variants:
         info(f"tl-pipeline: {state.variants} variants, {len(state.lowered)} lowered, "
              f"{state.variants - len(state.lowered)} cached, {failed} failed, "
              f"{state.seconds:.1f} s")
     _report_unchanged(specs, state)
     if settings(app).toolkit != "none":  # turned off on purpose: the part says so
-        state.outcome.failures += _report_toolkit(specs, state, settings(app).strict)
+        _report_toolkit(specs, state, settings(app).strict)
     check_snapshots(app, specs, state)
-    state.outcome.failures += _check_asserts(app, specs, state)
-    state.outcome.failures += _report_hazards(app, specs, state)
+    _check_asserts(specs, state)
+    _report_hazards(specs, state)
     _check_pass_names(specs, state)
     _attach_bench(app, specs, state)
     return _changed_documents(env, specs, state)
 
 
-def _report_duplicates(env: BuildEnvironment) -> None:
+def _report_duplicates(env: BuildEnvironment, state: BuildState) -> None:
     """Warn about every reused :name:, naming both places."""
     seen: dict[str, DirectiveSpec] = {}
     for spec in all_directives(env):
         first = seen.setdefault(spec.name, spec)
         if first is not spec:
-            warn(f"tl-pipeline name {spec.name!r} is already used at "
-                 f"{env.doc2path(first.docname, False)}:{first.lineno}; give this directive "
-                 "its own :name:", "name", location=(spec.docname, spec.lineno))
+            state.findings.warn(f"tl-pipeline name {spec.name!r} is already used at "
+                                f"{env.doc2path(first.docname, False)}:{first.lineno}; give "
+                                "this directive its own :name:", "name",
+                                location=(spec.docname, spec.lineno))
 
 
 def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> int:
@@ -82,22 +84,24 @@ def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> int:
             expected = spec.expects_failure(variant)
             if failure is None or failure[0] == "unavailable":  # that is said once
                 if expected and failure is None:
-                    warn(f"{name}: {what} lowered, but :expect-error: says it "
-                         "must fail", "lowering", location=(spec.docname, spec.lineno))
+                    state.findings.warn(f"{name}: {what} lowered, but :expect-error: says it "
+                                        "must fail", "lowering",
+                                        location=(spec.docname, spec.lineno))
                 continue
             kind, message = failure
             if expected:
                 pattern = spec.expect_pattern
                 if pattern and not re.search(pattern, message):
-                    warn(f"{name}: {what} failed as expected, but its message "
-                         f"does not match {pattern!r}: {message}", "lowering",
-                         location=(spec.docname, spec.lineno))
+                    state.findings.warn(f"{name}: {what} failed as expected, but its message "
+                                        f"does not match {pattern!r}: {message}", "lowering",
+                                        location=(spec.docname, spec.lineno))
             elif kind == "limit":
-                warn(f"{name}: {what} {message}", "limit",
-                     location=(spec.docname, spec.lineno))
+                state.findings.warn(f"{name}: {what} {message}", "limit",
+                                    location=(spec.docname, spec.lineno))
             else:
-                warn(f"{name}: {what} failed to lower ({kind}): {message}",
-                     "lowering", location=spec.kernel_location(result["error"].get("line")))
+                state.findings.warn(f"{name}: {what} failed to lower ({kind}): {message}",
+                                    "lowering",
+                                    location=spec.kernel_location(result["error"].get("line")))
     return failed
 
 
@@ -119,18 +123,18 @@ def _report_unchanged(specs: list[DirectiveSpec], state: BuildState) -> None:
     for spec in specs:
         rows = [(v, state.result(v)) for v in spec.variants]
         for variant in merge_unchanged(rows)[1]:
-            info(f"tl-pipeline: {spec.name}: {unchanged_sentence(variant)}")
+            state.findings.note(f"tl-pipeline: {spec.name}: {unchanged_sentence(variant)}")
 
 
-def _report_toolkit(specs: list[DirectiveSpec], state: BuildState, strict: bool) -> int:
+def _report_toolkit(specs: list[DirectiveSpec], state: BuildState, strict: bool) -> None:
     """One warning per build where a page wants the resources part and no NVIDIA
     compiler was found (under ``CI`` or ``READTHEDOCS`` an error: the page would show
     less than it says, and a CI build is where the part must be built), and one per
-    directive whose variants it could not compile. Return the errors."""
+    directive whose variants it could not compile."""
     missing = []
     for spec in specs:
         wanted = [v for v in spec.variants if v.target.kind == "cuda"
-                  and ("resources" in spec.show or v.toolkit is not None)]
+                  and (shows(spec, "resources") or v.toolkit is not None)]
         if not wanted:
             continue
         if any(v.toolkit is None for v in wanted):
@@ -138,20 +142,19 @@ def _report_toolkit(specs: list[DirectiveSpec], state: BuildState, strict: bool)
             continue
         errors = {state.result(v).get("resources_error") for v in wanted} - {None}
         if errors:
-            warn(f"{spec.name}: NVIDIA's compiler could not compile "
-                 f"{len(errors)} variant(s): {sorted(map(str, errors))[0]}", "toolkit",
-                 location=(spec.docname, spec.lineno))
+            state.findings.warn(f"{spec.name}: NVIDIA's compiler could not compile "
+                                f"{len(errors)} variant(s): {sorted(map(str, errors))[0]}",
+                                "toolkit", location=(spec.docname, spec.lineno))
     if not missing:
-        return 0
+        return
     first = missing[0]
     said = (f"no NVIDIA compiler found: {len(missing)} directive(s) show resources without "
             "registers, spills or occupancy (pip install sphinx-tlstages[resources], or set "
             "tlstages_toolkit to an nvcc)")
     if strict:
-        error(said, "toolkit", location=(first.docname, first.lineno))
-        return 1
-    warn(said, "toolkit", location=(first.docname, first.lineno))
-    return 0
+        state.findings.error(said, "toolkit", location=(first.docname, first.lineno))
+    else:
+        state.findings.warn(said, "toolkit", location=(first.docname, first.lineno))
 
 
 def variant_names(variants: list[VariantSpec]) -> str:
@@ -173,9 +176,8 @@ def variant_failure(variant: VariantSpec,
     return None
 
 
-def _check_asserts(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> int:
+def _check_asserts(specs: list[DirectiveSpec], state: BuildState) -> None:
     """Evaluate every :assert: line on every lowered variant; errors fail the build."""
-    failures = 0
     for spec in specs:
         for line, expression in spec.asserts:
             said: set[str] = set()
@@ -186,20 +188,16 @@ def _check_asserts(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -
                 why = check(expression, namespace(result, variant))
                 if why is not None and not (why.startswith("uses ") and why in said):
                     said.add(why)  # an unknown name: once, not once per variant
-                    failures += 1
-                    error(f"{spec.name}: {variant.heading}: assertion {expression!r} {why}",
-                          "assert", location=(spec.docname, line))
-                    if state.drift is not None:
-                        state.drift.add(entry(app, state.drift, spec), "assert",
-                                        variant.heading, f"{expression!r} {one_line(why)}",
-                                        line)
-    return failures
+                    state.findings.error(
+                        f"{spec.name}: {variant.heading}: assertion {expression!r} {why}",
+                        "assert", location=(spec.docname, line), spec=spec,
+                        drift=[Finding("assert", variant.heading,
+                                       f"{expression!r} {one_line(why)}", line)])
 
 
-def _report_hazards(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> int:
+def _report_hazards(specs: list[DirectiveSpec], state: BuildState) -> None:
     """Warn about each variant the hazard check flags (a note where ``:expect-hazard:``
-    lists it); a listed variant it does not flag is an error. Return the errors."""
-    failures = 0
+    lists it); a listed variant it does not flag is an error."""
     for spec in specs:
         for variant in spec.variants:
             result = state.result(variant)
@@ -211,11 +209,9 @@ def _report_hazards(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
             said = f"{spec.name}: {variant.heading}: {found['text']}: " + "; ".join(texts)
             if not spec.expects_hazard(variant):
                 if found["verdict"] == "hazard":
-                    warn(said, "hazard", location=where)
-                    if state.drift is not None:
-                        state.drift.add(entry(app, state.drift, spec), "hazard",
-                                        variant.heading, f"{found['text']}: "
-                                        + "; ".join(texts))
+                    state.findings.warn(said, "hazard", location=where, spec=spec, drift=[
+                        Finding("hazard", variant.heading,
+                                f"{found['text']}: " + "; ".join(texts))])
                 continue
             pattern = spec.expect_hazard_pattern
             if found["verdict"] != "hazard":
@@ -224,12 +220,10 @@ def _report_hazards(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
                                                f"{f['text']}") for f in found["findings"]):
                 why = f"no finding matches {pattern!r} ({'; '.join(texts)})"
             else:
-                info(f"{said} (expected by :expect-hazard:)", location=where)
+                state.findings.note(f"{said} (expected by :expect-hazard:)", location=where)
                 continue
-            failures += 1
-            error(f"{spec.name}: {variant.heading}: :expect-hazard: lists it, but {why}",
-                  "hazard", location=where)
-    return failures
+            state.findings.error(f"{spec.name}: {variant.heading}: :expect-hazard: lists "
+                                 f"it, but {why}", "hazard", location=where)
 
 
 def _statements(spec: DirectiveSpec, finding: dict[str, Any]) -> str:
@@ -254,8 +248,9 @@ def _check_pass_names(specs: list[DirectiveSpec], state: BuildState) -> None:
             names = sorted({rec["name"] for log in logs for rec in log})
             close = difflib.get_close_matches(selector.split("#")[0], names, n=3, cutoff=0.5)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            warn(f"{spec.name}: :passes: {selector} matches no pass run of any variant{hint}",
-                 "option", location=(spec.docname, spec.lineno))
+            state.findings.warn(f"{spec.name}: :passes: {selector} matches no pass run of "
+                                f"any variant{hint}", "option",
+                                location=(spec.docname, spec.lineno))
 
 
 def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
@@ -264,30 +259,30 @@ def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) ->
     config = settings(app)
     state.bench = load_all(config.bench_dir, config.bench_gpus)
     for problem in state.bench.errors:
-        warn(f"bench file ignored: {problem}", "bench")
+        state.findings.warn(f"bench file ignored: {problem}", "bench")
     for spec in specs:
         state.attached[spec.name] = attach(spec, state.bench, state.result)
         for data, numbers, stale_ids in state.attached[spec.name]:
             said = provenance(spec, data, state.version)
             if said is not None:  # provenance, not a problem: the page says it too
-                info(f"{spec.name}: numbers from {data['gpu']['name']}: {said}",
-                     location=(spec.docname, spec.lineno))
+                state.findings.note(f"{spec.name}: numbers from {data['gpu']['name']}: {said}",
+                                    location=(spec.docname, spec.lineno))
             headers = other_headers(spec, data, numbers, state.result)
             if headers:
-                info(f"{spec.name}: the numbers from {data['gpu']['name']} for "
-                     f"{variant_names(headers)} were timed with other TileLang template "
-                     "headers than this build's; the code the page shows is the same "
-                     "(provenance, not a change)", location=(spec.docname, spec.lineno))
+                state.findings.note(f"{spec.name}: the numbers from {data['gpu']['name']} for "
+                                    f"{variant_names(headers)} were timed with other TileLang "
+                                    "template headers than this build's; the code the page "
+                                    "shows is the same (provenance, not a change)",
+                                    location=(spec.docname, spec.lineno))
             stale = [v for v in spec.variants if v.id in stale_ids]
-            if stale and state.drift is not None:
-                state.drift.add(entry(app, state.drift, spec), "stale", variant_names(stale),
-                                f"the numbers measured on {data['gpu']['name']} are for "
-                                "another kernel or TileLang; run tlstages bench again")
             if stale:
-                warn(f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
-                     f"{variant_names(stale)} are for another kernel or "
-                     "code; run tlstages bench again", "bench",
-                     location=(spec.docname, spec.lineno))
+                state.findings.warn(
+                    f"{spec.name}: the numbers measured on {data['gpu']['name']} for "
+                    f"{variant_names(stale)} are for another kernel or code; run tlstages "
+                    "bench again", "bench", location=(spec.docname, spec.lineno), spec=spec,
+                    drift=[Finding("stale", variant_names(stale),
+                                   f"the numbers measured on {data['gpu']['name']} are for "
+                                   "another kernel or TileLang; run tlstages bench again")])
 
 
 def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
@@ -312,7 +307,7 @@ def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
 def set_exit_status(app: Sphinx, exception: BaseException | None) -> None:
     """``build-finished``: a failed check fails the build, with or without ``-W``."""
     state = build_state(app)
-    if state is not None and state.outcome.failures:
-        error(f"tl-pipeline: {state.outcome.failures} check(s) failed (snapshots, :assert:)",
+    if state is not None and state.findings.failures:
+        error(f"tl-pipeline: {state.findings.failures} check(s) failed (snapshots, :assert:)",
               "failed")
         app.statuscode = 1

@@ -12,17 +12,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...core.records import drift, snapshot_compare, snapshots
+from ...core.records.drift import Finding
 from ...core.results.pass_compare import moved, numbered
 from ...core.results.result import Result
-from ..messages import error, info, warn
+from ..findings import Findings
 from ..state import settings
-from .drift_report import entry, new_report
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
     from ...core.plan.spec import DirectiveSpec
-    from ..state import BuildState, Outcome
+    from ..state import BuildState
 
 def _accept_hint(app: Sphinx) -> str:
     srcdir = str(app.srcdir)
@@ -41,17 +41,16 @@ def _results(spec: DirectiveSpec, state: BuildState) -> dict[str, Result]:
 def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
     """Compare, record or update every directive's snapshot, per the mode."""
     config = settings(app)
-    outcome, mode, strict, folder = state.outcome, config.snapshot_mode, config.strict, \
-        config.snapshot_dir
+    mode, strict, folder = config.snapshot_mode, config.strict, config.snapshot_dir
     if mode == "off":
         return
     writes = mode == "update" or (mode == "auto" and not strict)
     hint = _accept_hint(app)
-    report = state.drift or new_report(app, len(specs))
+    findings = state.findings
+    report = findings.report or findings.start(app, len(specs), strict)
     srcdir = Path(app.srcdir)
     for spec in specs:
         location = (spec.docname, spec.lineno)
-        here = entry(app, report, spec)
         golden = snapshots.golden_path(folder, spec.name)
         shown = _relative(golden, srcdir)  # as the report names it: no machine path
         pending = snapshots.pending_path(folder, spec.name)
@@ -59,65 +58,61 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         new = snapshots.build(spec, results, state.version)
         if new is None or any(r.get("from_snapshot") for r in results.values()):
             if strict:
-                _fail(outcome, f"{spec.name}: not verified against its snapshot: TileLang "
-                               "could not lower every variant here", location)
-                report.add(here, "unverified", "", "not verified against its snapshot: "
-                           "TileLang could not lower every variant here")
+                _fail(findings, spec, f"{spec.name}: not verified against its snapshot: "
+                      "TileLang could not lower every variant here",
+                      Finding("unverified", "", "not verified against its snapshot: TileLang "
+                              "could not lower every variant here"))
             continue
         try:
             old = snapshots.load(golden)
         except ValueError as exc:
-            _fail(outcome, f"{spec.name}: {exc}", location)
-            report.add(here, "broken", "", str(exc).replace(str(golden), shown))
+            _fail(findings, spec, f"{spec.name}: {exc}",
+                  Finding("broken", "", str(exc).replace(str(golden), shown)))
             continue
         if old is None and not new["variants"]:
             continue  # nothing lowered: each failure is reported, nothing is recorded
         if old is None:
             if writes:
                 snapshots.write(golden, new)
-                outcome.recorded += 1
                 report.new_snapshots.append(shown)
-                info(f"tl-pipeline: recorded snapshot {golden}")
+                findings.note(f"tl-pipeline: recorded snapshot {golden}")
             else:
-                _fail(outcome, f"{spec.name}: no snapshot at {golden}; record it with "
-                               f"TLSTAGES_SNAPSHOTS=update", location)
-                report.add(here, "missing", "", f"no snapshot at {shown}")
+                _fail(findings, spec, f"{spec.name}: no snapshot at {golden}; record it "
+                      "with TLSTAGES_SNAPSHOTS=update",
+                      Finding("missing", "", f"no snapshot at {shown}"))
             continue
         if mode != "update":  # which rewrites the whole snapshot anyway
-            old, unrecorded = _record_added(spec, old, new, writes, golden)
+            old, unrecorded = _record_added(findings, spec, old, new, writes, golden)
             if unrecorded:
-                _fail(outcome, f"{spec.name}: {golden} has no record of {unrecorded}; record "
-                               "it where the docs are written: TLSTAGES_SNAPSHOTS=update, or "
-                               f"{hint} after a local build", location)
-                report.add(here, "missing", "", f"no record of {unrecorded} in {shown}")
-        _note_moved_runs(spec, old, new)
+                _fail(findings, spec, f"{spec.name}: {golden} has no record of {unrecorded}; "
+                      "record it where the docs are written: TLSTAGES_SNAPSHOTS=update, or "
+                      f"{hint} after a local build",
+                      Finding("missing", "", f"no record of {unrecorded} in {shown}"))
+        _note_moved_runs(findings, spec, old, new)
         version, changes = snapshot_compare.compare(old, new)
         lacking = snapshots.unguarded(spec, old, golden)
         report.variants_verified += len(new["variants"])
         report.recorded(old.get("tilelang"))
-        if mode != "update":
-            said = snapshots.unguarded(spec, old, Path(shown))
-            if said:
-                report.add(here, "unguarded", "", said.split(": ", 1)[1])
-            if changes:
-                drift.add_drift(report, here, old, new)
+        # The shown facts the snapshot does not guard, as the report words it (the path
+        # relative to the sources); said with the drift, or on its own below.
+        said = snapshots.unguarded(spec, old, Path(shown))
+        unguarded = [Finding("unguarded", "", said.split(": ", 1)[1])] if said else []
         if not changes and not lacking:
             pending.unlink(missing_ok=True)
             if mode == "update" and snapshots.write(golden, new):
-                outcome.updated += 1
-                info(f"tl-pipeline: {spec.name}: snapshot re-recorded with "
-                     f"TileLang {new.get('tilelang')}")
+                findings.note(f"tl-pipeline: {spec.name}: snapshot re-recorded with "
+                              f"TileLang {new.get('tilelang')}")
             elif version or old.get("schema") != new.get("schema"):
                 # Provenance, reported and never failed: the reader sees the same thing.
-                info(f"tl-pipeline: {spec.name}: recorded with TileLang {old.get('tilelang')} "
-                     f"(result schema {old.get('schema')}), verified with TileLang "
-                     f"{new.get('tilelang')}: same facts and code")
+                findings.note(f"tl-pipeline: {spec.name}: recorded with TileLang "
+                              f"{old.get('tilelang')} (result schema {old.get('schema')}), "
+                              f"verified with TileLang {new.get('tilelang')}: same facts "
+                              "and code")
             continue
         if mode == "update":
             snapshots.write(golden, new)
             pending.unlink(missing_ok=True)
-            outcome.updated += 1
-            info(f"tl-pipeline: updated snapshot {golden}")
+            findings.note(f"tl-pipeline: updated snapshot {golden}")
             continue
         if not strict:
             snapshots.write(pending, new)
@@ -126,12 +121,11 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
             # pending file, which accept fills in), an error where they are published.
             assert lacking is not None
             if strict:
-                _fail(outcome, f"{lacking}; record it where the docs are written: "
-                               f"TLSTAGES_SNAPSHOTS=update, or {hint} after a local build",
-                      location)
+                _fail(findings, spec, f"{lacking}; record it where the docs are written: "
+                      f"TLSTAGES_SNAPSHOTS=update, or {hint} after a local build", *unguarded)
             else:
-                info(f"tl-pipeline: {lacking}; fill it in with: {hint}",
-                     location=location)
+                findings.note(f"tl-pipeline: {lacking}; fill it in with: {hint}",
+                              location=location, spec=spec, drift=unguarded)
             continue
         lines = [f"{spec.name}: the lowering no longer matches {golden}"]
         if version:
@@ -145,12 +139,15 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         lines.append(f"  accept it with: {hint}" if not strict else
                      "  accept it where the docs are written: "
                      f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
-        _fail(outcome, "\n".join(lines), location)
-    _report_unused(folder, {spec.name for spec in specs}, mode, report, srcdir)
+        report.variants_drifted += drift.drifted_variants(old, new)
+        _fail(findings, spec, "\n".join(lines), *unguarded, *drift.drift_findings(old, new),
+              versions=snapshot_compare.version_change(old, new))
+    _report_unused(findings, folder, {spec.name for spec in specs}, mode, srcdir)
 
 
-def _record_added(spec: DirectiveSpec, old: dict[str, Any], new: dict[str, Any],
-                  writes: bool, golden: Path) -> tuple[dict[str, Any], str | None]:
+def _record_added(findings: Findings, spec: DirectiveSpec, old: dict[str, Any],
+                  new: dict[str, Any], writes: bool,
+                  golden: Path) -> tuple[dict[str, Any], str | None]:
     """Record the variants the snapshot lacks (they had not lowered, or are new depths),
     where snapshots are written. Return the snapshot to compare with, which has them,
     and the ones it lacks where nothing may be written (``num_stages=1``), else None."""
@@ -162,12 +159,12 @@ def _record_added(spec: DirectiveSpec, old: dict[str, Any], new: dict[str, Any],
     if not writes:
         return recorded, said
     snapshots.write(golden, recorded)
-    info(f"tl-pipeline: {spec.name}: recorded {said} in {golden} (not in it before: it "
-         "had not lowered, or is new)", location=(spec.docname, spec.lineno))
+    findings.note(f"tl-pipeline: {spec.name}: recorded {said} in {golden} (not in it "
+                  "before: it had not lowered, or is new)", location=(spec.docname, spec.lineno))
     return recorded, None
 
 
-def _note_moved_runs(spec: DirectiveSpec, old: dict[str, object],
+def _note_moved_runs(findings: Findings, spec: DirectiveSpec, old: dict[str, object],
                      new: dict[str, object]) -> None:
     """A note at the option's line where ``Simplify#3`` names another run than it did in
     the pipeline the snapshot was recorded with (a release added or dropped a run before
@@ -182,10 +179,10 @@ def _note_moved_runs(spec: DirectiveSpec, old: dict[str, object],
         for selector in selectors:
             said = moved(selector, recorded, now)
             if said:
-                info(f"tl-pipeline: {spec.name}: {selector} {said} when the snapshot was "
-                     f"recorded (TileLang {old.get('tilelang')}); check that it names the run "
-                     "you meant (a bare pass name names every run)",
-                     location=(spec.docname, line))
+                findings.note(f"tl-pipeline: {spec.name}: {selector} {said} when the "
+                              f"snapshot was recorded (TileLang {old.get('tilelang')}); check "
+                              "that it names the run you meant (a bare pass name names every "
+                              "run)", location=(spec.docname, line))
 
 
 def _relative(path: Path, srcdir: Path) -> str:
@@ -196,7 +193,7 @@ def _relative(path: Path, srcdir: Path) -> str:
         return path.name
 
 
-def _report_unused(folder: Path, used: set[str], mode: str, report: drift.Report,
+def _report_unused(findings: Findings, folder: Path, used: set[str], mode: str,
                    srcdir: Path) -> None:
     # The environment holds every document's directives even when sphinx-build was given
     # a list of files (unchanged documents come from the pickle), so this never misreports.
@@ -205,13 +202,16 @@ def _report_unused(folder: Path, used: set[str], mode: str, report: drift.Report
             continue
         if mode == "update":
             path.unlink()
-            info(f"tl-pipeline: removed unused snapshot {path}")
+            findings.note(f"tl-pipeline: removed unused snapshot {path}")
         elif not pending:
-            report.unused_snapshots.append(_relative(path, srcdir))
-            warn(f"snapshot {path} belongs to no tl-pipeline directive; "
-                 "TLSTAGES_SNAPSHOTS=update removes it", "snapshot")
+            if findings.report is not None:
+                findings.report.unused_snapshots.append(_relative(path, srcdir))
+            findings.warn(f"snapshot {path} belongs to no tl-pipeline directive; "
+                          "TLSTAGES_SNAPSHOTS=update removes it", "snapshot")
 
 
-def _fail(outcome: Outcome, message: str, location: tuple[str, int]) -> None:
-    outcome.failures += 1
-    error(message, "snapshot", location=location)
+def _fail(findings: Findings, spec: DirectiveSpec, message: str, *drift: Finding,
+          versions: str | None = None) -> None:
+    """A snapshot check failed at the directive's line: said, reported, counted."""
+    findings.error(message, "snapshot", (spec.docname, spec.lineno), spec=spec, drift=drift,
+                   versions=versions)

@@ -1,36 +1,26 @@
 """Turning a directive's results into docutils nodes, the same for every builder.
 
-The root is a container of class ``tl-pipeline`` holding a caption and the parts
-``tl-summary`` (with the benchmark numbers and their chart, ``tl-bench``),
-``tl-figures``, ``tl-gemm``, ``tl-annotations``, ``tl-shared``, ``tl-resources``,
-``tl-sync`` and
-``tl-diff``. Long texts (diffs, full CUDA) go into :class:`tl_collapsible` nodes, which
-only HTML keeps; pictures into :class:`tl_figure` nodes, which each builder draws its own
-way. Variants that differ in num_stages alone and lowered alike are shown as one column,
-with a sentence under the caption saying so.
+The root is a container of class ``tl-pipeline`` holding a caption and the parts the
+directive shows, each declared once in :mod:`sphinx_tlstages.core.parts` (its class,
+``tl-summary``, ``tl-figures``, ...) and drawn by the renderer a module of this package
+registers for its word (:mod:`.parts`). Long texts (diffs, full CUDA) go into
+:class:`tl_collapsible` nodes, which only HTML keeps; pictures into :class:`tl_figure`
+nodes, which each builder draws its own way. Variants that differ in num_stages alone and
+lowered alike are shown as one column, with a sentence under the caption saying so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from importlib import import_module
 
 from docutils import nodes
 
 from ...core.kernel.listing import Listing
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.variants import merge_unchanged, unchanged_sentence
-from ...core.records.bench_data import Attached
 from ...core.results.result import Result
-from .annotations import annotation_part
-from .bench import bench_table
-from .cuda import cuda_part, literal
-from .figure_nodes import schedule_figures
-from .gemm import gemm_part
-from .passes import passes_part
-from .resources import resources_part
-from .shared import has_tensor_memory, shared_table
-from .summary import code_name, hazards_table, summary_table
-from .sync import sync_part
+from .cuda import literal
+from .parts import Context, Drawn, Rows, render_parts, renders, unregistered
 from .tables import code
 
 
@@ -110,26 +100,6 @@ def kernel_listing(spec: DirectiveSpec) -> nodes.Element:
     return wrapper
 
 
-def _part(cls: str, title: str, *body: nodes.Node) -> nodes.container:
-    part = nodes.container(classes=[cls])
-    part += nodes.rubric(text=title)
-    for node in body:
-        part += node
-    return part
-
-
-@dataclass(frozen=True)
-class Context:
-    """What rendering needs besides the results: versions, limits, links, numbers."""
-
-    version: str | None
-    max_lines: int
-    # variant label -> URI of its CUDA file (and "<label>:sass" -> its SASS listing)
-    downloads: dict[str, str] | None = None
-    bench: list[Attached] = field(default_factory=list)  # each GPU's numbers, stale ids
-    bench_stale: str = "mark"
-
-
 def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
            context: Context) -> nodes.container:
     """The whole directive as nodes."""
@@ -163,46 +133,14 @@ def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     return root
 
 
-def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
-                 context: Context) -> list[nodes.Node]:
-    """The parts below the caption, in page order."""
-    rows = merge_unchanged(rows)[0]
-    root: list[nodes.Node] = []
-    if "source" in spec.show:
-        root.append(_part("tl-source", "Kernel", kernel_listing(spec)))
-    numbers = [node for data, entry, stale in context.bench
-               for node in bench_table(spec, data, entry, stale, context.bench_stale,
-                                   context.version)]
-    verdicts = hazards_table(spec, rows)
-    hazards = [verdicts] if verdicts is not None else []
-    root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *hazards, *numbers))
-    any_ok = any(r.get("ok") for _, r in rows)
-    if "figure" in spec.show and any_ok:
-        root.append(_part("tl-figures", "Schedule figure", *schedule_figures(spec, rows)))
-    gemm = gemm_part(spec, rows) if "gemm" in spec.show else None
-    if gemm is not None:
-        root.append(_part("tl-gemm", "Matrix multiply instructions", *gemm))
-    if "annotations" in spec.show and any_ok:
-        root.append(_part("tl-annotations", "Pipeline annotations", annotation_part(spec, rows)))
-    if "shared" in spec.show and any_ok:
-        title = "Shared buffers" + (" and tensor memory" if has_tensor_memory(rows) else "")
-        root.append(_part("tl-shared", title, shared_table(rows)))
-    if "resources" in spec.show and any_ok:
-        found = resources_part(spec, rows, context.max_lines, context.downloads)
-        if found:
-            root.append(_part("tl-resources", "Registers, spills and occupancy", *found))
-    if "sync" in spec.show and any_ok:
-        root.append(_part("tl-sync", "Synchronisation and async operations", *sync_part(rows)))
-    if "passes" in spec.show or spec.passes:
-        found = passes_part(spec, rows, context.max_lines)
-        if found:
-            root.append(_part("tl-passes", "Compiler passes", *found))
-    if ("diff" in spec.show and spec.diff != "none") or "cuda" in spec.show:
-        parts = cuda_part(spec, rows, context.max_lines, context.downloads)
-        if parts:
-            cuda = _part("tl-diff", f"Generated {code_name(spec.targets)}", *parts)
-            # Thousands of CUDA tokens per page would swamp the search index (and cost
-            # more than the rest of a warm build); the tables above carry the spellings.
-            cuda["classes"].append("no-search")
-            root.append(cuda)
-    return root
+@renders("source")
+def _source(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
+    return Drawn([kernel_listing(spec)])
+
+
+# Each module registers the renderer of its part (see .parts) when imported.
+for _module in ("annotations", "cuda", "figure_nodes", "gemm", "passes", "resources", "shared",
+                "summary", "sync"):
+    import_module(f".{_module}", __name__)
+assert not unregistered(), f"parts without a renderer: {unregistered()}"
+__all__ = ["Context", "render", "render_head", "render_parts"]

@@ -9,6 +9,7 @@ from docutils import nodes
 
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.results.result import PipelineLoop, Result, WarpSpecialization
+from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, Span, code, doc_line, table
 
 
@@ -71,3 +72,8 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
         return nodes.paragraph(text="No variant has a pipelined loop.")
     return table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)],
                  key_columns=2)
+
+
+@renders("annotations")
+def _annotations(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
+    return Drawn([annotation_part(spec, rows)]) if any(r.get("ok") for _, r in rows) else None

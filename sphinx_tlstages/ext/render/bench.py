@@ -13,6 +13,7 @@ from typing import Any
 
 from docutils import nodes
 
+from ...core.parts import shows
 from ...core.plan.spec import DirectiveSpec
 from ...core.records.bench_data import benched, provenance
 from .figure_nodes import chart_figure
@@ -101,7 +102,7 @@ def bench_table(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any]
         body.append(row)
     widths = [10, 30, 10, 12, *([12] if reference else []), 26]
     result = nodes.container(classes=["tl-bench"])
-    drawn = chart_figure(spec, data, entry, stale, stale_mode) if "chart" in spec.show \
+    drawn = chart_figure(spec, data, entry, stale, stale_mode) if shows(spec, "chart") \
         else None
     if drawn is not None:
         result += drawn

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from docutils import nodes
 
+from ...core.parts import shows
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.results import diffs
 from ...core.results.cuda import without_line_directives
 from ...core.results.result import Result
 from ..nodes import tl_collapsible
+from .parts import Context, Drawn, Rows, renders
+from .summary import code_name
 
 
 def _collapsible(summary_text: str, cls: str, *body: nodes.Node,
@@ -45,14 +48,14 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
     result: list[nodes.Node] = []
     chosen = diffs.pairs([(v.label, v.axes or (("num_stages", str(v.num_stages)),))
                           for v, r in rows if r.get("ok")], spec.diff) \
-        if "diff" in spec.show else []
+        if shows(spec, "diff") else []
     for old, new, title in chosen:
         d = diffs.diff(old, ok[old]["cuda"], new, ok[new]["cuda"], max_lines)
         body: list[nodes.Node] = [literal(d.text, "diff")]
         if d.hidden_lines:
             body.append(_hidden_note(d.hidden_lines, "diff"))
         result.append(_collapsible(f"{title}: {d.counts}", "tl-diff-item", *body))
-    if "cuda" in spec.show:
+    if shows(spec, "cuda"):
         for label, res in ok.items():
             body = []
             if downloads and label in downloads:
@@ -72,3 +75,10 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
                                        f"{res['cuda_lines']} lines", "tl-cuda-item", *body,
                                        variant=label))
     return result
+
+
+@renders("diff")
+def _code(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
+    """The diffs and the full listings (the ``cuda`` part), in one container."""
+    found = cuda_part(spec, rows, context.max_lines, context.downloads)
+    return Drawn(found, f"Generated {code_name(spec.targets)}") if found else None

@@ -18,6 +18,7 @@ from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.records.bench_data import benched
 from ...core.results.result import Result
 from ..nodes import tl_figure
+from .parts import Context, Drawn, Rows, renders
 
 
 def _line_of(spec: DirectiveSpec) -> Any:
@@ -73,3 +74,8 @@ def chart_figure(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any
         return None
     ident = f"{spec.name}-{data['gpu']['name']}"
     return figure_node("chart", found, [], ident, chart.sentence(found))
+
+
+@renders("figure")
+def _figures(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
+    return Drawn(schedule_figures(spec, rows)) if any(r.get("ok") for _, r in rows) else None

@@ -13,6 +13,7 @@ from docutils import nodes
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import instruction_rule
 from ...core.results.result import GemmCall, Result
+from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, Span, code, doc_line, table
 
 NOT_RECORDED = "not recorded"
@@ -63,3 +64,9 @@ def gemm_part(spec: DirectiveSpec,
         note += nodes.Text(f" {rule}.")
         part.append(note)
     return part
+
+
+@renders("gemm")
+def _gemm(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
+    found = gemm_part(spec, rows)
+    return Drawn(found) if found is not None else None

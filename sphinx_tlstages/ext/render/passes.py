@@ -13,6 +13,7 @@ from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.results import pass_compare, passes
 from ...core.results.result import Result
 from ..nodes import tl_collapsible
+from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, Span, code, table
 
 
@@ -99,3 +100,9 @@ def passes_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                               widths=[30, 8, *[12] * len(ok)], key_columns=2))
     body.extend(_diffs(spec, ok, aligned, max_lines))
     return body
+
+
+@renders("passes")
+def _passes(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
+    found = passes_part(spec, rows, context.max_lines)
+    return Drawn(found) if found else None

@@ -13,6 +13,7 @@ from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.results.result import Result
 from .cuda import _capped, _collapsible, literal
 from .figure_nodes import figure_node
+from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, code, number, table
 
 _NO_TOOLKIT = ("This page was built without NVIDIA's compiler, so registers, spills and "
@@ -137,3 +138,11 @@ def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                                       f"{result['resources']['sass']['total']} instructions",
                                       "tl-sass-item", *body, variant=variant.label))
     return found
+
+
+@renders("resources")
+def _resources(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
+    if not any(r.get("ok") for _, r in rows):
+        return None
+    found = resources_part(spec, rows, context.max_lines, context.downloads)
+    return Drawn(found) if found else None

@@ -7,9 +7,10 @@ from typing import Any
 
 from docutils import nodes
 
-from ...core.plan.spec import VariantSpec
+from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import TENSOR_MEMORY_COLUMNS
 from ...core.results.result import Result
+from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, Span, code, number, table
 
 NOT_RECORDED = "not recorded"
@@ -73,3 +74,11 @@ def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     headers: list[Cell] = ["buffer", *(v.heading for v, _ in ok)]
     return table(headers, body, ["tl-table"], widths=[20, *[20] * len(ok)],
                  key_columns=1)
+
+
+@renders("shared")
+def _shared(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
+    if not any(r.get("ok") for _, r in rows):
+        return None
+    return Drawn([shared_table(rows)],
+                 "Shared buffers and tensor memory" if has_tensor_memory(rows) else None)

@@ -10,6 +10,8 @@ from ...core.hazards.check import cuda_words
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import Target
 from ...core.results.result import Hazards, Result, shared_bytes
+from .bench import bench_table
+from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, Span, doc_line, number, table
 
 
@@ -125,3 +127,15 @@ def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
         body.append([", ".join(names), cell])
     return table(["Hazards", "what the hazard check found in the final code"], body,
                  ["tl-table", "tl-hazards"], widths=[8, 92])
+
+
+@renders("summary")
+def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
+    """The summary table, the hazard check's verdicts and each GPU's numbers (with the
+    chart, where the page shows it)."""
+    numbers = [node for data, entry, stale in context.bench
+               for node in bench_table(spec, data, entry, stale, context.bench_stale,
+                                       context.version)]
+    verdicts = hazards_table(spec, rows)
+    return Drawn([summary_table(spec, rows), *([verdicts] if verdicts is not None else []),
+                  *numbers])

@@ -7,9 +7,10 @@ from collections.abc import Callable
 
 from docutils import nodes
 
-from ...core.plan.spec import VariantSpec
+from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import Target
 from ...core.results.result import Result
+from .parts import Context, Drawn, Rows, renders
 from .shared import NOT_RECORDED
 from .summary import code_name
 from .tables import Cell, Span, code, table
@@ -90,3 +91,8 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
         result.append(nodes.paragraph(
             text="Absent from every variant: " + ", ".join(omitted) + ".", classes=["tl-note"]))
     return result
+
+
+@renders("sync")
+def _sync(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
+    return Drawn(sync_part(rows)) if any(r.get("ok") for _, r in rows) else None

@@ -12,8 +12,7 @@ from tvm.tirx.stmt_functor import post_order_visit
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, version_dims
-from .barriers import Undecided, shared
-from .trace import Trace
+from .trace import Trace, Undecided, shared
 
 
 def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],

@@ -1,0 +1,104 @@
+"""The one sink of a build's findings: each check reports a finding once, here.
+
+A finding is said in the build log (a note, or a typed ``tlstages.<subtype>`` warning or
+error at the page and line it applies to); where it concerns a directive's drift it is
+added to the build's drift report (:class:`~sphinx_tlstages.core.records.drift.Report`,
+which :mod:`.checks.drift_report` writes); an error is counted, and the count is the
+build's exit status (:func:`.checks.run.set_exit_status`). The checks never do one of
+these without the others.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..core.records.drift import Directive, Finding, Report
+from .messages import error, info, warn
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
+
+    from ..core.plan.spec import DirectiveSpec
+
+
+def accept_command(srcdir: Path) -> str:
+    """``tlstages snapshots accept book``: the source folder relative to the current one,
+    or by its name (from the folder above it) where it lies elsewhere: never a path of
+    this machine."""
+    try:
+        relative = os.path.relpath(srcdir)
+    except ValueError:  # another drive on Windows
+        relative = ".."
+    shown = Path(relative).as_posix() if not relative.startswith("..") else srcdir.name
+    return f"tlstages snapshots accept {shown}"
+
+
+def _page(app: Sphinx, docname: str) -> str:
+    builder = app.builder
+    if builder.format == "html":
+        return builder.get_target_uri(docname)
+    return docname + (app.config.html_file_suffix or ".html")
+
+
+def _entry(app: Sphinx, report: Report, spec: DirectiveSpec) -> Directive:
+    """Directive ``spec``'s entry: its source as the build log gives it, relative to the
+    source folder, and its page's address where ``html_baseurl`` is set."""
+    source = Path(str(app.env.doc2path(spec.docname, False))).as_posix()
+    base = str(app.config.html_baseurl or "")
+    url = None
+    if base:
+        anchor = f"#{spec.node_id}" if spec.node_id else ""
+        url = f"{base.rstrip('/')}/{_page(app, spec.docname)}{anchor}"
+    return report.directive(spec.name, source, spec.lineno, url)
+
+
+@dataclass
+class Findings:
+    """What this build's checks found: the drift report and the failures counted."""
+
+    report: Report | None = None  # from the start of the checks (None: not checked)
+    failures: int = 0  # errors that fail the build, with or without ``-W``
+    app: Sphinx | None = field(default=None, repr=False)
+
+    def start(self, app: Sphinx, total: int, strict: bool) -> Report:
+        """Begin this build's report, of ``total`` directives (``strict``: a CI build)."""
+        self.app = app
+        self.report = Report(builder=app.builder.name,
+                             accept=accept_command(Path(app.srcdir)), strict=strict,
+                             directives_total=total)
+        return self.report
+
+    def note(self, message: str, location: Any = None, *, spec: DirectiveSpec | None = None,
+             drift: Sequence[Finding] = (), versions: str | None = None) -> None:
+        """Something the reader should know that is not a problem: a log line."""
+        info(message, location=location)
+        self._add(spec, drift, versions)
+
+    def warn(self, message: str, subtype: str, location: Any = None, *,
+             spec: DirectiveSpec | None = None, drift: Sequence[Finding] = ()) -> None:
+        """A typed warning (``-W`` turns it into a failure)."""
+        warn(message, subtype, location=location)
+        self._add(spec, drift)
+
+    def error(self, message: str, subtype: str, location: Any = None, *,
+              spec: DirectiveSpec | None = None, drift: Sequence[Finding] = (),
+              versions: str | None = None) -> None:
+        """A typed error, counted: the build fails at its end."""
+        self.failures += 1
+        error(message, subtype, location=location)
+        self._add(spec, drift, versions)
+
+    def _add(self, spec: DirectiveSpec | None, drift: Sequence[Finding],
+             versions: str | None = None) -> None:
+        if spec is None or self.report is None or self.app is None:
+            return  # not about one directive's drift, or the checks have not begun
+        entry = _entry(self.app, self.report, spec)
+        if versions is not None:
+            entry.versions = versions
+        for found in drift:
+            self.report.add(entry, found.kind, found.variant, found.words, found.line,
+                            found.detail)
