@@ -71,7 +71,7 @@ def test_each_value_is_declared_once_and_read_as_declared(
         if value.env:
             assert f"wins over ``{value.name}``" in ENVIRONMENT_VARIABLES[value.env]
     app = SimpleNamespace(confdir=tmp_path, srcdir=tmp_path / "src",
-                          doctreedir=tmp_path / "doctrees")
+                          doctreedir=tmp_path / "doctrees", outdir=tmp_path / "html")
     config = SimpleNamespace(**{value.name: value.default for value in CONFIG_VALUES})
     config.tlstages_jobs = 2
     monkeypatch.setenv("TLSTAGES_JOBS", "3")
