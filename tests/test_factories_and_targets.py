@@ -114,22 +114,25 @@ def test_a_kernel_that_sets_its_depth_lowers_as_written(build) -> None:
         + "\n" + rst(GEMM_WRITTEN, "Swept", sweep="block_K=32,64",
                      params=GEMM_PARAMS.replace(" block_K=64", ""), name="swept")
     result = build({"index.rst": page})
-    # The third asks for depths the kernel cannot take: an error at its :num-stages: line,
-    # and the other two build.
+    # The third asks for depths the kernel cannot take: a warning at its :num-stages: line
+    # naming the option to drop, and the kernel's own depth on the page.
     lines = page.splitlines()
     asked = lines.index("   :num-stages: 2 3", lines.index(".. tl-pipeline:: Asked for more"))
     loop_line = next(i for i, line in enumerate(GEMM_WRITTEN.splitlines(), 1)
                      if "T.Pipelined" in line)
     assert f"index.rst:{asked + 1}: WARNING: :num-stages: matmul fixes its pipeline depth " \
            f"(num_stages=3, line {loop_line} of the kernel), so it lowers as written, " \
-           "with num_stages=3 only; to compare depths, give matmul a num_stages parameter " \
-           "and pass it to that loop [tlstages.option]" in result.warnings
+           "with num_stages=3 only, not 2 3: drop :num-stages:, or, to compare depths, give " \
+           "matmul a num_stages parameter and pass it to that loop [tlstages.option]" \
+        in result.warnings
+    asked_shared = result.table("tl-shared", index=2)
+    assert asked_shared[0] == ["buffer", "num_stages=3 (as written)"]
     expected = lines.index("   :expect-error: 2", lines.index(".. tl-pipeline:: Expected wrong"))
     assert f"index.rst:{expected + 1}: WARNING: :expect-error: 2 is not the depth the kernel " \
            "fixes (3, as written) [tlstages.option]" in result.warnings
     assert result.warnings.count("WARNING") == 2
     # Swept besides the written depth: one column per block_K, each as written.
-    swept = result.table("tl-shared", index=2)
+    swept = result.table("tl-shared", index=3)
     assert swept[0] == ["buffer", "block_K=32, num_stages=3 (as written)",
                         "block_K=64, num_stages=3 (as written)"]
     assert swept[1][1:] == ["(3, 128, 32) float16, 24,576 B", "(3, 128, 64) float16, 49,152 B"]

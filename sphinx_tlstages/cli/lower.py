@@ -23,7 +23,15 @@ from ..core.plan import options
 from ..core.plan.spec import DirectiveSpec, KernelOrigin, canonical_params
 from ..core.plan.targets import parse_target
 from ..core.plan.toolkit import find as find_toolkit
-from ..core.plan.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from ..core.plan.variants import (
+    OptionClash,
+    depth_of,
+    depths,
+    kernel_factory,
+    matrix,
+    with_toolkit,
+    written_depth,
+)
 from ..core.results.result import Result, failure
 from ..core.results.stamps import tilelang_version
 from ..ext.config import strict_environment
@@ -91,10 +99,15 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         # As for a directive's :file: kernel, its own folder is on the import path.
         folder = path.resolve().parent
         origin = KernelOrigin(str(path.resolve()), (str(folder),))
-        stages = depths(chosen, stages, num_stages is not None)
+        arguments = {**values, **{k: v[0] for k, v in swept.items()}}
+        stages, unmet = depths(chosen, stages, num_stages is not None, arguments)
+        if unmet:  # lowered as written all the same, as a directive's page is
+            print(f"tlstages lower: warning: --num-stages: {_flags(Exception(unmet))}",
+                  file=sys.stderr)
         variants = matrix(source, path.name, chosen.name, values, swept, stages,
                           chosen_targets, origin=origin,
                           depth_param=chosen.depth_param,
+                          depth_for=depth_of(chosen),
                           # The JSON carries every result whole, pass changes included;
                           # the text output does not show them.
                           record_passes=as_json)
@@ -132,7 +145,8 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                          diff="none", sweep=tuple((k, tuple(map(repr, v)))
                                                   for k, v in swept.items()),
                          params=canonical_params(values),
-                         written_depth=chosen.written_depth, listing=cut)
+                         written_depth=written_depth(chosen, arguments),
+                         listing=cut)
     by_id = {variant.id: variant for variant in variants}
     results: dict[str, Result] = {}
 

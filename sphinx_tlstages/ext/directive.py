@@ -24,7 +24,15 @@ from ..core.plan import options
 from ..core.plan.spec import DirectiveSpec, KernelOrigin, canonical_params, kernel_location
 from ..core.plan.targets import parse_targets
 from ..core.plan.toolkit import find as find_toolkit
-from ..core.plan.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from ..core.plan.variants import (
+    OptionClash,
+    depth_of,
+    depths,
+    kernel_factory,
+    matrix,
+    with_toolkit,
+    written_depth,
+)
 from ..core.results.fact_table import BY_NAME
 from .collector import directives as directives_of
 from .listing import OPTIONS as LISTING_OPTIONS
@@ -220,11 +228,17 @@ class TlPipelineDirective(SphinxDirective):
         try:
             factory = kernel_factory(source, source_name, self.options.get("factory"), params,
                                      sweep)
-            num_stages = depths(factory, num_stages, "num-stages" in self.options)
+            arguments = {**params, **{k: v[0] for k, v in sweep.items()}}
+            num_stages, unmet = depths(factory, num_stages, "num-stages" in self.options,
+                                       arguments)
+            if unmet:  # the kernel lowers as its author wrote it; the option is what to drop
+                warn(f":num-stages: {unmet}", "option",
+                     location=(self.env.docname, self._option_line("num-stages")))
             asserts = self._asserts()
             variants = matrix(source, source_name, factory.name, params, sweep, num_stages,
                               targets, passes, origin, factory.depth_param,
-                              record_passes=any(reads_passes(e) for _, e in asserts))
+                              record_passes=any(reads_passes(e) for _, e in asserts),
+                              depth_for=depth_of(factory))
             # The passes table compares variants: with one, it has nothing to show.
             if "passes" in show and len(variants) > 1:
                 variants = tuple(variant.recording() for variant in variants)
@@ -270,7 +284,7 @@ class TlPipelineDirective(SphinxDirective):
             passes=passes,
             passes_line=self._option_line("passes"),
             params=canonical_params(params),
-            written_depth=factory.written_depth,
+            written_depth=written_depth(factory, arguments),
             listing=self._listing(source, factory.name),
         )
 

@@ -4,9 +4,11 @@ body, and the tile-level gemm calls. Pure ``ast``; the worker matches them to th
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .syntax import dotted_name, factory_scope, is_pipelined
+from .bindings import factory_scopes
+from .syntax import dotted_name, is_pipelined
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,12 @@ class Statement:
     names: frozenset[str]
 
 
+def _walk(source: str, factory_name: str) -> Iterator[ast.AST]:
+    """Every node of the factory and of the module-level functions it reaches."""
+    for scope in factory_scopes(ast.parse(source), factory_name, source):
+        yield from ast.walk(scope)
+
+
 def _one_line(segment: str, limit: int = 96) -> str:
     text = " ".join(segment.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -25,9 +33,8 @@ def _one_line(segment: str, limit: int = 96) -> str:
 
 def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
     """The body statements of each ``T.Pipelined`` loop in the factory, in source order."""
-    scope = factory_scope(ast.parse(source), factory_name)
     loops: list[list[Statement]] = []
-    for found in ast.walk(scope):
+    for found in _walk(source, factory_name):
         if isinstance(found, ast.For) and is_pipelined(found):
             body = []
             for stmt in found.body:
@@ -42,8 +49,7 @@ def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
 def loop_over(source: str, factory_name: str, variable: str) -> list[Statement]:
     """The body statements of the first loop over ``variable`` in the factory (a plain
     ``for s in T.serial(n)``): where a finding in an unpipelined loop is."""
-    scope = factory_scope(ast.parse(source), factory_name)
-    for found in ast.walk(scope):
+    for found in _walk(source, factory_name):
         if isinstance(found, ast.For) and isinstance(found.target, ast.Name) \
                 and found.target.id == variable:
             return [Statement(_one_line(ast.get_source_segment(source, stmt)
@@ -69,9 +75,8 @@ def gemm_statements(source: str, factory_name: str) -> list[Statement]:
     """The tile-level gemm calls in the factory (``T.gemm``, ``T.wgmma_gemm``,
     ``T.tcgen05_gemm`` ...), in source order; ``names`` holds their first three
     arguments' buffer names (A, B, C)."""
-    scope = factory_scope(ast.parse(source), factory_name)
     found = []
-    for node in ast.walk(scope):
+    for node in _walk(source, factory_name):
         if isinstance(node, ast.Call) and dotted_name(node.func).rsplit(".", 1)[-1] \
                 .endswith("gemm") and "." in dotted_name(node.func):
             operands = frozenset(_base_name(arg) for arg in node.args[:3])

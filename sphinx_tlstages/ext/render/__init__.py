@@ -75,7 +75,10 @@ def _written_note(spec: DirectiveSpec, factory: str) -> nodes.Node | None:
         return None
     several = len(spec.written_depth) > 1
     para = nodes.paragraph(classes=["tl-note", "tl-as-written"])
-    para += nodes.Text(f"The kernel fixes its pipeline depth{'s' if several else ''} (")
+    # A depth computed from the arguments reads ``num_stages = <expression> with ...``.
+    verb = "computes its pipeline depth{} from its arguments" \
+        if any(" = " in said for _, said in spec.written_depth) else "fixes its pipeline depth{}"
+    para += nodes.Text(f"The kernel {verb.format('s' if several else '')} (")
     for i, (line, said) in enumerate(spec.written_depth):
         para += nodes.Text("; " if i else "")
         para += code(said) if said.startswith("num_stages=") and " " not in said \

@@ -1,0 +1,89 @@
+"""Kernels as their authors wrote them in other repositories' styles, lowered for real:
+factories behind an import guard or wrapped by assignment, depths computed from the
+factory's arguments or fixed in the loop."""
+
+from __future__ import annotations
+
+from .kernels import GEMM, GEMM_PARAMS, rst
+
+HEAD = "Kernels\n=======\n\n"
+
+# Optional kernels behind an import guard, as a package that runs without TileLang does.
+GUARDED = ("try:\n    import tilelang\n    import tilelang.language as T\n"
+           "    HAS_TILELANG = True\nexcept ImportError:\n    HAS_TILELANG = False\n\n"
+           "if HAS_TILELANG:\n" + "\n".join(("    " + line).rstrip()
+                                             for line in GEMM.splitlines()) + "\n")
+# Wrapped by assignment rather than decorated.
+WRAPPED = GEMM.replace("@tilelang.jit\ndef matmul(", "def _matmul(").replace(
+    "return kernel", "return kernel\n\n\nmatmul = tilelang.jit(_matmul)")
+# The depth computed from the factory's own arguments.
+COMPUTED = GEMM.replace(", num_stages, threads):", ", threads, inplace=False):").replace(
+    '    dtype = "float16"\n',
+    '    dtype = "float16"\n    num_stages = 0 if inplace else 2\n')
+
+
+def _line(page: str, text: str, after: str = "") -> int:
+    """The document line (from 1) of the first line holding ``text`` after ``after``."""
+    lines = page.splitlines()
+    start = next(i for i, line in enumerate(lines) if after in line) if after else 0
+    return next(i for i, line in enumerate(lines) if i >= start and text in line) + 1
+
+
+def test_factories_load_where_python_binds_them(build) -> None:
+    page = HEAD + rst(GUARDED, "Guarded", num_stages="2", params=GEMM_PARAMS,
+                      name="guarded") + "\n" + rst(WRAPPED, "Wrapped", num_stages="2",
+                                                   params=GEMM_PARAMS, name="wrapped") \
+        + "\n" + rst(GUARDED, "Misnamed", num_stages="2", params=GEMM_PARAMS,
+                     factory="gemm", name="misnamed")
+    result = build({"index.rst": page})
+    for index in (0, 1):
+        shared = result.table("tl-shared", index=index)
+        assert shared[1] == ["A_shared", "(2, 128, 64) float16, 32,768 B"]
+    # The kernel's own lines, under the guard's indentation.
+    rows = result.table("tl-annotations", index=0)
+    assert rows[1][1] == str(_line(page, "T.copy(A[by", "Guarded"))
+    # A name not bound: what was looked for and found, at the document line.
+    assert f"index.rst:{_line(page, '.. tl-pipeline:: Misnamed')}: WARNING: no function " \
+           "'gemm' bound at the kernel's top level (looked for a def or an assignment such " \
+           "as gemm = tilelang.jit(...), under a top-level if/try/with too); found: matmul " \
+           "(line 10, jit) [tlstages.source]" in result.warnings
+    assert result.warnings.count("WARNING") == 1
+
+
+def test_a_guard_false_where_it_lowers_says_so(build) -> None:
+    off = GUARDED.replace("    HAS_TILELANG = True", "    HAS_TILELANG = False")
+    page = HEAD + rst(off, "Off", num_stages="2", params=GEMM_PARAMS, name="off")
+    result = build({"index.rst": page})
+    assert "the kernel ran but bound no 'matmul': its definition (line 10), under " \
+           "`if HAS_TILELANG:` (line 8), was not executed; the module binds no function" \
+        in result.warnings
+
+
+def test_a_computed_depth_lowers_as_written(build) -> None:
+    page = HEAD + rst(COMPUTED, "Computed", params=GEMM_PARAMS, name="computed") + "\n" \
+        + rst(COMPUTED, "Asked", num_stages="2 4", params=GEMM_PARAMS + " inplace=True",
+              name="asked") + "\n" \
+        + rst(COMPUTED, "Swept", sweep="inplace=False,True", params=GEMM_PARAMS,
+              name="swept")
+    result = build({"index.rst": page})
+    # Its arguments' depth (2 by default), one variant, as written.
+    assert result.table("tl-shared", index=0)[:2] == [
+        ["buffer", "num_stages=2 (as written)"],
+        ["A_shared", "(2, 128, 64) float16, 32,768 B"]]
+    note = result.part("tl-as-written").astext()
+    assert note.startswith("The kernel computes its pipeline depth from its arguments "
+                           "(num_stages = 0 if inplace else 2 with inplace=False (2), line ")
+    # Asked for other depths: a warning at the option's line naming the expression, and
+    # the depth the arguments give (inplace=True: 0, no pipelining).
+    asked = _line(page, ":num-stages: 2 4", "Asked")
+    assert f"index.rst:{asked}: WARNING: :num-stages: matmul computes its pipeline depth " \
+           "(num_stages = 0 if inplace else 2 with inplace=True (0), line " in result.warnings
+    assert "so it lowers as written, with num_stages=0 only, not 2 4: drop :num-stages:" \
+        in result.warnings
+    assert result.table("tl-shared", index=1)[1] == ["A_shared",
+                                                      "(128, 64) float16, 16,384 B"]
+    # A swept argument the depth reads changes it, column by column.
+    assert result.table("tl-shared", index=2)[0] == [
+        "buffer", "inplace=False, num_stages=2 (as written)",
+        "inplace=True, num_stages=0 (as written)"]
+    assert result.warnings.count("WARNING") == 1
