@@ -22,6 +22,53 @@ COMPUTED = GEMM.replace(", num_stages, threads):", ", threads, inplace=False):")
     '    dtype = "float16"\n    num_stages = 0 if inplace else 2\n')
 
 
+# A two-pass online softmax: the first T.Pipelined loop finds each row's maximum and sum,
+# the second writes the normalised tile; each loop has a shared tile of its own.
+SOFTMAX = '''import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def softmax(M, N, block_M, block_N, num_stages, threads=128):
+    dtype = "float16"
+    accum = "float32"
+
+    @T.prim_func
+    def kernel(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
+            X_s = T.alloc_shared((block_M, block_N), dtype)
+            X_s2 = T.alloc_shared((block_M, block_N), dtype)
+            tile = T.alloc_fragment((block_M, block_N), accum)
+            row_max = T.alloc_fragment((block_M,), accum)
+            tile_max = T.alloc_fragment((block_M,), accum)
+            row_sum = T.alloc_fragment((block_M,), accum)
+            tile_sum = T.alloc_fragment((block_M,), accum)
+            T.fill(row_max, -T.infinity(accum))
+            T.fill(row_sum, 0)
+            for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=num_stages):
+                T.copy(X[bx * block_M, k * block_N], X_s)
+                T.copy(X_s, tile)
+                T.reduce_max(tile, tile_max, dim=1)
+                for i in T.Parallel(block_M):
+                    row_sum[i] = row_sum[i] * T.exp2(row_max[i] - T.max(row_max[i], tile_max[i]))
+                    row_max[i] = T.max(row_max[i], tile_max[i])
+                for i, j in T.Parallel(block_M, block_N):
+                    tile[i, j] = T.exp2(tile[i, j] - row_max[i])
+                T.reduce_sum(tile, tile_sum, dim=1)
+                for i in T.Parallel(block_M):
+                    row_sum[i] += tile_sum[i]
+            for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=num_stages):
+                T.copy(X[bx * block_M, k * block_N], X_s2)
+                T.copy(X_s2, tile)
+                for i, j in T.Parallel(block_M, block_N):
+                    tile[i, j] = T.exp2(tile[i, j] - row_max[i]) / row_sum[i]
+                T.copy(tile, Y[bx * block_M, k * block_N])
+
+    return kernel
+'''
+SOFTMAX_PARAMS = "M=256 N=1024 block_M=16 block_N=128"
+
+
 def _line(page: str, text: str, after: str = "") -> int:
     """The document line (from 1) of the first line holding ``text`` after ``after``."""
     lines = page.splitlines()
@@ -87,3 +134,31 @@ def test_a_computed_depth_lowers_as_written(build) -> None:
         "buffer", "inplace=False, num_stages=2 (as written)",
         "inplace=True, num_stages=0 (as written)"]
     assert result.warnings.count("WARNING") == 1
+
+
+def test_two_pipelined_loops_each_statement_on_its_line(build) -> None:
+    page = HEAD + rst(SOFTMAX, "Softmax", num_stages="2", target="sm_80 sm_90a",
+                      params=SOFTMAX_PARAMS, name="softmax")
+    result = build({"index.rst": page})
+    assert result.warnings == ""
+    rows = {row[0]: row[1:] for row in result.table("tl-annotations")}
+    second = _line(page, "T.copy(X[bx * block_M, k * block_N], X_s2)")
+    first = _line(page, "T.copy(X[bx * block_M, k * block_N], X_s)")
+    # Every statement of both loops on its kernel line, in the kernel's spelling: the
+    # second loop software-pipelined on both targets, the first warp-specialised on sm_90a.
+    assert rows["T.copy(X[bx * block_M, k * block_N], X_s2)"] == [
+        str(second), "stage 0, order 1", "stage 0, order 1"]
+    assert rows["T.copy(X_s2, tile)"][2:] == ["stage 2, order 0"]
+    assert rows["T.copy(X[bx * block_M, k * block_N], X_s)"][0] == str(first)
+    assert rows["T.copy(X[bx * block_M, k * block_N], X_s)"][2] == "producer"
+    assert rows["T.copy(X_s, tile)"][2] == "consumer"
+    assert not any("T.region" in key for key in rows)
+    assert all(row[0] for key, row in rows.items()
+               if not key.startswith(("inserted", "producer", "barrier")))
+    # The ring names the one buffer that travels through it.
+    html = result.html()
+    assert "X_s/X_s2" not in html and "TMA load into X_s[0]" in html
+    # Each loop has its own figure, headed by its line where a variant has several.
+    assert f"sm_80, num_stages=2, line {second - 1}" in html  # the T.Pipelined lines
+    assert f"sm_90a, num_stages=2, line {first - 1}" in html
+    assert f"sm_90a, num_stages=2, line {second - 1}" in html

@@ -49,9 +49,9 @@ def test_hopper_shows_roles_barriers_and_tma(build) -> None:
     assert roles["T.copy(A[by * block_M, ko * block_K], A_shared)"] == ["not pipelined", "producer"]
     assert roles["T.gemm(A_shared, B_shared, C_local, transpose_B=True)"][1] == "consumer"
     # The compiler's own barrier waits, one per warp group, and its arrive on "empty".
-    assert roles["inserted T.mbarrier_wait_parity (producer)"] == ["—", "producer"]
-    assert roles["inserted T.mbarrier_wait_parity (consumer)"] == ["—", "consumer"]
-    assert roles["inserted T.ptx_arrive_barrier (consumer)"] == ["—", "consumer"]
+    assert roles["inserted by the compiler: T.mbarrier_wait_parity (producer)"] == ["—", "producer"]
+    assert roles["inserted by the compiler: T.mbarrier_wait_parity (consumer)"] == ["—", "consumer"]
+    assert roles["inserted by the compiler: T.ptx_arrive_barrier (consumer)"] == ["—", "consumer"]
     assert roles["producer + consumer threads"] == ["—", "128 + 128"]
     assert roles["barrier ring"] == ["—", "mbarrier (6,), arrivals 1 1 1 128 128 128"]
     sync = {row[0]: row[1:] for row in result.table("tl-sync")}

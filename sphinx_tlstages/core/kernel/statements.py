@@ -7,7 +7,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .bindings import factory_scopes
+from .bindings import factory_scopes, module_functions
 from .syntax import dotted_name, is_pipelined
 
 
@@ -18,6 +18,22 @@ class Statement:
     text: str
     line: int
     names: frozenset[str]
+    # What it does, as the IR would say it: a call's last name (``copy``, ``gemm``,
+    # ``reduce_max``, or a helper's such as ``load_tile``), else the statement's kind
+    # (``For``, ``If``, ``Assign``...).
+    op: str = ""
+    # The module-level function it calls, when it calls one (a @T.macro, a helper): its
+    # body may become several statements of the IR.
+    helper: bool = False
+
+
+@dataclass(frozen=True)
+class PipelinedLoop:
+    """A ``T.Pipelined`` loop of the kernel: its line, loop variable and body."""
+
+    line: int
+    var: str
+    body: tuple[Statement, ...]
 
 
 def _walk(source: str, factory_name: str) -> Iterator[ast.AST]:
@@ -31,19 +47,37 @@ def _one_line(segment: str, limit: int = 96) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
-    """The body statements of each ``T.Pipelined`` loop in the factory, in source order."""
-    loops: list[list[Statement]] = []
+def _op(stmt: ast.stmt) -> str:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return dotted_name(stmt.value.func).rsplit(".", 1)[-1]
+    return type(stmt).__name__
+
+
+def _statement(source: str, stmt: ast.stmt, helpers: set[str]) -> Statement:
+    segment = ast.get_source_segment(source, stmt) or ast.unparse(stmt)
+    names = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name))
+    called = {dotted_name(n.func) for n in ast.walk(stmt) if isinstance(n, ast.Call)}
+    return Statement(_one_line(segment), stmt.lineno, names, _op(stmt),
+                     bool(called & helpers))
+
+
+def pipelined(source: str, factory_name: str) -> list[PipelinedLoop]:
+    """Each ``T.Pipelined`` loop of the factory and of the module-level functions it
+    reaches (a ``@T.macro``), in source order."""
+    tree = ast.parse(source)
+    helpers = set(module_functions(tree, source))
+    loops: list[PipelinedLoop] = []
     for found in _walk(source, factory_name):
         if isinstance(found, ast.For) and is_pipelined(found):
-            body = []
-            for stmt in found.body:
-                segment = ast.get_source_segment(source, stmt) or ast.unparse(stmt)
-                names = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name))
-                body.append(Statement(_one_line(segment), stmt.lineno, names))
-            loops.append(body)
-    loops.sort(key=lambda body: body[0].line if body else 0)
-    return loops
+            var = ast.unparse(found.target)
+            loops.append(PipelinedLoop(found.lineno, var, tuple(
+                _statement(source, stmt, helpers) for stmt in found.body)))
+    return sorted(loops, key=lambda loop: loop.line)
+
+
+def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
+    """The body statements of each ``T.Pipelined`` loop in the factory, in source order."""
+    return [list(loop.body) for loop in pipelined(source, factory_name)]
 
 
 def loop_over(source: str, factory_name: str, variable: str) -> list[Statement]:

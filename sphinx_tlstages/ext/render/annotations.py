@@ -24,8 +24,9 @@ def _stage_cell(loop: PipelineLoop, i: int) -> str:
 def _schedule_rows(rows: list[tuple[VariantSpec, Result]]) -> dict[tuple[str, str], dict[str, Any]]:
     """Per statement, per variant: stage and order, or the warp group that runs it.
 
-    Rows are keyed by the statement's source text; statements the compiler inserted are
-    keyed by their operation and warp group, since their IR text differs per variant.
+    Rows are keyed by the statement's kernel line and text (two loops may hold the same
+    text); statements the compiler inserted are keyed by their operation and warp group,
+    since their IR text differs per variant.
     """
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for variant, result in rows:
@@ -33,12 +34,14 @@ def _schedule_rows(rows: list[tuple[VariantSpec, Result]]) -> dict[tuple[str, st
             continue
         for loop in result["pipeline"]:
             for i, stmt in enumerate(loop["statements"]):
-                row = found.setdefault(("", stmt["text"]), {"line": stmt["line"]})
+                row = found.setdefault((str(stmt["line"] or ""), stmt["text"]),
+                                       {"line": stmt["line"], "why": stmt.get("why")})
                 row[variant.label] = _stage_cell(loop, i)
         warp = result.get("warp_specialized")
         for role in warp["roles"] if warp else []:
-            key = (role["role"], role["op"]) if role["inserted"] else ("", role["text"])
-            row = found.setdefault(key, {"line": role["line"]})
+            key = (role["role"], role["op"]) if role["inserted"] \
+                else (str(role["line"] or ""), role["text"])
+            row = found.setdefault(key, {"line": role["line"], "inserted": role["inserted"]})
             row[variant.label] = role["role"]
     return found
 
@@ -54,10 +57,13 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
     body: list[list[Cell | Span]] = []
     for (role, text), row in _schedule_rows(rows).items():
         label: Cell = code(text)
-        if role:
-            label = [nodes.emphasis(text="inserted "), code(f"T.{text}"),
+        inserted = bool(row.get("inserted"))
+        if inserted:
+            label = [nodes.emphasis(text="inserted by the compiler: "), code(f"T.{text}"),
                      nodes.emphasis(text=f" ({role})")]
-        missing = "not pipelined" if not role else "—"
+        elif row.get("why"):
+            label = [code(text), nodes.emphasis(text=f" (no kernel line: {row['why']})")]
+        missing = "—" if inserted else "not pipelined"
         body.append([label, doc_line(spec, row["line"]),
                      *(row.get(v.label, missing) for v, _ in ok)])
     warp = [r.get("warp_specialized") for _, r in ok]
