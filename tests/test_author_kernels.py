@@ -69,6 +69,74 @@ def softmax(M, N, block_M, block_N, num_stages, threads=128):
 SOFTMAX_PARAMS = "M=256 N=1024 block_M=16 block_N=128"
 
 
+# Loads in a @T.macro the pipelined loop calls.
+MACRO_GEMM = '''import tilelang
+import tilelang.language as T
+
+
+@T.macro
+def load_tiles(A, B, A_s, B_s, row, col, k, block_M, block_N, block_K):
+    T.copy(A[row * block_M, k * block_K], A_s)
+    T.copy(B[col * block_N, k * block_K], B_s)
+
+
+@tilelang.jit
+def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads=128):
+    dtype = "float16"
+
+    @T.prim_func
+    def kernel(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
+               C: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
+            A_s = T.alloc_shared((block_M, block_K), dtype)
+            B_s = T.alloc_shared((block_N, block_K), dtype)
+            acc = T.alloc_fragment((block_M, block_N), "float32")
+            T.clear(acc)
+            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
+                load_tiles(A, B, A_s, B_s, by, bx, k, block_M, block_N, block_K)
+                T.gemm(A_s, B_s, acc, transpose_B=True)
+            T.copy(acc, C[by * block_M, bx * block_N])
+
+    return kernel
+'''
+# A backward-attention piece: 4-D tensors, a runtime condition in the loop, two gemms.
+ATTENTION = '''import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit
+def attn_bwd_piece(batch, seq, heads, dim, block, num_stages, threads=128):
+    dtype = "float16"
+
+    @T.prim_func
+    def kernel(Q: T.Tensor((batch, seq, heads, dim), dtype),
+               K: T.Tensor((batch, seq, heads, dim), dtype),
+               dO: T.Tensor((batch, seq, heads, dim), dtype),
+               dK: T.Tensor((batch, seq, heads, dim), "float32")):
+        with T.Kernel(T.ceildiv(seq, block), heads, batch, threads=threads) as (bx, by, bz):
+            k_s = T.alloc_shared((block, dim), dtype)
+            q_s = T.alloc_shared((block, dim), dtype)
+            s_do = T.alloc_shared((block, dim), dtype)
+            acc = T.alloc_fragment((block, block), "float32")
+            acc_h = T.alloc_shared((block, block), dtype)
+            dk = T.alloc_fragment((block, dim), "float32")
+            T.copy(K[bz, bx * block, by, 0], k_s)
+            T.clear(dk)
+            for i_k in T.Pipelined(T.ceildiv(seq, block), num_stages=num_stages):
+                T.copy(Q[bz, i_k * block, by, 0], q_s)
+                T.copy(dO[bz, i_k * block, by, 0], s_do)
+                T.gemm(k_s, q_s, acc, transpose_B=True, clear_accum=True)
+                if by // 4 == by % 4:
+                    for i, j in T.Parallel(block, block):
+                        acc[i, j] = acc[i, j] * 0.5
+                T.copy(acc, acc_h)
+                T.gemm(acc_h, s_do, dk)
+            T.copy(dk, dK[bz, bx * block, by, 0])
+
+    return kernel
+'''
+
+
 def _line(page: str, text: str, after: str = "") -> int:
     """The document line (from 1) of the first line holding ``text`` after ``after``."""
     lines = page.splitlines()
@@ -162,3 +230,31 @@ def test_two_pipelined_loops_each_statement_on_its_line(build) -> None:
     assert f"sm_80, num_stages=2, line {second - 1}" in html  # the T.Pipelined lines
     assert f"sm_90a, num_stages=2, line {first - 1}" in html
     assert f"sm_90a, num_stages=2, line {second - 1}" in html
+
+
+def test_macro_loads_and_4d_tensors_on_their_lines(build) -> None:
+    page = HEAD + rst(MACRO_GEMM, "Macro", num_stages="2", target="sm_80 sm_90a",
+                      params="M=512 N=512 K=512 block_M=64 block_N=64 block_K=32",
+                      name="macro") + "\n" \
+        + rst(ATTENTION, "Attention", num_stages="2", target="sm_80 sm_90a",
+              params="batch=1 seq=256 heads=8 dim=64 block=64", name="attention")
+    result = build({"index.rst": page})
+    assert result.warnings == ""
+    rows = {row[0]: row[1:] for row in result.table("tl-annotations", index=0)}
+    # Each copy the macro makes on the macro's own line, its stage on sm_80 and its warp
+    # group on sm_90a; the call site is not a row of its own.
+    a_copy = rows["T.copy(A[row * block_M, k * block_K], A_s)"]
+    assert a_copy == [str(_line(page, "T.copy(A[row * block_M")), "stage 0, order 0",
+                      "producer"]
+    assert rows["T.copy(B[col * block_N, k * block_K], B_s)"][1:] == ["stage 0, order 1",
+                                                                      "producer"]
+    assert not any(key.startswith("load_tiles(") for key in rows)
+    attention = {row[0]: row[1:] for row in result.table("tl-annotations", index=1)}
+    for text in ("T.copy(Q[bz, i_k * block, by, 0], q_s)",
+                 "T.copy(dO[bz, i_k * block, by, 0], s_do)", "T.gemm(acc_h, s_do, dk)"):
+        assert attention[text][0] == str(_line(page, text)), text
+        assert attention[text][1].startswith("stage "), text
+        assert attention[text][2] in ("producer", "consumer"), text
+    condition = next(key for key in attention if key.startswith("if by // 4 == by % 4:"))
+    assert attention[condition][1].startswith("stage ")
+    assert not any("T.region" in key or "no kernel line" in key for key in attention)

@@ -278,3 +278,44 @@ def test_a_computed_depth_is_evaluated_for_the_arguments() -> None:
     assert written_depth(chosen, arguments) == (
         (19, "num_stages = 0 if inplace or K <= block_K else 2 with inplace=False, "
              "K=1024, block_K=64 (2)"),)
+
+
+MACRO = ("@T.macro\ndef load(X, X_s, row, k):\n    T.copy(X[row, k], X_s)\n\n\n"
+         "@tilelang.jit\ndef f(M, num_stages):\n    @T.prim_func\n"
+         "    def main(A: T.Tensor((M, M), T.float16)):\n"
+         "        with T.Kernel(1, threads=128) as bx:\n"
+         "            A_s = T.alloc_shared((64, 64), T.float16)\n"
+         "            acc = T.alloc_fragment((64, 64), T.float32)\n"
+         "            for k in T.Pipelined(M // 64, num_stages=num_stages):\n"
+         "                load(A, A_s, bx, k)\n"
+         "                T.gemm(A_s, A_s, acc)\n\n    return main\n")
+
+
+def test_a_macro_call_stands_for_its_statements() -> None:
+    from sphinx_tlstages.core.kernel.statements import pipelined
+
+    (loop,) = pipelined(MACRO, "f")
+    assert (loop.line, loop.var) == (13, "k")
+    copy, gemm = loop.body
+    # The macro's own line and text, naming the buffers the call passes.
+    assert (copy.text, copy.line, copy.op) == ("T.copy(X[row, k], X_s)", 3, "copy")
+    assert {"A", "A_s", "X_s"} <= copy.names
+    assert (gemm.line, gemm.op) == (15, "gemm")
+
+
+def test_ir_statements_align_by_operation_and_buffers() -> None:
+    from sphinx_tlstages.core.kernel.statements import pipelined
+    from sphinx_tlstages.core.results.loop_match import align, readable, which_loop
+
+    (loop,) = pipelined(MACRO, "f")
+    copy = {"op": "tl.tileop.copy", "buffers": ["A", "A_s"]}
+    gemm = {"op": "tl.tileop.gemm", "buffers": ["A_s", "acc"]}
+    stray = {"op": "tl.tileop.copy", "buffers": ["B", "B_s"]}
+    assert align([copy, gemm], loop.body) == [0, 1]
+    # A statement the body does not name stays unaligned; the others keep their lines.
+    assert align([copy, stray, gemm], loop.body) == [0, None, 1]
+    # A copy never takes a gemm's line, though they touch the same tile.
+    assert align([{"op": "tl.tileop.copy", "buffers": ["A_s", "acc"]}], loop.body) == [None]
+    assert readable(stray) == "T.copy(B, B_s)"
+    assert which_loop("k", {"A", "A_s"}, [loop], set()) == 0
+    assert which_loop("k", {"Z"}, [loop], set()) is None

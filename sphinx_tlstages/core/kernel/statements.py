@@ -61,17 +61,47 @@ def _statement(source: str, stmt: ast.stmt, helpers: set[str]) -> Statement:
                      bool(called & helpers))
 
 
+def _expanded(source: str, stmt: ast.stmt, functions: dict[str, ast.FunctionDef],
+              depth: int = 0) -> list[Statement]:
+    """A loop body statement, or, where it calls a module-level function (a ``@T.macro``)
+    whose body TileLang inlines, that body's statements, each naming the buffers the call
+    passes for its parameters (``load(A, A_s)`` into ``def load(X, X_s)``)."""
+    helpers = set(functions)
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if depth > 3 or not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) \
+            or call.func.id not in functions or (call.keywords and any(
+                k.arg is None for k in call.keywords)):
+        return [_statement(source, stmt, helpers)]
+    helper = functions[call.func.id]
+    params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+    given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    given.update({k.arg: k.value for k in call.keywords if k.arg})
+    passed = {name: frozenset(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+              for name, value in given.items()}
+    body = [b for b in helper.body
+            if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    found: list[Statement] = []
+    for inner in body:
+        for each in _expanded(source, inner, functions, depth + 1):
+            names = frozenset(m for n in each.names for m in passed.get(n, {n}))
+            found.append(Statement(each.text, each.line, names | each.names, each.op,
+                                   each.helper))
+    return found or [_statement(source, stmt, helpers)]
+
+
 def pipelined(source: str, factory_name: str) -> list[PipelinedLoop]:
     """Each ``T.Pipelined`` loop of the factory and of the module-level functions it
-    reaches (a ``@T.macro``), in source order."""
+    reaches (a ``@T.macro``), in source order; a call in the loop body to a module-level
+    function stands for that function's statements (TileLang inlines it)."""
     tree = ast.parse(source)
-    helpers = set(module_functions(tree, source))
+    functions = {name: b.node for name, b in module_functions(tree, source).items()}
     loops: list[PipelinedLoop] = []
     for found in _walk(source, factory_name):
         if isinstance(found, ast.For) and is_pipelined(found):
             var = ast.unparse(found.target)
-            loops.append(PipelinedLoop(found.lineno, var, tuple(
-                _statement(source, stmt, helpers) for stmt in found.body)))
+            body = [each for stmt in found.body
+                    for each in _expanded(source, stmt, functions)]
+            loops.append(PipelinedLoop(found.lineno, var, tuple(body)))
     return sorted(loops, key=lambda loop: loop.line)
 
 
