@@ -226,6 +226,22 @@ def test_two_pipelined_loops_each_statement_on_its_line(build) -> None:
     # The ring names the one buffer that travels through it.
     html = result.html()
     assert "X_s/X_s2" not in html and "TMA load into X_s[0]" in html
+    # The summary names each loop by its line and says which TileLang split.
+    summary = {row[0]: row[1] for row in result.table("tl-summary")}
+    loop1, loop2 = first - 1, second - 1
+    assert summary["sm_80, num_stages=2"] == (f"line {loop1}: pipelined, depth 2; "
+                                              f"line {loop2}: pipelined, depth 2")
+    assert summary["sm_90a, num_stages=2"] == (
+        f"line {loop1}: warp-specialised, 2 slots, 4 barriers; line {loop2}: pipelined, "
+        "depth 2")
+    assert result.part("tl-loop-split").astext() == (
+        f"sm_90a, num_stages=2: TileLang warp-specialised the loop at line {loop1} "
+        "(producer and consumer warps, a barrier ring) and software-pipelined the loop at "
+        f"line {loop2} inside the consumer warps, as cp.async copies; TileLang gives no "
+        "reason for the choice in its IR or its log.")
+    # Counts say what they count, in agreement.
+    copies = {row[0]: row[5] for row in result.table("tl-summary")}
+    assert copies["sm_90a, num_stages=2"] == "1 TMA load call"
     # Each loop has its own figure, headed by its line where a variant has several.
     assert f"sm_80, num_stages=2, line {second - 1}" in html  # the T.Pipelined lines
     assert f"sm_90a, num_stages=2, line {first - 1}" in html
@@ -258,3 +274,25 @@ def test_macro_loads_and_4d_tensors_on_their_lines(build) -> None:
     condition = next(key for key in attention if key.startswith("if by // 4 == by % 4:"))
     assert attention[condition][1].startswith("stage ")
     assert not any("T.region" in key or "no kernel line" in key for key in attention)
+
+
+def test_a_depth_the_loop_cannot_reach_is_said(build) -> None:
+    """Two iterations (K=64, block_K=32) at depth 4: four slots, two filled."""
+    page = HEAD + rst(GEMM, "Two iterations", num_stages="2 4", target="sm_80 sm_90a",
+                      params="M=128 N=128 K=64 block_M=128 block_N=128 block_K=32 "
+                             "threads=128", name="short")
+    result = build({"index.rst": page})
+    summary = {row[0]: row[1] for row in result.table("tl-summary")}
+    assert summary["sm_80, num_stages=2"] == "pipelined, depth 2"
+    assert summary["sm_80, num_stages=4"] == (
+        "pipelined, depth 4; the loop runs 2 times: num_stages=4 allocates 4 slots and "
+        "fills 2")
+    assert summary["sm_90a, num_stages=4"] == (
+        "warp-specialised, 4 slots, 8 barriers; the loop runs 2 times: num_stages=4 "
+        "allocates 4 slots and fills 2")
+    shared = {row[0]: row[1:] for row in result.table("tl-shared")}
+    assert shared["A_shared"][1] == "(4, 128, 32) float16, 32,768 B"
+    # On paper too.
+    latex = build({"index.rst": page}, buildername="latex")
+    tex = " ".join(next(latex.outdir.glob("*.tex")).read_text(encoding="utf-8").split())
+    assert "the loop runs 2 times: num\\_stages=4 allocates 4 slots and fills 2" in tex

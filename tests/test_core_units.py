@@ -196,3 +196,20 @@ def test_numbers_go_stale_with_the_code_shown_not_with_template_headers() -> Non
     # A file written before the code's own fingerprint compares the code with its headers.
     older = {k: v for k, v in numbers.items() if k != "cuda"}
     assert is_stale(variant, older, "0.1.15", other_headers)  # type: ignore[arg-type]
+
+
+def test_some_depths_alike_are_named() -> None:
+    """Two of four depths lowered alike: the group is not merged, and a sentence says
+    which two."""
+    from sphinx_tlstages.core.plan.variants import alike_within
+
+    def row(stages: int, ir: str) -> tuple[VariantSpec, dict[str, Any]]:
+        return (spec(num_stages=stages, axes=(("num_stages", str(stages)),)),
+                {"ok": True, "planned_ir": ir, "cuda": ir})
+
+    rows = [row(1, "a"), row(2, "b"), row(3, "c"), row(4, "c")]
+    assert merge_unchanged(rows)[1] == []  # type: ignore[arg-type]
+    assert alike_within(rows) == [  # type: ignore[arg-type]
+        "On sm_80, num_stages 3 and 4 lower to the same IR after pipeline planning and to "
+        "the same CUDA code; the other values differ."]
+    assert alike_within([row(1, "a"), row(2, "b"), row(3, "c")]) == []  # type: ignore[arg-type]

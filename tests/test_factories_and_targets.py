@@ -43,8 +43,8 @@ def test_hopper_shows_roles_barriers_and_tma(build) -> None:
     assert result.warnings == ""
     summary = {row[0]: row for row in result.table("tl-summary")[1:]}
     assert summary["0"][1:3] == ["not pipelined", "128"]
-    assert summary["3"][1:3] == ["warp-specialised, 6 barriers", "256"]
-    assert summary["3"][5] == "2 TMA loads"
+    assert summary["3"][1:3] == ["warp-specialised, 3 slots, 6 barriers", "256"]
+    assert summary["3"][5] == "2 TMA load calls"
     roles = {row[0]: row[2:] for row in result.table("tl-annotations")[1:]}
     assert roles["T.copy(A[by * block_M, ko * block_K], A_shared)"] == ["not pipelined", "producer"]
     assert roles["T.gemm(A_shared, B_shared, C_local, transpose_B=True)"][1] == "consumer"

@@ -195,6 +195,37 @@ def merge_unchanged(rows: Sequence[tuple[VariantSpec, Result]]
     return shown, merged
 
 
+def alike_within(rows: Sequence[tuple[VariantSpec, Result]]) -> list[str]:
+    """Where only some num_stages values of a group lowered alike (two of four depths),
+    one sentence per such set, saying which: the page shows their columns apart, so
+    that the reader would otherwise have to compare them line by line."""
+    groups: dict[tuple[object, ...], list[tuple[VariantSpec, Result]]] = {}
+    for variant, result in rows:
+        others = tuple(axis for axis in variant.axes if axis[0] != "num_stages")
+        groups.setdefault((variant.target, others), []).append((variant, result))
+    said: list[str] = []
+    for members in groups.values():
+        if len(members) < 3 or lowered_alike([r for _, r in members]):
+            continue  # two alike are the whole group, merged by merge_unchanged
+        sets: dict[tuple[object, object], list[VariantSpec]] = {}
+        for variant, result in members:
+            if result.get("ok") and result.get("planned_ir") is not None:
+                sets.setdefault((result.get("planned_ir"), result.get("cuda")),
+                                []).append(variant)
+        for alike in sets.values():
+            if len(alike) < 2:
+                continue
+            first = alike[0]
+            swept = ", ".join(f"{name}={value}" for name, value in first.axes
+                              if name not in ("num_stages", "target"))
+            where = first.target.label + (f" with {swept}" if swept else "")
+            *most, last = (str(v.stages) for v in alike)
+            said.append(f"On {where}, num_stages {', '.join(most)} and {last} lower to the "
+                        "same IR after pipeline planning and to the same "
+                        f"{first.target.language} code; the other values differ.")
+    return said
+
+
 def unchanged_sentence(variant: VariantSpec) -> str:
     """What a merged column stands for, in one sentence."""
     others = ", ".join(f"{name}={value}" for name, value in variant.axes
@@ -207,6 +238,7 @@ def unchanged_sentence(variant: VariantSpec) -> str:
             f"shown once as num_stages={variant.stages}.")
 
 
-__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "alike_group", "depth_of", "depths",
+__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "alike_group", "alike_within",
+           "depth_of", "depths",
            "kernel_factory", "lowered_alike", "matrix", "merge_unchanged", "unchanged_sentence",
            "written_depth"]

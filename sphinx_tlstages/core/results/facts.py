@@ -149,7 +149,8 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         pipeline.append({"num_stages": loop["num_stages"], "stage": loop["stage"],
                          "order": loop["order"],
                          "statements": _named(loop["statements"], chosen),
-                         "line": chosen.line if chosen else None})
+                         "line": chosen.line if chosen else None,
+                         "trips": loop.get("trips")})
     warp: WarpSpecialization | None = None
     if ws:
         warp = {
@@ -157,6 +158,8 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
             "producer_threads": ws["producer_threads"],
             "consumer_threads": ws.get("threads", 0) - ws["producer_threads"],
             "line": kernel_loops[ws_loop].line if ws_loop is not None else None,
+            "slots": (ws.get("loops") or [{}])[0].get("slots"),
+            "trips": (ws.get("loops") or [{}])[0].get("trips"),
             "roles": _roles(ws, loops[ws_loop] if ws_loop is not None else []),
             "barriers": [
                 {"name": b["name"], "shape": b["shape"], "dtype": b["dtype"],

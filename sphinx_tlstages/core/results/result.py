@@ -50,14 +50,16 @@ class NamedStatement(TypedDict, total=False):
 
 
 class PipelineLoop(TypedDict, total=False):
-    """A ``T.Pipelined`` loop as ``tl.PipelinePlanning`` annotated it; ``line``: the
-    kernel line of the ``T.Pipelined`` loop it is (schema 6; None: none found)."""
+    """A ``T.Pipelined`` loop as ``tl.PipelinePlanning`` annotated it; ``line`` and
+    ``trips`` (schema 6): the kernel line of the ``T.Pipelined`` loop it is (None: none
+    found) and how many times it runs."""
 
     num_stages: Required[int]
     stage: Required[list[int]]
     order: Required[list[int]]
     statements: Required[list[NamedStatement]]
     line: int | None
+    trips: int | None  # how many times the loop runs (None: not a number in the IR)
 
 
 class Role(TypedDict, total=False):
@@ -79,8 +81,9 @@ class Barrier(TypedDict):
 
 
 class WarpSpecialization(TypedDict, total=False):
-    """The producer/consumer split; ``line``: the kernel line of the ``T.Pipelined``
-    loop that was split (schema 6; None: none found)."""
+    """The producer/consumer split; ``line``, ``slots``, ``trips`` (schema 6): the
+    kernel line of the ``T.Pipelined`` loop that was split (None: none found), its ring
+    slots and trip count."""
 
     threads: Required[int]
     producer_threads: Required[int]
@@ -88,6 +91,8 @@ class WarpSpecialization(TypedDict, total=False):
     roles: Required[list[Role]]
     barriers: Required[list[Barrier]]
     line: int | None
+    slots: int | None  # the ring slots its copies cycle through (its num_stages)
+    trips: int | None  # how many times the split loop runs
 
 
 class SharedBuffer(TypedDict):

@@ -18,12 +18,13 @@ from docutils import nodes
 
 from ...core.kernel.listing import Listing
 from ...core.plan.spec import DirectiveSpec, VariantSpec
-from ...core.plan.variants import merge_unchanged, unchanged_sentence
+from ...core.plan.variants import alike_within, merge_unchanged, unchanged_sentence
 from ...core.records.bench_data import Attached
 from ...core.results.result import Result
 from .annotations import annotation_part
 from .bench import bench_table
 from .cuda import cuda_part, literal
+from .decisions import split_note
 from .figure_nodes import schedule_figures
 from .gemm import gemm_part
 from .passes import passes_part
@@ -152,6 +153,9 @@ def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     unchanged = _unchanged_note(merge_unchanged(rows)[1])
     if unchanged is not None:
         root += unchanged
+    partly = alike_within(rows)
+    if partly:
+        root += nodes.paragraph(text=" ".join(partly), classes=["tl-unchanged"])
     written = _written_note(spec, spec.variants[0].factory)
     if written is not None:
         root += written
@@ -178,7 +182,9 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                                    context.version)]
     verdicts = hazards_table(spec, rows)
     hazards = [verdicts] if verdicts is not None else []
-    root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *hazards, *numbers))
+    split = split_note(spec, rows)
+    root.append(_part("tl-summary", "Summary", summary_table(spec, rows),
+                      *([split] if split is not None else []), *hazards, *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
     if "figure" in spec.show and any_ok:
         root.append(_part("tl-figures", "Schedule figure", *schedule_figures(spec, rows)))

@@ -10,18 +10,13 @@ from ...core.hazards.check import cuda_words
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import Target
 from ...core.results.result import Hazards, Result, shared_bytes
+from .decisions import schedule_cell
 from .tables import Cell, Span, doc_line, number, table
 
 
-def _schedule(result: Result) -> str:
-    ws = result.get("warp_specialized")
-    if ws:
-        count = sum(b["shape"][0] for b in ws["barriers"])
-        return f"warp-specialised, {count} barriers"
-    loops = result.get("pipeline") or []
-    if loops:
-        return ", ".join(f"pipelined, depth {loop['num_stages']}" for loop in loops)
-    return "not pipelined"
+def _calls(count: int, what: str) -> str:
+    """``1 TMA load call``, ``4 cp.async calls``."""
+    return f"{count} {what} call{'' if count == 1 else 's'}"
 
 
 def _shared_cell(result: Result, limit: int | None, named: bool) -> Cell:
@@ -59,7 +54,7 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
     matrix = not all(v.only_num_stages for v, _ in rows)
     language = code_name(spec.targets)
     headers = ["variant" if matrix else "num_stages", "schedule", "threads", shared,
-               "__syncthreads", "async copies", "waits",
+               "__syncthreads", "async copies (calls in the code)", "waits",
                f"{language} lines" if language != "code" else "lines of code"]
     body: list[list[Cell | Span]] = []
     for variant, result in rows:
@@ -73,15 +68,18 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
                          Span(nodes.strong(text=text, classes=["tl-failed"]), len(headers) - 1)])
             continue
         sync = result["sync"]
+        # Counted in the generated code: call sites, not copies in flight (one call in a
+        # loop issues a copy per iteration).
         if sync["tma_load"]:
-            copies = f"{sync['tma_load']} TMA loads"
+            copies = _calls(sync["tma_load"], "TMA load")
         else:
-            copies = f"{sync['cp_async']} cp_async" if sync["cp_async"] else "none"
+            copies = _calls(sync["cp_async"], "cp.async") if sync["cp_async"] else "none"
         if sync["cp_async_wait"]:
             waits = " ".join(f"<{n}>" for n in sync["cp_async_wait"])
         else:
-            waits = f"{sync['mbarrier_wait']} mbarrier" if sync["mbarrier_wait"] else "none"
-        body.append([name, _schedule(result), str(result["threads"]),
+            waits = _calls(sync["mbarrier_wait"], "mbarrier wait") \
+                if sync["mbarrier_wait"] else "none"
+        body.append([name, schedule_cell(spec, result), str(result["threads"]),
                      _shared_cell(result, variant.target.shared_memory_limit, not one_target),
                      str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
