@@ -4,6 +4,9 @@ factory's arguments or fixed in the loop."""
 
 from __future__ import annotations
 
+import itertools
+import re
+
 from .kernels import GEMM, GEMM_PARAMS, rst
 
 HEAD = "Kernels\n=======\n\n"
@@ -296,3 +299,33 @@ def test_a_depth_the_loop_cannot_reach_is_said(build) -> None:
     latex = build({"index.rst": page}, buildername="latex")
     tex = " ".join(next(latex.outdir.glob("*.tex")).read_text(encoding="utf-8").split())
     assert "the loop runs 2 times: num\\_stages=4 allocates 4 slots and fills 2" in tex
+
+
+def _crosses(segment: tuple[float, float, float, float],
+             box: tuple[float, float, float, float]) -> bool:
+    """Whether an axis-parallel segment runs through the inside of a box."""
+    x1, y1, x2, y2 = segment
+    left, top, width, height = box
+    inside_x = (min(x1, x2) < left + width - 0.5) and (max(x1, x2) > left + 0.5)
+    inside_y = (min(y1, y2) < top + height - 0.5) and (max(y1, y2) > top + 0.5)
+    return inside_x and inside_y
+
+
+def test_no_arrow_crosses_a_label_at_any_depth(build) -> None:
+    """The warp-specialised figure's arrows run in the gutters and between the bands,
+    never over a chip (whose label is its text), from one stage to four."""
+    page = HEAD + rst(GEMM, "Hopper", num_stages="1 2 3 4", target="sm_90a",
+                      params=GEMM_PARAMS, name="hopper")
+    result = build({"index.rst": page})
+    svgs = [s for s in re.findall(r"<svg.*?</svg>", result.html(), re.S)
+            if "Warp-specialised loop" in s]
+    assert len(svgs) == 4
+    for svg in svgs:
+        chips = [tuple(float(v) for v in m) for m in re.findall(
+            r'<rect x="([\d.]+)" y="([\d.]+)" width="([\d.]+)" height="(15)"', svg)]
+        arrows = [p for p in re.findall(r'<path d="([^"]+)"[^>]*marker-end', svg)]
+        assert chips and len(arrows) >= 2
+        for d in arrows:
+            points = [tuple(map(float, xy)) for xy in re.findall(r"([\d.]+) ([\d.]+)", d)]
+            for (x1, y1), (x2, y2) in itertools.pairwise(points):
+                assert not any(_crosses((x1, y1, x2, y2), c) for c in chips), (d, svg[:80])

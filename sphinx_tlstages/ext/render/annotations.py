@@ -75,5 +75,16 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
                      *(_ring(w) if w else "—" for w in warp)])
     if not body:
         return nodes.paragraph(text="No variant has a pipelined loop.")
-    return table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)],
-                 key_columns=2)
+    found = table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)],
+                  key_columns=2)
+    if not any(loop["stage"] for _, r in ok for loop in r["pipeline"]):
+        return found
+    key = nodes.paragraph(classes=["tl-note", "tl-annotations-key"], text=(
+        "stage s: the statement runs s iterations after the first statements of its "
+        "iteration (stage 0 issues the copies of a tile, stage 2 uses that tile two "
+        "iterations later); order: its place among the statements of one steady-state "
+        "iteration."))
+    holder = nodes.container()
+    holder += found
+    holder += key
+    return holder
