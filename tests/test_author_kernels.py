@@ -295,6 +295,13 @@ def test_a_depth_the_loop_cannot_reach_is_said(build) -> None:
         "allocates 4 slots and fills 2")
     shared = {row[0]: row[1:] for row in result.table("tl-shared")}
     assert shared["A_shared"][1] == "(4, 128, 32) float16, 32,768 B"
+    # The words the tables use are said once, under them.
+    assert result.part("tl-waits-key").astext().startswith(
+        "waits: each tl::cp_async_wait<n>() of the code, in order; <n> waits until at most "
+        "n committed groups")
+    assert result.part("tl-annotations-key").astext().startswith(
+        "stage s: the statement runs s iterations after the first statements of its "
+        "iteration")
     # On paper too.
     latex = build({"index.rst": page}, buildername="latex")
     tex = " ".join(next(latex.outdir.glob("*.tex")).read_text(encoding="utf-8").split())

@@ -30,7 +30,7 @@ from .gemm import gemm_part
 from .passes import passes_part
 from .resources import resources_part
 from .shared import has_tensor_memory, shared_table
-from .summary import code_name, hazards_table, summary_table
+from .summary import code_name, hazards_table, summary_table, waits_key
 from .sync import sync_part
 from .tables import code
 
@@ -182,9 +182,9 @@ def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                                    context.version)]
     verdicts = hazards_table(spec, rows)
     hazards = [verdicts] if verdicts is not None else []
-    split = split_note(spec, rows)
-    root.append(_part("tl-summary", "Summary", summary_table(spec, rows),
-                      *([split] if split is not None else []), *hazards, *numbers))
+    notes = [note for note in (waits_key(rows), split_note(spec, rows)) if note is not None]
+    root.append(_part("tl-summary", "Summary", summary_table(spec, rows), *notes, *hazards,
+                      *numbers))
     any_ok = any(r.get("ok") for _, r in rows)
     if "figure" in spec.show and any_ok:
         root.append(_part("tl-figures", "Schedule figure", *schedule_figures(spec, rows)))

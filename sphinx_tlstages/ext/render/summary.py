@@ -85,6 +85,15 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
 
 
+def waits_key(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    """What the waits column's ``<1> <0>`` means, where a variant has such waits."""
+    if not any(r.get("ok") and r["sync"].get("cp_async_wait") for _, r in rows):
+        return None
+    return nodes.paragraph(classes=["tl-note", "tl-waits-key"], text=(
+        "waits: each tl::cp_async_wait<n>() of the code, in order; <n> waits until at "
+        "most n committed groups of copies are still in flight (<0>: all have landed)."))
+
+
 def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
                   ) -> nodes.Node | None:
     """The *Hazards* row under the summary: the hazard check's verdict, one line per
