@@ -213,3 +213,35 @@ def test_a_known_tilelang_failure_gets_its_hint_only_where_the_kernel_has_the_pa
     assert known_failures.explain("TileLang's pass tl.Simplify#1 failed: x", TWO_LOOPS,
                                   "matmul") is None
     assert known_failures.explain(said, "def (", "matmul") is None
+
+
+def test_some_depths_alike_are_named() -> None:
+    """Two of four depths lowered alike: the group is not merged, and a sentence says
+    which two."""
+    from sphinx_tlstages.core.plan.variants import alike_within
+
+    def row(stages: int, ir: str) -> tuple[VariantSpec, dict[str, Any]]:
+        return (spec(num_stages=stages, axes=(("num_stages", str(stages)),)),
+                {"ok": True, "planned_ir": ir, "cuda": ir})
+
+    rows = [row(1, "a"), row(2, "b"), row(3, "c"), row(4, "c")]
+    assert merge_unchanged(rows)[1] == []  # type: ignore[arg-type]
+    assert alike_within(rows) == [  # type: ignore[arg-type]
+        "On sm_80, num_stages 3 and 4 lower to the same IR after pipeline planning and to "
+        "the same CUDA code; the other values differ."]
+    assert alike_within([row(1, "a"), row(2, "b"), row(3, "c")]) == []  # type: ignore[arg-type]
+
+
+def test_keys_a_snapshot_did_not_record_are_not_a_change() -> None:
+    """Schema 6 added each loop's line and trips, and the split's slots: an older
+    snapshot without them does not drift."""
+    from sphinx_tlstages.core.records.snapshot_compare import variant_changes
+
+    ws = {"threads": 256, "producer_threads": 128, "roles": [], "barriers": []}
+    loop = {"num_stages": 2, "stage": [0, 1], "order": [0, 1], "statements": []}
+    old = {"warp_specialized": ws, "pipeline": [loop]}
+    new = {"warp_specialized": {**ws, "line": 17, "slots": 2, "trips": 8},
+           "pipeline": [{**loop, "line": 17, "trips": 8}]}
+    assert variant_changes("2", old, new) == []
+    assert [c.fact for c in variant_changes(
+        "2", old, {**new, "warp_specialized": {**ws, "threads": 384}})] == ["warp_specialized"]

@@ -43,15 +43,15 @@ def test_hopper_shows_roles_barriers_and_tma(build) -> None:
     assert result.warnings == ""
     summary = {row[0]: row for row in result.table("tl-summary")[1:]}
     assert summary["0"][1:3] == ["not pipelined", "128"]
-    assert summary["3"][1:3] == ["warp-specialised, 6 barriers", "256"]
-    assert summary["3"][5] == "2 TMA loads"
+    assert summary["3"][1:3] == ["warp-specialised, 3 slots, 6 barriers", "256"]
+    assert summary["3"][5] == "2 TMA load calls"
     roles = {row[0]: row[2:] for row in result.table("tl-annotations")[1:]}
     assert roles["T.copy(A[by * block_M, ko * block_K], A_shared)"] == ["not pipelined", "producer"]
     assert roles["T.gemm(A_shared, B_shared, C_local, transpose_B=True)"][1] == "consumer"
     # The compiler's own barrier waits, one per warp group, and its arrive on "empty".
-    assert roles["inserted T.mbarrier_wait_parity (producer)"] == ["—", "producer"]
-    assert roles["inserted T.mbarrier_wait_parity (consumer)"] == ["—", "consumer"]
-    assert roles["inserted T.ptx_arrive_barrier (consumer)"] == ["—", "consumer"]
+    assert roles["inserted by the compiler: T.mbarrier_wait_parity (producer)"] == ["—", "producer"]
+    assert roles["inserted by the compiler: T.mbarrier_wait_parity (consumer)"] == ["—", "consumer"]
+    assert roles["inserted by the compiler: T.ptx_arrive_barrier (consumer)"] == ["—", "consumer"]
     assert roles["producer + consumer threads"] == ["—", "128 + 128"]
     assert roles["barrier ring"] == ["—", "mbarrier (6,), arrivals 1 1 1 128 128 128"]
     sync = {row[0]: row[1:] for row in result.table("tl-sync")}
@@ -114,22 +114,25 @@ def test_a_kernel_that_sets_its_depth_lowers_as_written(build) -> None:
         + "\n" + rst(GEMM_WRITTEN, "Swept", sweep="block_K=32,64",
                      params=GEMM_PARAMS.replace(" block_K=64", ""), name="swept")
     result = build({"index.rst": page})
-    # The third asks for depths the kernel cannot take: an error at its :num-stages: line,
-    # and the other two build.
+    # The third asks for depths the kernel cannot take: a warning at its :num-stages: line
+    # naming the option to drop, and the kernel's own depth on the page.
     lines = page.splitlines()
     asked = lines.index("   :num-stages: 2 3", lines.index(".. tl-pipeline:: Asked for more"))
     loop_line = next(i for i, line in enumerate(GEMM_WRITTEN.splitlines(), 1)
                      if "T.Pipelined" in line)
     assert f"index.rst:{asked + 1}: WARNING: :num-stages: matmul fixes its pipeline depth " \
            f"(num_stages=3, line {loop_line} of the kernel), so it lowers as written, " \
-           "with num_stages=3 only; to compare depths, give matmul a num_stages parameter " \
-           "and pass it to that loop [tlstages.option]" in result.warnings
+           "with num_stages=3 only, not 2 3: drop :num-stages:, or, to compare depths, give " \
+           "matmul a num_stages parameter and pass it to that loop [tlstages.option]" \
+        in result.warnings
+    asked_shared = result.table("tl-shared", index=2)
+    assert asked_shared[0] == ["buffer", "num_stages=3 (as written)"]
     expected = lines.index("   :expect-error: 2", lines.index(".. tl-pipeline:: Expected wrong"))
     assert f"index.rst:{expected + 1}: WARNING: :expect-error: 2 is not the depth the kernel " \
            "fixes (3, as written) [tlstages.option]" in result.warnings
     assert result.warnings.count("WARNING") == 2
     # Swept besides the written depth: one column per block_K, each as written.
-    swept = result.table("tl-shared", index=2)
+    swept = result.table("tl-shared", index=3)
     assert swept[0] == ["buffer", "block_K=32, num_stages=3 (as written)",
                         "block_K=64, num_stages=3 (as written)"]
     assert swept[1][1:] == ["(3, 128, 32) float16, 24,576 B", "(3, 128, 64) float16, 49,152 B"]

@@ -100,7 +100,7 @@ def test_tcgen05_gemm_shows_its_tensor_memory_and_operations(built: Built) -> No
     shared = rows_by_first(built.table("tl-shared", index=1))
     assert shared["C_tmem (tensor memory)"] == ["(128, 128) float32, 128 of 512 columns"] * 2
     # Tensor memory is not shared memory: the totals are the two staged tiles alone.
-    assert shared["total"] == ["32,768 B", "65,536 B"]
+    assert shared["total of the buffers"] == ["32,768 B", "65,536 B"]
     sync = rows_by_first(built.table("tl-sync", index=1))
     assert sync["tl::tcgen05mma_ss / _ts"] == ["1", "1"]
     assert sync["tl::tcgen05_mma_arrive()"] == ["1", "1"]

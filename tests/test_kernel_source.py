@@ -97,14 +97,14 @@ def test_a_depth_parameter_by_another_name_takes_num_stages() -> None:
                                           "threads")})  # stages is not missing
 
 
-@pytest.mark.parametrize("bound", ["stages = 2 if M > 64 else 3\n    ",
+@pytest.mark.parametrize("bound", ["stages = 2 if DEBUG else 3\n    ",
                                    "stages = 2\n    stages = 3\n    "])
 def test_a_depth_that_cannot_be_read_is_refused_with_a_hint(bound: str) -> None:
     source = FIXED.replace("num_stages=num_stages", "num_stages=stages").replace(
         "    @T.prim_func", f"    {bound}@T.prim_func")
     with pytest.raises(SourceError, match=r"has no num_stages parameter .*; its T.Pipelined "
                        r"loop \(line \d+\) takes num_stages=stages, which is neither a "
-                       r"parameter nor a number"):
+                       r"parameter, a number, nor computed from the factory's arguments"):
         choose_factory(factories(source), None)
 
 
@@ -115,10 +115,12 @@ LOOP = "T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages)"
     # A module constant the factory rebinds, or one bound twice: not one value.
     (lambda src: "DEPTH = 2\n" + src.replace(LOOP, LOOP.replace("=num_stages", "=DEPTH"))
      .replace("    @T.prim_func", "    DEPTH, TILE = 3, 64\n\n    @T.prim_func"),
-     "takes num_stages=DEPTH, which is neither a parameter nor a number"),
+     "takes num_stages=DEPTH, which is neither a parameter, a number, nor computed from "
+     "the factory's arguments"),
     (lambda src: "DEPTH = 2\nif DEBUG:\n    DEPTH = 1\n"
      + src.replace(LOOP, LOOP.replace("=num_stages", "=DEPTH")),
-     "takes num_stages=DEPTH, which is neither a parameter nor a number"),
+     "takes num_stages=DEPTH, which is neither a parameter, a number, nor computed from "
+     "the factory's arguments"),
     # Two loops that read two parameters, or a depth passed through **.
     (lambda src: src.replace(", threads", ", threads, sa, sb").replace(
         LOOP, LOOP.replace("=num_stages", "=sa")).replace(
@@ -216,3 +218,104 @@ def test_pipelined_statements_in_source_order() -> None:
 
 def test_normalise_source_ignores_layout_noise() -> None:
     assert normalise_source("    x = 1   \n    y = 2\n\n\n") == "x = 1\ny = 2\n"
+
+
+# Kernels as files in other repositories bind them: behind an import guard, wrapped by
+# assignment, or with the depth computed from the factory's own arguments.
+GUARDED = ("try:\n    import tilelang\n    import tilelang.language as T\n"
+           "    HAS_TILELANG = True\nexcept ImportError:\n    HAS_TILELANG = False\n\n"
+           "if HAS_TILELANG:\n" + "\n".join(("    " + line).rstrip()
+                                             for line in GEMM.splitlines()) + "\n")
+WRAPPED = GEMM.replace("@tilelang.jit\ndef matmul(", "def _matmul(").replace(
+    "return kernel", "return kernel\n\n\nmatmul = tilelang.jit(out_idx=[-1])(_matmul)")
+
+
+@pytest.mark.parametrize(("source", "line", "kind"), [(GUARDED, 10, "jit"),
+                                                       (WRAPPED, None, "jit")])
+def test_a_factory_is_found_where_python_binds_it(source: str, line: int | None,
+                                                 kind: str) -> None:
+    chosen = choose_factory(factories(source), None)
+    assert (chosen.name, chosen.kind) == ("matmul", kind)
+    # The binding's own line: the def under the guard, the assignment that wraps it.
+    where = next(i for i, text in enumerate(source.splitlines(), 1)
+                 if "def matmul" in text or text.startswith("matmul ="))
+    assert chosen.line == (line or where)
+    assert chosen.takes_depth
+    assert pipelined_loops(source, "matmul")[0][0].text.startswith("T.copy(A")
+
+
+def test_a_missing_factory_says_what_was_looked_for_and_found() -> None:
+    with pytest.raises(SourceError) as info:
+        choose_factory(factories(GUARDED), "gemm")
+    assert str(info.value) == (
+        "no function 'gemm' bound at the kernel's top level (looked for a def or an "
+        "assignment such as gemm = tilelang.jit(...), under a top-level if/try/with too); "
+        "found: matmul (line 10, jit)")
+
+
+COMPUTED = FIXED.replace("num_stages=num_stages", "num_stages=num_stages").replace(
+    "    @T.prim_func", "    num_stages = 0 if inplace or K <= block_K else 2\n\n"
+                       "    @T.prim_func").replace(", threads):", ", threads, inplace=False):")
+
+
+def test_a_computed_depth_is_evaluated_for_the_arguments() -> None:
+    from sphinx_tlstages.core.plan.variants import depth_of, depths, written_depth
+
+    chosen = choose_factory(factories(COMPUTED), None)
+    assert chosen.depth is not None and chosen.depth.param is None
+    arguments = {"M": 64, "N": 64, "K": 1024, "block_M": 64, "block_N": 64, "block_K": 64,
+                 "threads": 128}
+    assert depths(chosen, (1, 2, 3), False, arguments) == ((2,), "")
+    stages, unmet = depths(chosen, (1, 3), True, arguments)
+    assert stages == (2,)
+    assert unmet.startswith(
+        "matmul computes its pipeline depth (num_stages = 0 if inplace or K <= block_K "
+        "else 2 with inplace=False, K=1024, block_K=64 (2), line 19 of the kernel), so it "
+        "lowers as written, with num_stages=2 only, not 1 3: drop :num-stages:")
+    depth = depth_of(chosen)
+    assert depth is not None and depth({**arguments, "inplace": True}) == 0
+    assert depth({**arguments, "K": 64}) == 0
+    assert written_depth(chosen, arguments) == (
+        (19, "num_stages = 0 if inplace or K <= block_K else 2 with inplace=False, "
+             "K=1024, block_K=64 (2)"),)
+
+
+MACRO = ("@T.macro\ndef load(X, X_s, row, k):\n    T.copy(X[row, k], X_s)\n\n\n"
+         "@tilelang.jit\ndef f(M, num_stages):\n    @T.prim_func\n"
+         "    def main(A: T.Tensor((M, M), T.float16)):\n"
+         "        with T.Kernel(1, threads=128) as bx:\n"
+         "            A_s = T.alloc_shared((64, 64), T.float16)\n"
+         "            acc = T.alloc_fragment((64, 64), T.float32)\n"
+         "            for k in T.Pipelined(M // 64, num_stages=num_stages):\n"
+         "                load(A, A_s, bx, k)\n"
+         "                T.gemm(A_s, A_s, acc)\n\n    return main\n")
+
+
+def test_a_macro_call_stands_for_its_statements() -> None:
+    from sphinx_tlstages.core.kernel.statements import pipelined
+
+    (loop,) = pipelined(MACRO, "f")
+    assert (loop.line, loop.var) == (13, "k")
+    copy, gemm = loop.body
+    # The macro's own line and text, naming the buffers the call passes.
+    assert (copy.text, copy.line, copy.op) == ("T.copy(X[row, k], X_s)", 3, "copy")
+    assert {"A", "A_s", "X_s"} <= copy.names
+    assert (gemm.line, gemm.op) == (15, "gemm")
+
+
+def test_ir_statements_align_by_operation_and_buffers() -> None:
+    from sphinx_tlstages.core.kernel.statements import pipelined
+    from sphinx_tlstages.core.results.loop_match import align, readable, which_loop
+
+    (loop,) = pipelined(MACRO, "f")
+    copy = {"op": "tl.tileop.copy", "buffers": ["A", "A_s"]}
+    gemm = {"op": "tl.tileop.gemm", "buffers": ["A_s", "acc"]}
+    stray = {"op": "tl.tileop.copy", "buffers": ["B", "B_s"]}
+    assert align([copy, gemm], loop.body) == [0, 1]
+    # A statement the body does not name stays unaligned; the others keep their lines.
+    assert align([copy, stray, gemm], loop.body) == [0, None, 1]
+    # A copy never takes a gemm's line, though they touch the same tile.
+    assert align([{"op": "tl.tileop.copy", "buffers": ["A_s", "acc"]}], loop.body) == [None]
+    assert readable(stray) == "T.copy(B, B_s)"
+    assert which_loop("k", {"A", "A_s"}, [loop], set()) == 0
+    assert which_loop("k", {"Z"}, [loop], set()) is None

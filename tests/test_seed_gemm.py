@@ -98,7 +98,7 @@ def test_shared_buffers_show_the_version_dimension(built: Built) -> None:
                                 "(3, 128, 64) float16, 49,152 B",
                                 "(4, 128, 64) float16, 65,536 B"]
     assert rows["merged dynamic allocation"][2] == "98,304 B"
-    assert rows["total"] == ["32,768 B", "65,536 B", "98,304 B", "131,072 B"]
+    assert rows["total of the buffers"] == ["32,768 B", "65,536 B", "98,304 B", "131,072 B"]
 
 
 def test_sync_table_spells_what_tilelang_emits(built: Built) -> None:

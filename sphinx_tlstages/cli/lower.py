@@ -95,6 +95,10 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
                     | ({"factory": factory} if factory else {}), kernel,
                     Defaults(targets=(), show=PRINTED, diff="none", toolkit=toolkit),
                     name=path.stem, docname=str(path), lineno=1, title=path.name,
+                    # Lowered as written all the same, as a directive's page is.
+                    overridden=lambda key, message: print(
+                        f"tlstages lower: warning: --{key}: {_flags(Exception(message))}",
+                        file=sys.stderr),
                     # The JSON carries every result whole, pass changes included; the
                     # text output does not show them.
                     record_passes=as_json)

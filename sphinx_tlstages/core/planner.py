@@ -21,7 +21,15 @@ from .plan.options import Expected
 from .plan.spec import DirectiveSpec, KernelOrigin, canonical_params
 from .plan.targets import Target, parse_targets
 from .plan.toolkit import find as find_toolkit
-from .plan.variants import OptionClash, depths, kernel_factory, matrix, with_toolkit
+from .plan.variants import (
+    OptionClash,
+    depth_of,
+    depths,
+    kernel_factory,
+    matrix,
+    with_toolkit,
+    written_depth,
+)
 from .results.fact_table import BY_NAME
 
 _T = TypeVar("_T")
@@ -55,13 +63,20 @@ def _no_line(option: str) -> int:
     return 0
 
 
+def _unsaid(option: str, message: str) -> None:
+    return None
+
+
 def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: str,
          docname: str, lineno: int, title: str | None = None,
          line_of: Callable[[str], int] = _no_line,
+         overridden: Callable[[str, str], None] = _unsaid,
          record_passes: bool = False) -> DirectiveSpec:
     """The directive that ``given`` (option -> value as written; the content aside)
-    describes for ``kernel``. ``name``: the default of ``:name:``; ``record_passes``: record
-    every variant's pass changes whatever the page shows (a command's JSON output)."""
+    describes for ``kernel``. ``name``: the default of ``:name:``; ``overridden(option,
+    message)``: an option the kernel overrides, said and lowered as written all the same;
+    ``record_passes``: record every variant's pass changes whatever the page shows (a
+    command's JSON output)."""
 
     def option(key: str, parser: Callable[[str], _T], default: _T) -> _T:
         if key not in given:
@@ -88,11 +103,15 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
     try:
         factory = kernel_factory(kernel.source, kernel.source_name, given.get("factory"),
                                  params, sweep)
-        num_stages = depths(factory, num_stages, "num-stages" in given)
+        arguments = {**params, **{k: v[0] for k, v in sweep.items()}}
+        num_stages, unmet = depths(factory, num_stages, "num-stages" in given, arguments)
+        if unmet:  # the kernel lowers as its author wrote it; the option is what to drop
+            overridden("num-stages", unmet)
         variants = matrix(kernel.source, kernel.source_name, factory.name, params, sweep,
                           num_stages, targets, passes, kernel.origin, factory.depth_param,
                           record_passes=record_passes
-                          or any(reads_passes(e) for _, e in asserts))
+                          or any(reads_passes(e) for _, e in asserts),
+                          depth_for=depth_of(factory))
         # The passes table compares variants: with one, it has nothing to show.
         if "passes" in show and len(variants) > 1:
             variants = tuple(variant.recording() for variant in variants)
@@ -122,7 +141,7 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
         tolerance=option("tolerance", options.parse_tolerance, None),
         sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
         passes=passes, passes_line=line_of("passes"), params=canonical_params(params),
-        written_depth=factory.written_depth)
+        written_depth=written_depth(factory, arguments))
 
 
 def parse_asserts(given: Mapping[str, str],

@@ -224,10 +224,16 @@ class TlPipelineDirective(SphinxDirective):
                     name=f"{self.env.docname.replace('/', '-')}-{count}",
                     docname=self.env.docname, lineno=self.lineno,
                     title=self.arguments[0] if self.arguments else None,
-                    line_of=self._value_line)
+                    line_of=self._value_line, overridden=self._overridden)
         return replace(spec, node_id=nodes.make_id(f"tl-{spec.name}"),
                        listing=self._listing(spec.variants[0].source,
                                              spec.variants[0].factory))
+
+    def _overridden(self, option: str, message: str) -> None:
+        """An option the kernel overrides (it sets its depth itself): a warning at the
+        option's line; the page shows the kernel as written."""
+        warn(f":{option}: {message}", "option",
+             location=(self.env.docname, self._option_line(option)))
 
     def _listing(self, source: str, factory: str) -> Listing | None:
         """The part of the kernel to list; on a bad value, a warning at the option's line

@@ -11,12 +11,12 @@ from typing import Any
 import tilelang
 
 from ..core.protocol.messages import Task
-from .kernel_module import factory_arguments, kernel_module, prim_func
+from .kernel_module import factory_arguments, factory_object, kernel_module, prim_func
 
 
 def _build(task: Task) -> tuple[Any, dict[str, Any]]:
     with kernel_module(task.source, task.source_name, task.file, task.folders) as module:
-        return prim_func(module.namespace[task.factory], factory_arguments(task))
+        return prim_func(factory_object(module, task), factory_arguments(task))
 
 
 def tensor_params(task: Task) -> list[dict[str, Any]]:

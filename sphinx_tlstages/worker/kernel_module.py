@@ -17,6 +17,7 @@ registered there under the name it compiles as.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import hashlib
@@ -35,6 +36,7 @@ import tilelang.language as T
 from tilelang import tvm
 
 from ..core.errors import SourceError
+from ..core.kernel.source import find_factories
 from ..core.plan.options import literal_value
 from ..core.protocol.messages import Task
 
@@ -111,6 +113,26 @@ def kernel_module(source: str, source_name: str, file: str | None = None,
                 del sys.modules[key]
         sys.modules.update(hidden)
         sys.path[:] = saved_path
+
+
+def factory_object(module: KernelModule, task: Task) -> Any:
+    """What the kernel bound to its factory's name once it ran; where it bound nothing
+    (a guard such as ``if HAS_TILELANG:`` false here), a :class:`SourceError` at the
+    binding's line saying what was looked for and what the module does bind."""
+    if task.factory in module.namespace:
+        return module.namespace[task.factory]
+    tree = ast.parse(task.source)
+    bound = {f.name: f for f in find_factories(tree, task.source)}
+    chosen = bound.get(task.factory)
+    callables = sorted(name for name, value in module.namespace.items()
+                       if callable(value) and not name.startswith("__")
+                       and not isinstance(value, types.ModuleType)
+                       and getattr(value, "__module__", None) == module.namespace.get("__name__"))
+    where = f", {chosen.guard}," if chosen and chosen.guard else ""
+    raise SourceError(
+        f"the kernel ran but bound no {task.factory!r}: its definition (line "
+        f"{chosen.line if chosen else '?'}){where} was not executed; the module binds "
+        f"{', '.join(callables) or 'no function'}", chosen.line if chosen else None)
 
 
 def prim_func(obj: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

@@ -25,7 +25,7 @@ from . import resources
 from .hazards import verdict as hazard_check
 from .ir import facts as ir_facts
 from .ir import schedule
-from .kernel_module import factory_arguments, kernel_module, prim_func
+from .kernel_module import factory_arguments, factory_object, kernel_module, prim_func
 from .templates import template_digest
 
 
@@ -128,7 +128,7 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
     try:
         with kernel_module(source, name, task.file, task.folders) as module:
             imported = module.imported
-            func, pass_configs = prim_func(module.namespace[task.factory],
+            func, pass_configs = prim_func(factory_object(module, task),
                                            factory_arguments(task))
             after: dict[str, Any] = {}
             built: list[Any] = []

@@ -204,7 +204,9 @@ def _legend(pic: Drawing, fig: Json, dims: dict[str, int], versions: int, y: flo
     # One line (or more) per item, and no break inside "ko = 0 … 13": a legend broken at
     # a fixed width elsewhere reads "ko =" at the end of one line and "0 … 13" on the next.
     first = f"{var} = {loop['min']}"
-    items = ["C tl::cp_async_commit() · Wn tl::cp_async_wait<n>()",
+    items = ["C tl::cp_async_commit(): closes a group of copies · Wn "
+             "tl::cp_async_wait<n>(): waits until at most n groups are still in flight "
+             "(W0: all have landed)",
              f"each box: the tile (iteration) it works on, {_unit(tiles)}, "
              + _unit(f"{first} … {last_iteration(loop)}")]
     if dims:

@@ -77,6 +77,7 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
                     f"code ({'; '.join(schedule['problems'])}), so it is not drawn")
     hazards: Mapping[str, Any] = result.get("hazards") or {}
     findings = list(hazards.get("findings", [])) if hazards.get("verdict") == "hazard" else []
+    figures: list[Json] = []
     ws = schedule.get("warp_specialized")
     if ws:
         warp: Mapping[str, Any] = result.get("warp_specialized") or {}
@@ -85,16 +86,21 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
                "statements": _statements(roles, ws["statements"], line),
                "producer_threads": warp.get("producer_threads", ws.get("producer_threads")),
                "consumer_threads": warp.get("consumer_threads")}
+        if warp.get("line") is not None:  # each loop its own figure: which one this is
+            fig["line"] = line(warp.get("line"))
         if not ws.get("version_dims"):  # which of the copies' buffers are the ring's
             fig["shared_names"] = sorted(str(b.get("name")) for b in result.get("shared") or [])
         marks = matched(findings, fig["statements"], line)
-        return [{**fig, "hazards": marks} if marks else fig], None
-    figures: list[Json] = []
+        figures.append({**fig, "hazards": marks} if marks else fig)
     tables = result.get("pipeline") or []
+    # Another T.Pipelined loop may be software-pipelined beside the warp-specialised one
+    # (TileLang splits one loop per kernel): it has its own figure.
     for i, loop in enumerate(schedule.get("loops", [])):
         named = tables[i]["statements"] if i < len(tables) else []
         fig = {**loop, "kind": "cp_async", "loop_index": i,
                "statements": _statements(named, loop["statements"], line)}
+        if i < len(tables) and tables[i].get("line") is not None:
+            fig["line"] = line(tables[i].get("line"))
         # Only a figure with a finding placed on it gets the key: a clean one is unchanged.
         marks = matched(findings, fig["statements"], line)
         if marks:

@@ -108,7 +108,8 @@ def warp_specialized_drawing(fig: Json, covers: list[str], theme: str = "html",
                 if hazard & set(chip.stmts):
                     pic.rect(cx - 1, cy - 1, w + 2, CHIP + 2, "hazard", rx=3.5, outline=2)
                 positions[(role, i, n)] = (cx, cy)
-    _arrows(pic, drawn, positions, ks, ring, w)
+    producer_top, producer_height = bands["producer"]
+    _arrows(pic, drawn, positions, ks, ring, w, left, producer_top + producer_height)
     y = _ring(pic, fig, ring, y + 2, width, ks)
     if fig.get("hazards"):
         y = legend(pic, fig, MARGIN, y + 18, min(width, READABLE) - 2 * MARGIN - 40) - 15
@@ -119,7 +120,12 @@ def warp_specialized_drawing(fig: Json, covers: list[str], theme: str = "html",
 
 def _arrows(pic: Drawing, drawn: dict[str, list[list[Chip]]],
             positions: dict[tuple[str, int, int], tuple[float, float]], ks: list[int],
-            ring: int, w: float) -> None:
+            ring: int, w: float, left: Any, corridor: float) -> None:
+    """Solid: each TMA load to the consumer's wait on its full barrier, down the gutter
+    right of its column. Dashed: each consumer arrive on an empty barrier to the
+    producer's wait on it, routed through the gutters and the corridor between the bands
+    (``corridor``: the producer band's bottom), so that no arrow crosses a chip's label at
+    any depth."""
     mid = CHIP / 2
     for i, k in enumerate(ks):
         for n, chip in enumerate(drawn["producer"][i]):
@@ -148,9 +154,12 @@ def _arrows(pic: Drawing, drawn: dict[str, list[list[Chip]]],
                          (3, 2), arrow=True)
                 continue
             x2, y2 = hit
-            pic.path((x1 + w, y1 + mid), [(x1 + w + 30, y1 + mid, x2 - 30, y2 + mid,
-                                           x2 - 1, y2 + mid)], "accent", 1.1, (4, 2),
-                     arrow=True)
+            down = left(i) + w + 11  # the gutter right of the arrive's column
+            up = left(j) + 1.5  # the gutter left of the wait's column
+            lane = corridor + 5 + 4 * (i % 3)  # arrows of neighbouring columns apart
+            pic.path((x1 + w, y1 + mid), [(down, y1 + mid), (down, lane), (up, lane),
+                                          (up, y2 + mid), (x2 - 0.5, y2 + mid)],
+                     "accent", 1.1, (4, 2), arrow=True)
 
 
 def _ring(pic: Drawing, fig: Json, ring: int, y: float, width: float, ks: list[int]) -> float:
@@ -180,7 +189,9 @@ def _ring(pic: Drawing, fig: Json, ring: int, y: float, width: float, ks: list[i
             "TMA loads complete it, the consumer waits on it (solid arrow) · empty: the "
             "consumer arrives when done with the slot, the producer waits on it before "
             f"reusing the slot {ring} iterations later (dashed arrow) · ·pN: the phase "
-            "parity waited for")
+            "parity waited for; the producer's first wait on each empty barrier (·p1) "
+            "passes at once, since a fresh barrier counts the phase before its first as "
+            "complete, so the producer fills every slot before the consumer frees one")
     left_out = [k for k in range(ks[0], ks[-1] + 1) if k not in ks] if ks else []
     if left_out:
         note += (f" · …: iterations {', '.join(map(str, left_out))}, alike, left out to fit "

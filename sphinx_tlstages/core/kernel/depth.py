@@ -5,8 +5,10 @@ bound once, or TileLang's default). Pure ``ast``."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
+from .computed import Computed, read_computed
 from .syntax import is_pipelined
 
 
@@ -21,6 +23,19 @@ class Depth:
     # Each loop's (kernel line, depth, what it gives as num_stages: ``3``, ``DEPTH``, or ""
     # for none), in source order (``param`` None); the first one's depth names the variant.
     loops: tuple[tuple[int, int, str], ...] = ()
+    # The loops whose depth the factory computes from its arguments (``num_stages = 0 if
+    # inplace else 2``): (loop line, how). Their depth in ``loops`` is a placeholder until
+    # :meth:`evaluated` fills it for the arguments a variant passes.
+    computed: tuple[tuple[int, Computed], ...] = ()
+
+    def evaluated(self, arguments: Mapping[str, object]) -> Depth:
+        """This depth with each computed loop's value for ``arguments`` (raises
+        :class:`~.computed.Unknown` where the text cannot tell it)."""
+        how = dict(self.computed)
+        loops = tuple((line, how[line].value(arguments), how[line].said(arguments))
+                      if line in how else (line, depth, said)
+                      for line, depth, said in self.loops)
+        return replace(self, loops=loops)
 
     @property
     def written(self) -> int:
@@ -45,9 +60,12 @@ class Depth:
 
 
 def describe(depth: int, expression: str) -> str:
-    """A loop's depth as its text gives it: ``num_stages=3``, ``num_stages=DEPTH (2)``."""
+    """A loop's depth as its text gives it: ``num_stages=3``, ``num_stages=DEPTH (2)``,
+    or, computed, ``num_stages = 0 if inplace else 2 with inplace=False (2)``."""
     if not expression:
         return f"no num_stages, TileLang's default {depth}"
+    if " = " in expression or " with " in expression:
+        return f"{expression} ({depth})"
     said = f"num_stages={expression}"
     return said if expression == str(depth) else f"{said} ({depth})"
 
@@ -167,6 +185,7 @@ def loop_depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
         return None, (f"its T.Pipelined loops read different parameters as their depth: "
                       f"{said}")
     written: list[tuple[int, int, str]] = []
+    computed: list[tuple[int, Computed]] = []
     for line, value in loops:
         if value is None:
             written.append((line, 0, ""))
@@ -175,10 +194,16 @@ def loop_depth(node: ast.FunctionDef, tree: ast.Module, params: tuple[str, ...],
         depth = value.value if isinstance(value, ast.Constant) and type(value.value) is int \
             else _constant(value.id, node, tree) if isinstance(value, ast.Name) else None
         if depth is None:
-            return swept or (None, f"its T.Pipelined loop (line {line}) takes "
-                                   f"num_stages={ast.unparse(value)}, which is neither a "
-                                   "parameter nor a number")
+            # Computed from the arguments: lowered as written, its value told per variant.
+            how = read_computed(value, node, params)
+            if how is None:
+                return swept or (None, f"its T.Pipelined loop (line {line}) takes "
+                                       f"num_stages={ast.unparse(value)}, which is neither a "
+                                       "parameter, a number, nor computed from the "
+                                       "factory's arguments")
+            computed.append((line, how))
+            depth = 0
         written.append((line, int(depth), ast.unparse(value)))
     # Loops that set different depths (a split kernel and its combine step, say) lower
     # as written too; the first one's depth names the variant, the note lists them all.
-    return Depth(None, tuple(written)), ""
+    return Depth(None, tuple(written), tuple(computed)), ""

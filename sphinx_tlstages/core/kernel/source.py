@@ -13,6 +13,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ..errors import SourceError
+from .bindings import module_functions
 from .depth import Depth, loop_depth
 from .syntax import dotted_name
 
@@ -55,6 +56,7 @@ class Factory:
     depth: Depth | None = None
     depth_problem: str = ""
     decorators: tuple[str, ...] = ()  # last names: jit, autotune, macro, prim_func...
+    guard: str = ""  # the top-level statement it is bound under, in words (bindings.Binding)
 
     @property
     def keywords(self) -> tuple[str, ...]:
@@ -110,13 +112,13 @@ def _eager_names(node: ast.FunctionDef, params: tuple[str, ...]) -> tuple[tuple[
     return tuple(tensors), tuple(consts)
 
 
-def find_factories(tree: ast.Module) -> list[Factory]:
-    """Top-level functions, each classified by its decorators."""
+def find_factories(tree: ast.Module, source: str = "") -> list[Factory]:
+    """The functions the module binds at its top level (see :mod:`.bindings`: under a
+    top-level ``if``/``try``/``with`` too, or wrapped by assignment), each classified by
+    its decorators or wrappers."""
     found: list[Factory] = []
-    for node in tree.body:
-        if not isinstance(node, ast.FunctionDef):
-            continue
-        names = [dotted_name(d).rsplit(".", 1)[-1] for d in node.decorator_list]
+    for binding in module_functions(tree, source).values():
+        node, names = binding.node, list(binding.decorators)
         kind = "autotune" if "autotune" in names else "jit" if "jit" in names else "plain"
         args = node.args
         positional = [a.arg for a in [*args.posonlyargs, *args.args]]
@@ -129,9 +131,9 @@ def find_factories(tree: ast.Module) -> list[Factory]:
         has_kwargs = args.kwarg is not None
         depth, depth_problem = loop_depth(node, tree, (*params, *consts), has_kwargs)
         found.append(
-            Factory(node.name, kind, tuple(params), tuple(required), has_kwargs,
-                    node.lineno, tensors, consts, depth, depth_problem,
-                    tuple(names))
+            Factory(binding.name, kind, tuple(params), tuple(required), has_kwargs,
+                    binding.line, tensors, consts, depth, depth_problem,
+                    tuple(names), binding.guard)
         )
     return found
 
@@ -146,7 +148,9 @@ def choose_factory(factories: list[Factory], requested: str | None) -> Factory:
                 break
         else:
             raise SourceError(
-                f"no top-level function {requested!r} in the kernel; found: {listing}")
+                f"no function {requested!r} bound at the kernel's top level (looked for a "
+                f"def or an assignment such as {requested} = tilelang.jit(...), under a "
+                f"top-level if/try/with too); found: {listing}")
     else:
         decorated = [f for f in factories if f.kind != "plain"]
         # Plain functions: one taking num_stages first; else one whose loops set the depth

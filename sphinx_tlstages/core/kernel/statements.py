@@ -4,9 +4,11 @@ body, and the tile-level gemm calls. Pure ``ast``; the worker matches them to th
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .syntax import dotted_name, factory_scope, is_pipelined
+from .bindings import factory_scopes, module_functions
+from .syntax import dotted_name, is_pipelined
 
 
 @dataclass(frozen=True)
@@ -16,6 +18,28 @@ class Statement:
     text: str
     line: int
     names: frozenset[str]
+    # What it does, as the IR would say it: a call's last name (``copy``, ``gemm``,
+    # ``reduce_max``, or a helper's such as ``load_tile``), else the statement's kind
+    # (``For``, ``If``, ``Assign``...).
+    op: str = ""
+    # The module-level function it calls, when it calls one (a @T.macro, a helper): its
+    # body may become several statements of the IR.
+    helper: bool = False
+
+
+@dataclass(frozen=True)
+class PipelinedLoop:
+    """A ``T.Pipelined`` loop of the kernel: its line, loop variable and body."""
+
+    line: int
+    var: str
+    body: tuple[Statement, ...]
+
+
+def _walk(source: str, factory_name: str) -> Iterator[ast.AST]:
+    """Every node of the factory and of the module-level functions it reaches."""
+    for scope in factory_scopes(ast.parse(source), factory_name, source):
+        yield from ast.walk(scope)
 
 
 def _one_line(segment: str, limit: int = 96) -> str:
@@ -23,27 +47,73 @@ def _one_line(segment: str, limit: int = 96) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _op(stmt: ast.stmt) -> str:
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        return dotted_name(stmt.value.func).rsplit(".", 1)[-1]
+    return type(stmt).__name__
+
+
+def _statement(source: str, stmt: ast.stmt, helpers: set[str]) -> Statement:
+    segment = ast.get_source_segment(source, stmt) or ast.unparse(stmt)
+    names = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name))
+    called = {dotted_name(n.func) for n in ast.walk(stmt) if isinstance(n, ast.Call)}
+    return Statement(_one_line(segment), stmt.lineno, names, _op(stmt),
+                     bool(called & helpers))
+
+
+def _expanded(source: str, stmt: ast.stmt, functions: dict[str, ast.FunctionDef],
+              depth: int = 0) -> list[Statement]:
+    """A loop body statement, or, where it calls a module-level function (a ``@T.macro``)
+    whose body TileLang inlines, that body's statements, each naming the buffers the call
+    passes for its parameters (``load(A, A_s)`` into ``def load(X, X_s)``)."""
+    helpers = set(functions)
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    if depth > 3 or not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) \
+            or call.func.id not in functions or (call.keywords and any(
+                k.arg is None for k in call.keywords)):
+        return [_statement(source, stmt, helpers)]
+    helper = functions[call.func.id]
+    params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
+    given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
+    given.update({k.arg: k.value for k in call.keywords if k.arg})
+    passed = {name: frozenset(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+              for name, value in given.items()}
+    body = [b for b in helper.body
+            if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    found: list[Statement] = []
+    for inner in body:
+        for each in _expanded(source, inner, functions, depth + 1):
+            names = frozenset(m for n in each.names for m in passed.get(n, {n}))
+            found.append(Statement(each.text, each.line, names | each.names, each.op,
+                                   each.helper))
+    return found or [_statement(source, stmt, helpers)]
+
+
+def pipelined(source: str, factory_name: str) -> list[PipelinedLoop]:
+    """Each ``T.Pipelined`` loop of the factory and of the module-level functions it
+    reaches (a ``@T.macro``), in source order; a call in the loop body to a module-level
+    function stands for that function's statements (TileLang inlines it)."""
+    tree = ast.parse(source)
+    functions = {name: b.node for name, b in module_functions(tree, source).items()}
+    loops: list[PipelinedLoop] = []
+    for found in _walk(source, factory_name):
+        if isinstance(found, ast.For) and is_pipelined(found):
+            var = ast.unparse(found.target)
+            body = [each for stmt in found.body
+                    for each in _expanded(source, stmt, functions)]
+            loops.append(PipelinedLoop(found.lineno, var, tuple(body)))
+    return sorted(loops, key=lambda loop: loop.line)
+
+
 def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
     """The body statements of each ``T.Pipelined`` loop in the factory, in source order."""
-    scope = factory_scope(ast.parse(source), factory_name)
-    loops: list[list[Statement]] = []
-    for found in ast.walk(scope):
-        if isinstance(found, ast.For) and is_pipelined(found):
-            body = []
-            for stmt in found.body:
-                segment = ast.get_source_segment(source, stmt) or ast.unparse(stmt)
-                names = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name))
-                body.append(Statement(_one_line(segment), stmt.lineno, names))
-            loops.append(body)
-    loops.sort(key=lambda body: body[0].line if body else 0)
-    return loops
+    return [list(loop.body) for loop in pipelined(source, factory_name)]
 
 
 def loop_over(source: str, factory_name: str, variable: str) -> list[Statement]:
     """The body statements of the first loop over ``variable`` in the factory (a plain
     ``for s in T.serial(n)``): where a finding in an unpipelined loop is."""
-    scope = factory_scope(ast.parse(source), factory_name)
-    for found in ast.walk(scope):
+    for found in _walk(source, factory_name):
         if isinstance(found, ast.For) and isinstance(found.target, ast.Name) \
                 and found.target.id == variable:
             return [Statement(_one_line(ast.get_source_segment(source, stmt)
@@ -69,9 +139,8 @@ def gemm_statements(source: str, factory_name: str) -> list[Statement]:
     """The tile-level gemm calls in the factory (``T.gemm``, ``T.wgmma_gemm``,
     ``T.tcgen05_gemm`` ...), in source order; ``names`` holds their first three
     arguments' buffer names (A, B, C)."""
-    scope = factory_scope(ast.parse(source), factory_name)
     found = []
-    for node in ast.walk(scope):
+    for node in _walk(source, factory_name):
         if isinstance(node, ast.Call) and dotted_name(node.func).rsplit(".", 1)[-1] \
                 .endswith("gemm") and "." in dotted_name(node.func):
             operands = frozenset(_base_name(arg) for arg in node.args[:3])

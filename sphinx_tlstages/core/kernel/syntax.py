@@ -23,13 +23,3 @@ def is_pipelined(node: ast.For) -> bool:
     """A ``for`` over ``T.Pipelined(...)``."""
     call = node.iter
     return isinstance(call, ast.Call) and dotted_name(call.func).endswith("Pipelined")
-
-
-
-def factory_scope(tree: ast.Module, factory_name: str) -> ast.AST:
-    """The top-level function ``factory_name`` (its last definition), else the module."""
-    scope: ast.AST = tree
-    for node in tree.body:
-        if isinstance(node, ast.FunctionDef) and node.name == factory_name:
-            scope = node
-    return scope

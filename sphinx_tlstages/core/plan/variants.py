@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import OptionError, SourceError
+from ..kernel.computed import Unknown
+from ..kernel.depth import Depth
 from ..kernel.source import Factory, check_params, choose_factory, find_factories, parse_kernel
 from ..results.result import Result
 from .spec import KernelOrigin, VariantSpec, canonical_params
@@ -38,26 +40,63 @@ def kernel_factory(source: str, source_name: str, requested: str | None,
     clash = sorted(set(sweep) & set(params))
     if clash:
         raise OptionClash(f"{', '.join(clash)} is also given in :params:", "sweep")
-    factory = choose_factory(find_factories(parse_kernel(source, source_name)), requested)
+    factory = choose_factory(find_factories(parse_kernel(source, source_name), source),
+                             requested)
     check_params(factory, {**params, **{k: v[0] for k, v in sweep.items()}})
     return factory
 
 
-def depths(factory: Factory, requested: Sequence[int], explicit: bool) -> tuple[int, ...]:
+def _evaluated(factory: Factory, arguments: Mapping[str, object]) -> Depth:
+    """The factory's depth as written, computed ones told for ``arguments``."""
+    assert factory.depth is not None
+    try:
+        return factory.depth.evaluated(arguments)
+    except Unknown as exc:
+        line, how = factory.depth.computed[0]
+        raise SourceError(
+            f"{factory.name} computes its pipeline depth ({how.name} = {how.expression}, "
+            f"for the loop at line {line}) and the kernel text cannot tell its value for "
+            f"these arguments: {exc}; give it in :params: or give {factory.name} a "
+            "num_stages parameter", how.line) from None
+
+
+def written_depth(factory: Factory, arguments: Mapping[str, object]
+                  ) -> tuple[tuple[int, str], ...]:
+    """(kernel line, what it says) of each depth a kernel lowered as written sets, for
+    these arguments (empty when the directive's num_stages values are given to it)."""
+    if factory.depth is None or factory.depth.param is not None:
+        return ()
+    return _evaluated(factory, arguments).each
+
+
+def depth_of(factory: Factory) -> Callable[[Mapping[str, object]], int] | None:
+    """For a factory that computes its depth from its arguments, the depth a variant's
+    arguments give (a swept argument may change it); None otherwise."""
+    if factory.depth is None or factory.depth.param is not None or not factory.depth.computed:
+        return None
+    return lambda arguments: _evaluated(factory, arguments).written
+
+
+def depths(factory: Factory, requested: Sequence[int], explicit: bool,
+           arguments: Mapping[str, object] | None = None) -> tuple[tuple[int, ...], str]:
     """The num_stages values to lower: those asked for, unless the kernel sets its depth
-    itself; then the one it wrote (and values asked for explicitly must be that one)."""
+    itself; then the one it wrote or computes for ``arguments``, and, where values were
+    asked for explicitly that differ, what to say about it (empty: nothing)."""
     depth = factory.depth
     if depth is None or depth.param is not None:
-        return tuple(requested)
-    if explicit and tuple(requested) != (depth.written,):
-        raise OptionClash(
-            f"{factory.name} fixes its pipeline depth ("
-            + "; ".join(f"{said}, line {line}" for line, said in depth.each)
-            + " of the kernel), so it lowers as written, with "
-            f"num_stages={depth.written} only; to compare depths, give {factory.name} a "
-            "num_stages parameter and pass it to "
-            + ("its loops" if len(depth.each) > 1 else "that loop"), "num-stages")
-    return (depth.written,)
+        return tuple(requested), ""
+    depth = _evaluated(factory, arguments or {})
+    if not explicit or tuple(requested) == (depth.written,):
+        return (depth.written,), ""
+    verb = "computes" if depth.computed else "fixes"
+    asked = " ".join(map(str, requested))
+    return (depth.written,), (
+        f"{factory.name} {verb} its pipeline depth ("
+        + "; ".join(f"{said}, line {line}" for line, said in depth.each)
+        + f" of the kernel), so it lowers as written, with num_stages={depth.written} "
+        f"only, not {asked}: drop :num-stages:, or, to compare depths, give "
+        f"{factory.name} a num_stages parameter and pass it to "
+        + ("its loops" if len(depth.each) > 1 else "that loop"))
 
 
 def matrix(source: str, source_name: str, factory: str, params: Mapping[str, object],
@@ -65,9 +104,12 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
            targets: Sequence[Target], passes: tuple[str, ...] = (),
            origin: KernelOrigin | None = None,
            depth_param: str | None = "num_stages",
-           record_passes: bool = False) -> tuple[VariantSpec, ...]:
+           record_passes: bool = False,
+           depth_for: Callable[[Mapping[str, object]], int] | None = None
+           ) -> tuple[VariantSpec, ...]:
     """Every combination of target, swept values and num_stages, num_stages varying
-    fastest, so neighbouring columns differ in num_stages alone."""
+    fastest, so neighbouring columns differ in num_stages alone (``depth_for``: the one
+    depth a factory computes from each combination's arguments, see :func:`depth_of`)."""
     combos = 1
     for values in sweep.values():
         combos *= len(values)
@@ -81,6 +123,8 @@ def matrix(source: str, source_name: str, factory: str, params: Mapping[str, obj
     for target, combo, stages in itertools.product(
             targets, itertools.product(*sweep.values()), num_stages):
         chosen = dict(zip(names, combo, strict=True))
+        if depth_for is not None:
+            stages = depth_for({**params, **chosen})
         axes = [("target", target.label)] if len(targets) > 1 else []
         axes += [(name, repr(value)) for name, value in chosen.items()]
         axes.append(("num_stages", str(stages)))
@@ -151,6 +195,37 @@ def merge_unchanged(rows: Sequence[tuple[VariantSpec, Result]]
     return shown, merged
 
 
+def alike_within(rows: Sequence[tuple[VariantSpec, Result]]) -> list[str]:
+    """Where only some num_stages values of a group lowered alike (two of four depths),
+    one sentence per such set, saying which: the page shows their columns apart, so
+    that the reader would otherwise have to compare them line by line."""
+    groups: dict[tuple[object, ...], list[tuple[VariantSpec, Result]]] = {}
+    for variant, result in rows:
+        others = tuple(axis for axis in variant.axes if axis[0] != "num_stages")
+        groups.setdefault((variant.target, others), []).append((variant, result))
+    said: list[str] = []
+    for members in groups.values():
+        if len(members) < 3 or lowered_alike([r for _, r in members]):
+            continue  # two alike are the whole group, merged by merge_unchanged
+        sets: dict[tuple[object, object], list[VariantSpec]] = {}
+        for variant, result in members:
+            if result.get("ok") and result.get("planned_ir") is not None:
+                sets.setdefault((result.get("planned_ir"), result.get("cuda")),
+                                []).append(variant)
+        for alike in sets.values():
+            if len(alike) < 2:
+                continue
+            first = alike[0]
+            swept = ", ".join(f"{name}={value}" for name, value in first.axes
+                              if name not in ("num_stages", "target"))
+            where = first.target.label + (f" with {swept}" if swept else "")
+            *most, last = (str(v.stages) for v in alike)
+            said.append(f"On {where}, num_stages {', '.join(most)} and {last} lower to the "
+                        "same IR after pipeline planning and to the same "
+                        f"{first.target.language} code; the other values differ.")
+    return said
+
+
 def unchanged_sentence(variant: VariantSpec) -> str:
     """What a merged column stands for, in one sentence."""
     others = ", ".join(f"{name}={value}" for name, value in variant.axes
@@ -163,5 +238,7 @@ def unchanged_sentence(variant: VariantSpec) -> str:
             f"shown once as num_stages={variant.stages}.")
 
 
-__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "alike_group", "depths",
-           "kernel_factory", "lowered_alike", "matrix", "merge_unchanged", "unchanged_sentence"]
+__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "alike_group", "alike_within",
+           "depth_of", "depths",
+           "kernel_factory", "lowered_alike", "matrix", "merge_unchanged", "unchanged_sentence",
+           "written_depth"]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kernel.statements import Statement, gemm_statements, loop_over, pipelined_loops
+from ..kernel.statements import PipelinedLoop, Statement, gemm_statements, loop_over, pipelined
 from . import cuda as cuda_text
 from . import line_links
+from .loop_match import align, readable, which_loop
 from .result import (
     RESULT_SCHEMA,
     GemmCall,
@@ -27,21 +28,18 @@ from .result import (
 _SYNC_OPS = ("mbarrier", "barrier", "fence", "sync")
 
 
-def _named(ir_stmts: list[dict[str, Any]], source: list[Statement]) -> list[NamedStatement]:
-    """Give each IR statement its source text: in order when the counts agree (the usual
-    case), else by the buffers it touches, else its own IR text."""
-    if len(ir_stmts) == len(source):
-        return [{"text": s.text, "line": s.line} for s in source]
+def _named(ir_stmts: list[dict[str, Any]], loop: PipelinedLoop | None) -> list[NamedStatement]:
+    """Give each IR statement its kernel text and line (see :mod:`.loop_match`); one that
+    fits none says so, with its operation and buffers in the kernel's spelling."""
+    body = loop.body if loop else ()
     named: list[NamedStatement] = []
-    unused = list(source)
-    for stmt in ir_stmts:
-        buffers = set(stmt["buffers"])
-        match = next((s for s in unused if buffers and buffers <= s.names), None)
-        if match is not None:
-            unused.remove(match)
-            named.append({"text": match.text, "line": match.line})
-        else:
-            named.append({"text": stmt["ir"], "line": None})
+    for stmt, index in zip(ir_stmts, align(ir_stmts, body), strict=True):
+        if index is not None:
+            named.append({"text": body[index].text, "line": body[index].line})
+            continue
+        why = f"fits no statement of the loop at kernel line {loop.line} by its operation " \
+              "and buffers" if loop else "no T.Pipelined loop of the kernel names its buffers"
+        named.append({"text": readable(stmt), "line": None, "why": why})
     return named
 
 
@@ -127,20 +125,42 @@ def _located(hazards: Hazards, loops: list[Statement], source: str, factory: str
 def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages: int,
             seconds: float, source_name: str | None = None) -> Result:
     """Assemble a successful variant's result from IR facts and normalised CUDA."""
-    loops = pipelined_loops(source, factory)
-    pipeline: list[PipelineLoop] = []
-    for i, loop in enumerate(ir["pipeline"]):
-        statements = _named(loop["statements"], loops[i] if i < len(loops) else [])
-        pipeline.append({"num_stages": loop["num_stages"], "stage": loop["stage"],
-                         "order": loop["order"], "statements": statements})
+    kernel_loops = pipelined(source, factory)
+    loops = [list(loop.body) for loop in kernel_loops]
+    taken: set[int] = set()
     ws = ir.get("warp_specialized")
+    ws_loop: int | None = None
+    if ws:  # the loop the producer runs: taken first, the pipeliner's are the others
+        barriers = {b["name"] for b in ws["barriers"]}
+        buffers = {name for role in ("producer", "consumer") for stmt in ws[role]
+                   for name in stmt["buffers"]} - barriers
+        names = ws.get("vars") or [None]
+        ws_loop = which_loop(names[0], buffers, kernel_loops, taken)
+        if ws_loop is not None:
+            taken.add(ws_loop)
+    pipeline: list[PipelineLoop] = []
+    for loop in ir["pipeline"]:
+        found = which_loop(loop.get("var"),
+                           {n for stmt in loop["statements"] for n in stmt["buffers"]},
+                           kernel_loops, taken)
+        if found is not None:
+            taken.add(found)
+        chosen = kernel_loops[found] if found is not None else None
+        pipeline.append({"num_stages": loop["num_stages"], "stage": loop["stage"],
+                         "order": loop["order"],
+                         "statements": _named(loop["statements"], chosen),
+                         "line": chosen.line if chosen else None,
+                         "trips": loop.get("trips")})
     warp: WarpSpecialization | None = None
     if ws:
         warp = {
             "threads": ws.get("threads", 0),
             "producer_threads": ws["producer_threads"],
             "consumer_threads": ws.get("threads", 0) - ws["producer_threads"],
-            "roles": _roles(ws, loops[0] if loops else []),
+            "line": kernel_loops[ws_loop].line if ws_loop is not None else None,
+            "slots": (ws.get("loops") or [{}])[0].get("slots"),
+            "trips": (ws.get("loops") or [{}])[0].get("trips"),
+            "roles": _roles(ws, loops[ws_loop] if ws_loop is not None else []),
             "barriers": [
                 {"name": b["name"], "shape": b["shape"], "dtype": b["dtype"],
                  "init": ws.get("barrier_init", {}).get(b["name"], [])}

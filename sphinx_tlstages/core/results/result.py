@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 5
+RESULT_SCHEMA = 6
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -39,21 +39,27 @@ class ErrorInfo(TypedDict):
 # -- the records inside a result (produced in core.facts and the worker, read by the
 # renderers, checks and snapshots) ------------------------------------------------------
 
-class NamedStatement(TypedDict):
-    """A statement of a pipelined loop, by its source text and kernel line (None: the
-    IR's own text, where the source did not say)."""
+class NamedStatement(TypedDict, total=False):
+    """A statement of a pipelined loop, by its source text and kernel line; with line
+    None, its operation and buffers as the IR gives them, and ``why`` no kernel line is
+    given (schema 6)."""
 
-    text: str
+    text: Required[str]
+    line: Required[int | None]
+    why: str
+
+
+class PipelineLoop(TypedDict, total=False):
+    """A ``T.Pipelined`` loop as ``tl.PipelinePlanning`` annotated it; ``line`` and
+    ``trips`` (schema 6): the kernel line of the ``T.Pipelined`` loop it is (None: none
+    found) and how many times it runs."""
+
+    num_stages: Required[int]
+    stage: Required[list[int]]
+    order: Required[list[int]]
+    statements: Required[list[NamedStatement]]
     line: int | None
-
-
-class PipelineLoop(TypedDict):
-    """A ``T.Pipelined`` loop as ``tl.PipelinePlanning`` annotated it."""
-
-    num_stages: int
-    stage: list[int]
-    order: list[int]
-    statements: list[NamedStatement]
+    trips: int | None  # how many times the loop runs (None: not a number in the IR)
 
 
 class Role(TypedDict, total=False):
@@ -74,12 +80,19 @@ class Barrier(TypedDict):
     init: list[int]
 
 
-class WarpSpecialization(TypedDict):
-    threads: int
-    producer_threads: int
-    consumer_threads: int
-    roles: list[Role]
-    barriers: list[Barrier]
+class WarpSpecialization(TypedDict, total=False):
+    """The producer/consumer split; ``line``, ``slots``, ``trips`` (schema 6): the
+    kernel line of the ``T.Pipelined`` loop that was split (None: none found), its ring
+    slots and trip count."""
+
+    threads: Required[int]
+    producer_threads: Required[int]
+    consumer_threads: Required[int]
+    roles: Required[list[Role]]
+    barriers: Required[list[Barrier]]
+    line: int | None
+    slots: int | None  # the ring slots its copies cycle through (its num_stages)
+    trips: int | None  # how many times the split loop runs
 
 
 class SharedBuffer(TypedDict):

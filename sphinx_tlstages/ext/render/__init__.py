@@ -17,7 +17,7 @@ from docutils import nodes
 
 from ...core.kernel.listing import Listing
 from ...core.plan.spec import DirectiveSpec, VariantSpec
-from ...core.plan.variants import merge_unchanged, unchanged_sentence
+from ...core.plan.variants import alike_within, merge_unchanged, unchanged_sentence
 from ...core.results.result import Result
 from .cuda import literal
 from .parts import Context, Drawn, Rows, render_parts, renders, unregistered
@@ -65,7 +65,10 @@ def _written_note(spec: DirectiveSpec, factory: str) -> nodes.Node | None:
         return None
     several = len(spec.written_depth) > 1
     para = nodes.paragraph(classes=["tl-note", "tl-as-written"])
-    para += nodes.Text(f"The kernel fixes its pipeline depth{'s' if several else ''} (")
+    # A depth computed from the arguments reads ``num_stages = <expression> with ...``.
+    verb = "computes its pipeline depth{} from its arguments" \
+        if any(" = " in said for _, said in spec.written_depth) else "fixes its pipeline depth{}"
+    para += nodes.Text(f"The kernel {verb.format('s' if several else '')} (")
     for i, (line, said) in enumerate(spec.written_depth):
         para += nodes.Text("; " if i else "")
         para += code(said) if said.startswith("num_stages=") and " " not in said \
@@ -119,6 +122,9 @@ def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     unchanged = _unchanged_note(merge_unchanged(rows)[1])
     if unchanged is not None:
         root += unchanged
+    partly = alike_within(rows)
+    if partly:
+        root += nodes.paragraph(text=" ".join(partly), classes=["tl-unchanged"])
     written = _written_note(spec, spec.variants[0].factory)
     if written is not None:
         root += written

@@ -25,8 +25,9 @@ def _stage_cell(loop: PipelineLoop, i: int) -> str:
 def _schedule_rows(rows: list[tuple[VariantSpec, Result]]) -> dict[tuple[str, str], dict[str, Any]]:
     """Per statement, per variant: stage and order, or the warp group that runs it.
 
-    Rows are keyed by the statement's source text; statements the compiler inserted are
-    keyed by their operation and warp group, since their IR text differs per variant.
+    Rows are keyed by the statement's kernel line and text (two loops may hold the same
+    text); statements the compiler inserted are keyed by their operation and warp group,
+    since their IR text differs per variant.
     """
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for variant, result in rows:
@@ -34,12 +35,14 @@ def _schedule_rows(rows: list[tuple[VariantSpec, Result]]) -> dict[tuple[str, st
             continue
         for loop in result["pipeline"]:
             for i, stmt in enumerate(loop["statements"]):
-                row = found.setdefault(("", stmt["text"]), {"line": stmt["line"]})
+                row = found.setdefault((str(stmt["line"] or ""), stmt["text"]),
+                                       {"line": stmt["line"], "why": stmt.get("why")})
                 row[variant.label] = _stage_cell(loop, i)
         warp = result.get("warp_specialized")
         for role in warp["roles"] if warp else []:
-            key = (role["role"], role["op"]) if role["inserted"] else ("", role["text"])
-            row = found.setdefault(key, {"line": role["line"]})
+            key = (role["role"], role["op"]) if role["inserted"] \
+                else (str(role["line"] or ""), role["text"])
+            row = found.setdefault(key, {"line": role["line"], "inserted": role["inserted"]})
             row[variant.label] = role["role"]
     return found
 
@@ -55,10 +58,13 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
     body: list[list[Cell | Span]] = []
     for (role, text), row in _schedule_rows(rows).items():
         label: Cell = code(text)
-        if role:
-            label = [nodes.emphasis(text="inserted "), code(f"T.{text}"),
+        inserted = bool(row.get("inserted"))
+        if inserted:
+            label = [nodes.emphasis(text="inserted by the compiler: "), code(f"T.{text}"),
                      nodes.emphasis(text=f" ({role})")]
-        missing = "not pipelined" if not role else "—"
+        elif row.get("why"):
+            label = [code(text), nodes.emphasis(text=f" (no kernel line: {row['why']})")]
+        missing = "—" if inserted else "not pipelined"
         body.append([label, doc_line(spec, row["line"]),
                      *(row.get(v.label, missing) for v, _ in ok)])
     warp = [r.get("warp_specialized") for _, r in ok]
@@ -70,8 +76,19 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
                      *(_ring(w) if w else "—" for w in warp)])
     if not body:
         return nodes.paragraph(text="No variant has a pipelined loop.")
-    return table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)],
-                 key_columns=2)
+    found = table(headers, body, ["tl-table"], widths=[34, 8, *[14] * len(ok)],
+                  key_columns=2)
+    if not any(loop["stage"] for _, r in ok for loop in r["pipeline"]):
+        return found
+    key = nodes.paragraph(classes=["tl-note", "tl-annotations-key"], text=(
+        "stage s: the statement runs s iterations after the first statements of its "
+        "iteration (stage 0 issues the copies of a tile, stage 2 uses that tile two "
+        "iterations later); order: its place among the statements of one steady-state "
+        "iteration."))
+    holder = nodes.container()
+    holder += found
+    holder += key
+    return holder
 
 
 @renders("annotations")

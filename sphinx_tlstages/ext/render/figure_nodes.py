@@ -49,7 +49,9 @@ def schedule_figures(spec: DirectiveSpec,
         figures, note = model.schedule_figures(result, line)
         several = len(figures) > 1
         for fig in figures:
-            loop = f", loop {fig['loop_index'] + 1}" if several else ""
+            where = f"line {fig['line']}" if fig.get("line") is not None \
+                else f"loop {fig.get('loop_index', 0) + 1}"
+            loop = f", {where}" if several else ""
             drawn.append((variant.heading + loop, fig))
         if note is not None:
             notes.append((variant.heading, note))

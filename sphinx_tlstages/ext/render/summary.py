@@ -11,19 +11,14 @@ from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import Target
 from ...core.results.result import Hazards, Result, shared_bytes
 from .bench import bench_table
+from .decisions import schedule_cell, split_note
 from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, Span, doc_line, number, table
 
 
-def _schedule(result: Result) -> str:
-    ws = result.get("warp_specialized")
-    if ws:
-        count = sum(b["shape"][0] for b in ws["barriers"])
-        return f"warp-specialised, {count} barriers"
-    loops = result.get("pipeline") or []
-    if loops:
-        return ", ".join(f"pipelined, depth {loop['num_stages']}" for loop in loops)
-    return "not pipelined"
+def _calls(count: int, what: str) -> str:
+    """``1 TMA load call``, ``4 cp.async calls``."""
+    return f"{count} {what} call{'' if count == 1 else 's'}"
 
 
 def _shared_cell(result: Result, limit: int | None, named: bool) -> Cell:
@@ -61,7 +56,7 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
     matrix = not all(v.only_num_stages for v, _ in rows)
     language = code_name(spec.targets)
     headers = ["variant" if matrix else "num_stages", "schedule", "threads", shared,
-               "__syncthreads", "async copies", "waits",
+               "__syncthreads", "async copies (calls in the code)", "waits",
                f"{language} lines" if language != "code" else "lines of code"]
     body: list[list[Cell | Span]] = []
     for variant, result in rows:
@@ -75,18 +70,30 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
                          Span(nodes.strong(text=text, classes=["tl-failed"]), len(headers) - 1)])
             continue
         sync = result["sync"]
+        # Counted in the generated code: call sites, not copies in flight (one call in a
+        # loop issues a copy per iteration).
         if sync["tma_load"]:
-            copies = f"{sync['tma_load']} TMA loads"
+            copies = _calls(sync["tma_load"], "TMA load")
         else:
-            copies = f"{sync['cp_async']} cp_async" if sync["cp_async"] else "none"
+            copies = _calls(sync["cp_async"], "cp.async") if sync["cp_async"] else "none"
         if sync["cp_async_wait"]:
             waits = " ".join(f"<{n}>" for n in sync["cp_async_wait"])
         else:
-            waits = f"{sync['mbarrier_wait']} mbarrier" if sync["mbarrier_wait"] else "none"
-        body.append([name, _schedule(result), str(result["threads"]),
+            waits = _calls(sync["mbarrier_wait"], "mbarrier wait") \
+                if sync["mbarrier_wait"] else "none"
+        body.append([name, schedule_cell(spec, result), str(result["threads"]),
                      _shared_cell(result, variant.target.shared_memory_limit, not one_target),
                      str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
+
+
+def waits_key(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    """What the waits column's ``<1> <0>`` means, where a variant has such waits."""
+    if not any(r.get("ok") and r["sync"].get("cp_async_wait") for _, r in rows):
+        return None
+    return nodes.paragraph(classes=["tl-note", "tl-waits-key"], text=(
+        "waits: each tl::cp_async_wait<n>() of the code, in order; <n> waits until at "
+        "most n committed groups of copies are still in flight (<0>: all have landed)."))
 
 
 def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
@@ -137,5 +144,6 @@ def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
                for node in bench_table(spec, data, entry, stale, context.bench_stale,
                                        context.version)]
     verdicts = hazards_table(spec, rows)
-    return Drawn([summary_table(spec, rows), *([verdicts] if verdicts is not None else []),
-                  *numbers])
+    notes = [note for note in (waits_key(rows), split_note(spec, rows)) if note is not None]
+    return Drawn([summary_table(spec, rows), *notes,
+                  *([verdicts] if verdicts is not None else []), *numbers])

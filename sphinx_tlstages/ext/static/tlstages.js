@@ -97,8 +97,18 @@
     });
   }
 
+  /* A figure wider than the page scrolls sideways; phones hide scroll bars, so a figure
+     that overflows is marked (tl-overflows) and the stylesheet says that it scrolls. */
+  function markOverflow() {
+    document.querySelectorAll(".tl-pipeline .tl-figure").forEach(function (fig) {
+      fig.classList.toggle("tl-overflows", fig.scrollWidth > fig.clientWidth + 1);
+    });
+  }
+
   function start() {
     document.querySelectorAll(".tl-pipeline").forEach(setup);
+    markOverflow();
+    window.addEventListener("resize", markOverflow);
   }
   if (document.readyState === "loading") {
     document.addEventListener("DOMContentLoaded", start);

@@ -93,6 +93,11 @@ def pipeline_loops(func: Any) -> list[dict[str, Any]]:
         if isinstance(node, tvm.tirx.For) and "software_pipeline_stage" in node.annotations:
             ann = node.annotations
             loops.append({
+                # The Python loop variable's name survives tracing: with the statements'
+                # buffers, it tells which T.Pipelined loop of the kernel this one is.
+                "var": str(node.loop_var.name),
+                "trips": int(node.extent.value)
+                if isinstance(node.extent, tvm.tirx.IntImm) else None,
                 "num_stages": int(ann.get("tl_pipelined_num_stages", -1)),
                 "stage": [int(s) for s in ann["software_pipeline_stage"]],
                 "order": [int(o) for o in ann.get("software_pipeline_order", [])],
@@ -162,6 +167,8 @@ def warp_specialization(func: Any) -> dict[str, Any] | None:
                 split["producer_threads"] = int(branch.condition.b)
                 split["producer"] = _branch_statements(branch.then_case)
                 split["consumer"] = _branch_statements(branch.else_case)
+                split["loops"] = _specialised_loops(branch.then_case)
+                split["vars"] = [loop["var"] for loop in split["loops"]]
         if _is_thread_x(node):
             split["threads"] = int(node.value)
         if kind in ("SBlock", "Block") and "barrier_init" in node.annotations:
@@ -179,16 +186,57 @@ def warp_specialization(func: Any) -> dict[str, Any] | None:
     return split
 
 
+def _left_to_pipeliner(node: Any) -> bool:
+    """A ``T.Pipelined`` loop the warp-specialisation passes left as it was (it still
+    carries its ``num_stages``): the software pipeliner takes it later, in the consumer."""
+    return "num_stages" in node.annotations
+
+
+def _slots(loop: Any) -> int:
+    """How many ring slots a warp-specialised loop cycles through: ``m`` of the version
+    index ``k % m`` its copies write (1 where nothing is versioned)."""
+    found = [1]
+
+    def visit(node: Any) -> None:
+        if type(node).__name__ == "FloorMod" and node.a.same_as(loop.loop_var) \
+                and isinstance(node.b, tvm.tirx.IntImm):
+            found.append(int(node.b.value))
+
+    _visit(loop.body, visit)
+    return max(found)
+
+
+def _specialised_loops(stmt: Any) -> list[dict[str, Any]]:
+    """The loops the producer branch runs, the ``T.Pipelined`` loops that were
+    warp-specialised: loop variable, trip count (None: not a number) and ring slots."""
+    found: list[dict[str, Any]] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, tvm.tirx.For) and not _left_to_pipeliner(node):
+            extent = node.extent
+            found.append({"var": str(node.loop_var.name), "slots": _slots(node),
+                          "trips": int(extent.value)
+                          if isinstance(extent, tvm.tirx.IntImm) else None})
+            return False
+        return True
+
+    if stmt is not None:
+        pre_order_visit(stmt, visit)
+    return found
+
+
 def _branch_statements(stmt: Any) -> list[dict[str, Any]]:
     """The statements of the outermost loops of one warp group's branch (the pipelined
-    loop, rewritten): tile operations and whole inner loops alike."""
+    loop, rewritten): tile operations and whole inner loops alike; not those of a loop
+    left to the software pipeliner, which is another loop of the kernel."""
     found: list[dict[str, Any]] = []
     if stmt is None:
         return found
 
     def visit(node: Any) -> bool:
         if isinstance(node, tvm.tirx.For):
-            found.extend(_summary(s) for s in _body(node.body))
+            if not _left_to_pipeliner(node):
+                found.extend(_summary(s) for s in _body(node.body))
             return False  # its inner loops belong to these statements
         return True
 

@@ -164,7 +164,9 @@ def cp_async_schedules(planned_func: Any, injected_func: Any) -> list[Json]:
             "async_producers": [int(a) for a in
                                 ann.get("software_pipeline_async_producers", [])],
             "statements": [{"ir": label(s)} for s in stmts],
-            "version_dims": dims,
+            # This loop's own buffers: another loop's are versioned too.
+            "version_dims": {name: size for name, size in dims.items()
+                             if any(name in buffer_names(s) for s in stmts)},
             "trip_count": trip if trip is not None else str(plan.extent),
             "loop": {"min": loop_min, "extent": extent if extent is not None
                      else str(loop.extent)},

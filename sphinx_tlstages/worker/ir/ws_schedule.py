@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tvm.tirx.stmt_functor import post_order_visit
+from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 
 from .match import identify
 from .walk import (
@@ -95,11 +95,38 @@ def _items(body: Any, planned: list[Any], planned_var: Any, var: Any,
     return items
 
 
+def _specialised_plan(plans: list[Any], producer: Any) -> Any:
+    """Which ``T.Pipelined`` loop was warp-specialised: the one whose loop variable the
+    producer branch runs (a loop left to the software pipeliner keeps its ``num_stages``
+    annotation) and whose statements share the most buffers with it; the first one when
+    nothing tells them apart."""
+    runs: list[Any] = []
+
+    def visit(node: Any) -> bool:
+        if kind(node) == "For" and "num_stages" not in node.annotations:
+            runs.append(node)
+            return False
+        return True
+
+    if producer is not None:
+        pre_order_visit(producer, visit)
+    names = {str(loop.loop_var.name) for loop in runs}
+    touched = {name for loop in runs for name in buffer_names(loop)}
+
+    def score(plan: Any) -> tuple[int, int]:
+        mine = {name for stmt in flatten(plan.body) for name in buffer_names(stmt)}
+        return (str(plan.loop_var.name) in names, len(mine & touched))
+
+    best = max(score(plan) for plan in plans)
+    return next(plan for plan in plans if score(plan) == best)
+
+
 def _branch_loop(branch: Any, var_name: str) -> tuple[list[Any], Any | None, list[Any]]:
     """(items before, the pipelined loop, items after) of one warp group's branch."""
     items = flatten(branch)
     for i, item in enumerate(items):
-        if kind(item) == "For" and str(item.loop_var.name) == var_name:
+        if kind(item) == "For" and str(item.loop_var.name) == var_name \
+                and "num_stages" not in item.annotations:  # not a loop left to pipeline
             return items[:i], item, items[i + 1:]
     return items, None, []
 
@@ -147,9 +174,6 @@ def warp_specialized_schedule(before_func: Any, ws_func: Any) -> Json | None:
     plans = annotated_loops(before_func, "num_stages")
     if not plans:
         return None
-    plan = plans[0]
-    planned = flatten(plan.body)
-    stages = int(plan.annotations["num_stages"])
     scope: list[Any] = []
 
     def visit(node: Any) -> None:
@@ -160,9 +184,17 @@ def warp_specialized_schedule(before_func: Any, ws_func: Any) -> Json | None:
     if not scope or kind(scope[0].body) != "IfThenElse":
         return None
     split = scope[0].body
+    plan = _specialised_plan(plans, split.then_case)
+    planned = flatten(plan.body)
+    stages = int(plan.annotations["num_stages"])
     var_name = str(plan.loop_var.name)
+    # Only the buffers this loop's statements touch travel through its barrier ring; a
+    # second T.Pipelined loop's buffers are versioned too, by the software pipeliner.
+    touched = {name for stmt in planned for name in buffer_names(stmt)}
     out: Json = {"loop_var": var_name, "num_stages": stages,
-                 "version_dims": version_dims(before_func, ws_func),
+                 "version_dims": {name: size for name, size
+                                  in version_dims(before_func, ws_func).items()
+                                  if name in touched},
                  "statements": [{"ir": f"T.{_op(s)}({', '.join(buffer_names(s))})"}
                                 for s in planned],
                  "producer_threads": integer(split.condition.b)}
