@@ -244,7 +244,8 @@ def test_two_pipelined_loops_each_statement_on_its_line(build) -> None:
         "reason for the choice in its IR or its log.")
     # Counts say what they count, in agreement.
     copies = {row[0]: row[5] for row in result.table("tl-summary")}
-    assert copies["sm_90a, num_stages=2"] == "1 TMA load call"
+    # The first loop's TMA copy and the second loop's cp.async copies, both counted.
+    assert copies["sm_90a, num_stages=2"] == "1 TMA load call, 3 cp.async calls"
     # Each loop has its own figure, headed by its line where a variant has several.
     assert f"sm_80, num_stages=2, line {second - 1}" in html  # the T.Pipelined lines
     assert f"sm_90a, num_stages=2, line {first - 1}" in html

@@ -188,7 +188,7 @@ def _ring(pic: Drawing, fig: Json, ring: int, y: float, width: float, ks: list[i
     note = ("bar n ×c: mbarrier n, expecting c arrivals per phase · full: the producer's "
             "TMA loads complete it, the consumer waits on it (solid arrow) · empty: the "
             "consumer arrives when done with the slot, the producer waits on it before "
-            f"reusing the slot {ring} iterations later (dashed arrow) · ·pN: the phase "
+            f"reusing the slot {ring} iterations later (dashed arrow) · wait … ·pN: the phase "
             "parity waited for; the producer's first wait on each empty barrier (·p1) "
             "passes at once, since a fresh barrier counts the phase before its first as "
             "complete, so the producer fills every slot before the consumer frees one")

@@ -130,7 +130,10 @@ def chips(fig: Json, role: str, k: int) -> list[Chip]:
         for v in item.get("versions", []):
             if v.get("buffer") in dims:
                 slot = at(v.get("slot"))
-        shared = [b for b in item.get("buffers", []) if "shared" in b]
+        # The kernel's shared buffers by name where the figure knows them (``X_s``), else
+        # by TileLang's spelling of a shared allocation.
+        known = set(fig.get("shared_names", ()))
+        shared = [b for b in item.get("buffers", []) if b in known or "shared" in b]
         if slot is None and not dims and shared and stages(fig) == 1:
             slot = 0  # one stage, no version dimension: the one buffer is the ring's slot
         if slot is None and not item.get("barrier") and item.get("op") != "gemm":

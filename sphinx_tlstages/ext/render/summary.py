@@ -72,15 +72,16 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
         sync = result["sync"]
         # Counted in the generated code: call sites, not copies in flight (one call in a
         # loop issues a copy per iteration).
-        if sync["tma_load"]:
-            copies = _calls(sync["tma_load"], "TMA load")
-        else:
-            copies = _calls(sync["cp_async"], "cp.async") if sync["cp_async"] else "none"
-        if sync["cp_async_wait"]:
-            waits = " ".join(f"<{n}>" for n in sync["cp_async_wait"])
-        else:
-            waits = _calls(sync["mbarrier_wait"], "mbarrier wait") \
-                if sync["mbarrier_wait"] else "none"
+        # Both kinds where a kernel has both (a warp-specialised loop's TMA copies and a
+        # second loop's cp.async pipeline in the consumer warps).
+        copies = ", ".join(_calls(sync[key], what) for key, what in
+                           (("tma_load", "TMA load"), ("cp_async", "cp.async"))
+                           if sync[key]) or "none"
+        said = [" ".join(f"<{n}>" for n in sync["cp_async_wait"])] \
+            if sync["cp_async_wait"] else []
+        if sync["mbarrier_wait"]:
+            said.append(_calls(sync["mbarrier_wait"], "mbarrier wait"))
+        waits = "; ".join(said) or "none"
         body.append([name, schedule_cell(spec, result), str(result["threads"]),
                      _shared_cell(result, variant.target.shared_memory_limit, not one_target),
                      str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
