@@ -181,11 +181,9 @@ def _alike(variants: dict[str, Any], ids: Sequence[str]) -> str | None:
     return "; ".join(",".join(g) for g in sorted(merged, key=lambda g: _order(g[0]))) or "none"
 
 
-def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
-    """Every visible change from snapshot ``old`` to snapshot ``new``: the directive's
-    inputs, then each variant's facts, then which variants are shown as one. The TileLang
-    version, ``#line`` numbers into TileLang's files, a result-schema bump and facts one
-    side did not keep are provenance, never a change."""
+def input_changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """The directive's own inputs that changed: its targets, factory, sweep and params
+    (which decide which variants there are)."""
     found: list[Change] = []
     for key in ("target", "factory", "sweep"):
         if old.get(key) != new.get(key):
@@ -196,6 +194,15 @@ def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
             found.append(Change("", "params",
                                 f"params {name}={old_params.get(name, '(unset)')} -> "
                                 f"{name}={new_params.get(name, '(unset)')}"))
+    return found
+
+
+def changes(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Every visible change from snapshot ``old`` to snapshot ``new``: the directive's
+    inputs, then each variant's facts, then which variants are shown as one. The TileLang
+    version, ``#line`` numbers into TileLang's files, a result-schema bump and facts one
+    side did not keep are provenance, never a change."""
+    found = input_changes(old, new)
     old_v, new_v = old["variants"], new["variants"]
     for key in sorted(old_v.keys() | new_v.keys(), key=_order):
         if key not in new_v:
