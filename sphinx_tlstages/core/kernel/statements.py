@@ -4,6 +4,7 @@ body, and the tile-level gemm calls. Pure ``ast``; the worker matches them to th
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 
 from .syntax import dotted_name, factory_scope, is_pipelined
@@ -23,9 +24,17 @@ def _one_line(segment: str, limit: int = 96) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+@functools.lru_cache(maxsize=8)
+def _tree(source: str) -> ast.Module:
+    """The kernel parsed once for the three readers below, which each parsed it again for
+    every variant (a worker lowers several variants of one kernel). The tree is only
+    walked, never changed."""
+    return ast.parse(source)
+
+
 def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
     """The body statements of each ``T.Pipelined`` loop in the factory, in source order."""
-    scope = factory_scope(ast.parse(source), factory_name)
+    scope = factory_scope(_tree(source), factory_name)
     loops: list[list[Statement]] = []
     for found in ast.walk(scope):
         if isinstance(found, ast.For) and is_pipelined(found):
@@ -42,7 +51,7 @@ def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
 def loop_over(source: str, factory_name: str, variable: str) -> list[Statement]:
     """The body statements of the first loop over ``variable`` in the factory (a plain
     ``for s in T.serial(n)``): where a finding in an unpipelined loop is."""
-    scope = factory_scope(ast.parse(source), factory_name)
+    scope = factory_scope(_tree(source), factory_name)
     for found in ast.walk(scope):
         if isinstance(found, ast.For) and isinstance(found.target, ast.Name) \
                 and found.target.id == variable:
@@ -69,7 +78,7 @@ def gemm_statements(source: str, factory_name: str) -> list[Statement]:
     """The tile-level gemm calls in the factory (``T.gemm``, ``T.wgmma_gemm``,
     ``T.tcgen05_gemm`` ...), in source order; ``names`` holds their first three
     arguments' buffer names (A, B, C)."""
-    scope = factory_scope(ast.parse(source), factory_name)
+    scope = factory_scope(_tree(source), factory_name)
     found = []
     for node in ast.walk(scope):
         if isinstance(node, ast.Call) and dotted_name(node.func).rsplit(".", 1)[-1] \
