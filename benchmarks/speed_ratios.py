@@ -181,12 +181,14 @@ def main() -> None:
                         help=f"comma-separated scenarios among {', '.join(SCENARIOS)}")
     parser.add_argument("--record", type=Path, default=RECORD)
     parser.add_argument("--no-record", action="store_true")
+    parser.add_argument("--commit", help="the commit measured, where the sources measured "
+                                         "are not this checkout's working tree")
     args = parser.parse_args()
     scenarios: dict[str, Callable[[Path, int], Runs]] = {
         "page_cold": page_cold, "lowering": lowering, "page_warm": page_warm, "book": book}
     chosen = [name for name in args.only.split(",") if name]
     run: dict[str, Any] = {
-        "commit": commit(),
+        "commit": args.commit or commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs usable, "
                    f"Python {platform.python_version()}",
