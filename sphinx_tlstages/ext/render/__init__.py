@@ -21,16 +21,7 @@ from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.variants import merge_unchanged, unchanged_sentence
 from ...core.records.bench_data import Attached
 from ...core.results.result import Result
-from .annotations import annotation_part
-from .bench import bench_table
 from .cuda import cuda_part, literal
-from .figure_nodes import schedule_figures
-from .gemm import gemm_part
-from .passes import passes_part
-from .resources import resources_part
-from .shared import has_tensor_memory, shared_table
-from .summary import code_name, hazards_table, summary_table
-from .sync import sync_part
 from .tables import code
 
 
@@ -166,6 +157,18 @@ def render_head(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
 def render_parts(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                  context: Context) -> list[nodes.Node]:
     """The parts below the caption, in page order."""
+    # The parts' modules (and the drawing code under them) are imported here: a build
+    # whose parts all come from the fragment cache never writes one.
+    from .annotations import annotation_part
+    from .bench import bench_table
+    from .figure_nodes import schedule_figures
+    from .gemm import gemm_part
+    from .passes import passes_part
+    from .resources import resources_part
+    from .shared import has_tensor_memory, shared_table
+    from .summary import code_name, hazards_table, summary_table
+    from .sync import sync_part
+
     rows = merge_unchanged(rows)[0]
     root: list[nodes.Node] = []
     if "source" in spec.show:
