@@ -155,18 +155,21 @@ def summarise(runs: Runs) -> dict[str, dict[str, Any]]:
             for name, values in runs.items()}
 
 
-def moved(now: dict[str, dict[str, Any]], last: dict[str, dict[str, Any]]) -> list[str]:
-    """Sentences for the figures that moved by more than their noise since ``last``."""
+def moved(now: dict[str, dict[str, Any]], runs: list[dict[str, Any]]) -> list[str]:
+    """Sentences for the figures that moved by more than their noise since the last
+    recorded run that measured them (a run may measure only some)."""
     said = []
     for name, figure in now.items():
-        before = last.get(name)
-        if before is None:
+        earlier = [run for run in runs if name in run["figures"]]
+        if not earlier:
             continue
+        before = earlier[-1]["figures"][name]
         change = figure["ratio"] - before["ratio"]
         noise = max(figure["noise"], before["noise"])
         if abs(change) > noise:
             said.append(f"{name} {'rose' if change > 0 else 'fell'} from {before['ratio']:.3f} "
-                        f"to {figure['ratio']:.3f} (noise {noise:.3f})")
+                        f"to {figure['ratio']:.3f} since {earlier[-1]['commit']} "
+                        f"(noise {noise:.3f})")
     return said
 
 
@@ -216,14 +219,12 @@ def main() -> None:
         verdict = "" if goal is None else (
             f" (goal <= {goal:.2f}: {'met' if figure['ratio'] <= goal else 'MISSED'})")
         print(f"{name}: {figure['ratio']:.3f} +- {figure['noise']:.3f}{verdict}", flush=True)
-    last = history["runs"][-1]["figures"] if history["runs"] else {}
-    changes = moved(run["figures"], last)
-    since = history["runs"][-1]["commit"] if history["runs"] else None
-    if since is None:
+    if not history["runs"]:
         print("no earlier record to compare with")
     else:
-        print(f"against {since}: " + ("; ".join(changes) if changes
-                                      else "no figure moved by more than its noise"))
+        changes = moved(run["figures"], history["runs"])
+        print("; ".join(changes) if changes else
+              "no figure moved by more than its noise since the last run that measured it")
     if not args.no_record:
         history["goals"] = GOALS
         history["runs"].append(run)
