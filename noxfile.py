@@ -192,11 +192,14 @@ def snapshots(session: nox.Session) -> None:
 
 @nox.session(name="bench-build", python=PYTHON)
 def bench_build(session: nox.Session) -> None:
-    """The build-time benchmark: ratios against a programoutput peer, TileLang alone and
-    the same books without the extension (``-- --json FILE`` keeps the figures); then a
-    fresh folder against a warm remote cache, against a warm local ``-E`` build."""
+    """The build-time benchmark: the promise's ratios recorded with their commit and
+    compared with the last record (``benchmarks/speed_ratios/``); ratios against a
+    programoutput peer, TileLang alone and the same books without the extension (``--
+    --json FILE`` keeps the figures); then a fresh folder against a warm remote cache,
+    against a warm local ``-E`` build."""
     install_cpu_torch(session)
     session.install("-e", ".[docs,cache]", "sphinxcontrib-programoutput", "moto[server]")
+    session.run("python", "benchmarks/speed_ratios/speed_ratios.py")
     session.run("python", "benchmarks/build_speed/build_speed.py", *session.posargs)
     session.run("python", "benchmarks/remote_cache/remote_cache.py")
 

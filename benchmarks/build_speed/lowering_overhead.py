@@ -172,6 +172,10 @@ def main() -> None:
         "ratio_with_passes": round(total["extension_passes"] / alone, 3),
         "hazard_check_seconds": round(check_total, 3),
         "hazard_check_share": round(check_total / total["extension"], 4),
+        # Each round's ratio: their spread is the figure's noise (benchmarks/speed_ratios).
+        "round_ratios": [round(sum(times["extension"][s][r] for s in STAGES)
+                               / sum(times["tilelang"][s][r] for s in STAGES), 4)
+                         for r in range(args.rounds)],
     }
     for stages in STAGES:
         print(f"num_stages={stages}: TileLang {medians['tilelang'][stages]:.3f} s, "

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import SimpleNamespace
+from types import CodeType, SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from .plan.options import literal_value
@@ -157,12 +158,19 @@ def names_used(expressions: Iterable[str]) -> set[str]:
     """The names ``expressions`` read (those that do not parse read none)."""
     found: set[str] = set()
     for expression in expressions:
-        try:
-            tree = ast.parse(expression, mode="eval")
-        except SyntaxError:
-            continue
-        found |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+        found |= _names_read(expression)
     return found
+
+
+@functools.lru_cache(maxsize=1024)
+def _names_read(expression: str) -> frozenset[str]:
+    """One claim's names, parsed once per build: every build asks them of every claim
+    several times (the snapshot checks once per variant, the checks of claims again)."""
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError:
+        return frozenset()
+    return frozenset(node.id for node in ast.walk(tree) if isinstance(node, ast.Name))
 
 
 def reads_passes(expression: str) -> bool:
@@ -171,11 +179,17 @@ def reads_passes(expression: str) -> bool:
     return "passes" in names_used((expression,))
 
 
+@functools.lru_cache(maxsize=1024)
+def _compiled(expression: str) -> CodeType:
+    """A claim compiled once per build, not once per variant it is checked on."""
+    return compile(expression, "<assert>", "eval")
+
+
 def check(expression: str, names: dict[str, Any]) -> str | None:
     """None when ``expression`` holds, else why not: for a false one, the value of every
     name and subexpression it compared (as pytest shows a failed assert)."""
     try:
-        value = _evaluate(expression, names)
+        value = eval(_compiled(expression), {"__builtins__": _BUILTINS}, names)
     except NameError as exc:
         if exc.name in ASSERT_NAMES:
             # A fact the result lacks: only a page built from a snapshot recorded before

@@ -4,6 +4,7 @@ body, and the tile-level gemm calls. Pure ``ast``; the worker matches them to th
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -36,9 +37,17 @@ class PipelinedLoop:
     body: tuple[Statement, ...]
 
 
+@functools.lru_cache(maxsize=8)
+def _tree(source: str) -> ast.Module:
+    """The kernel parsed once for the readers below, which each parsed it again for every
+    variant (a worker lowers several variants of one kernel). The tree is only walked,
+    never changed."""
+    return ast.parse(source)
+
+
 def _walk(source: str, factory_name: str) -> Iterator[ast.AST]:
     """Every node of the factory and of the module-level functions it reaches."""
-    for scope in factory_scopes(ast.parse(source), factory_name, source):
+    for scope in factory_scopes(_tree(source), factory_name, source):
         yield from ast.walk(scope)
 
 
@@ -93,7 +102,7 @@ def pipelined(source: str, factory_name: str) -> list[PipelinedLoop]:
     """Each ``T.Pipelined`` loop of the factory and of the module-level functions it
     reaches (a ``@T.macro``), in source order; a call in the loop body to a module-level
     function stands for that function's statements (TileLang inlines it)."""
-    tree = ast.parse(source)
+    tree = _tree(source)
     functions = {name: b.node for name, b in module_functions(tree, source).items()}
     loops: list[PipelinedLoop] = []
     for found in _walk(source, factory_name):

@@ -14,55 +14,92 @@ import contextlib
 import functools
 import hashlib
 import importlib.metadata
+import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGE = "sphinx_tlstages"
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 
-def _module_file(module: str, package_dir: Path) -> Path | None:
+def _module_files(package_dir: Path) -> set[str]:
+    """Every ``.py`` file under ``package_dir``, relative, in POSIX form: one walk instead
+    of two ``stat`` calls per imported name."""
+    found: set[str] = set()
+    for folder, dirs, files in os.walk(package_dir):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        relative = Path(folder).relative_to(package_dir).as_posix()
+        prefix = "" if relative == "." else relative + "/"
+        found.update(prefix + name for name in files if name.endswith(".py"))
+    return found
+
+
+def _module_file(module: str, files: set[str]) -> str | None:
+    """The file of ``module`` among ``files`` (relative POSIX paths), or None."""
     parts = module.split(".")
     if parts[0] != PACKAGE:
         return None
-    base = package_dir.joinpath(*parts[1:])
-    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-        if candidate.is_file():
+    base = "/".join(parts[1:])
+    for candidate in (f"{base}.py", f"{base}/__init__.py" if base else "__init__.py"):
+        if candidate in files:
             return candidate
     return None
 
 
-def _module_name(path: Path, package_dir: Path) -> str:
-    relative = path.relative_to(package_dir).with_suffix("")
-    parts = [PACKAGE, *relative.parts]
+def _module_name(relative: str) -> str:
+    parts = [PACKAGE, *relative.removesuffix(".py").split("/")]
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 # An import statement at any indentation, a parenthesised one over several lines. Only
-# these are parsed: parsing whole modules on every build cost more than Sphinx's own
+# these are read: parsing whole modules on every build cost more than Sphinx's own
 # no-op rebuild of a small book. A docstring line that happens to read like an import is
-# parsed too, and can only add a module to the closure, never drop one.
-_IMPORT = re.compile(r"^[ \t]*(from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)"
-                     r"|import[ \t]+[^\n]*)", re.M)
+# read too, and can only add a module to the closure, never drop one.
+# It starts with a newline (the text is given one first): a literal first character lets
+# the regex engine skip to candidates instead of trying every position as ``^`` would.
+_IMPORT = re.compile(r"\n[ \t]*(from[ \t]+[.\w]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]*)"
+                     r"|import[ \t]+[^\n]*)")
+# The usual spellings, read without the parser (``ast.parse`` of each statement was most
+# of a warm build's digest time); anything else goes to the parser as before.
+_NAME = r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?:\s+as\s+[A-Za-z_]\w*)?"
+_NAMES = rf"{_NAME}(?:\s*,\s*{_NAME})*"
+_FROM = re.compile(rf"from\s+(\.*)([\w.]*)\s+import\s+(?:\(\s*({_NAMES})\s*,?\s*\)|({_NAMES}))")
+_PLAIN = re.compile(rf"import\s+({_NAMES})")
+_COMMENT = re.compile(r"#[^\n]*")
 
 
-def _import_nodes(text: str) -> Iterator[ast.AST]:
-    statements = [m.group(1) for m in _IMPORT.finditer(text)]
+def _aliased(names: str) -> list[str]:
+    return [name.split()[0] for name in names.split(",")]
+
+
+def _import_names(text: str, package: str) -> set[str]:
+    """Dotted names of every module (and ``from`` member) ``text`` imports."""
+    statements = [m.group(1) for m in _IMPORT.finditer("\n" + text)]
     if any(statement.rstrip().endswith("\\") for statement in statements):
-        yield from ast.walk(ast.parse(text))  # a backslash continuation: read it all
-        return
-    for statement in statements:
-        with contextlib.suppress(SyntaxError):  # prose in a docstring
-            yield from ast.parse(statement).body
-
-
-def _imports(path: Path, package_dir: Path) -> set[str]:
-    """Package modules ``path`` imports (at any depth of its code), as dotted names."""
-    name = _module_name(path, package_dir)
-    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        return _parsed(ast.walk(ast.parse(text)), package)  # a backslash continuation
     found: set[str] = set()
-    for node in _import_nodes(path.read_text(encoding="utf-8")):
+    for statement in statements:
+        plain = _COMMENT.sub("", statement).strip()
+        if match := _FROM.fullmatch(plain):
+            dots, module, names = match.group(1), match.group(2), match.group(3) or match.group(4)
+            if dots:
+                base = package.split(".")
+                base = base[:len(base) - len(dots) + 1]
+                module = ".".join([*base, module] if module else base)
+            found.add(module)
+            found.update(f"{module}.{name}" for name in _aliased(names))
+        elif match := _PLAIN.fullmatch(plain):
+            found.update(_aliased(match.group(1)))
+        else:
+            with contextlib.suppress(SyntaxError):  # prose in a docstring
+                found |= _parsed(ast.parse(statement).body, package)
+    return found
+
+
+def _parsed(nodes: Iterable[ast.AST], package: str) -> set[str]:
+    found: set[str] = set()
+    for node in nodes:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -74,37 +111,54 @@ def _imports(path: Path, package_dir: Path) -> set[str]:
                 module = node.module or ""
             found.add(module)
             found.update(f"{module}.{alias.name}" for alias in node.names)
-    return {module for module in found if module.split(".")[0] == PACKAGE}
+    return found
+
+
+def _closure(roots: Iterable[str], package_dir: Path) -> dict[str, bytes]:
+    """The files of :func:`module_closure` (relative POSIX paths), each with its content
+    (read once)."""
+    files = _module_files(package_dir)
+    todo: list[str] = []
+    for root in roots:
+        relative = _module_file(root, files)
+        if relative is None:
+            raise ValueError(f"no module {root}")
+        if relative.endswith("__init__.py"):  # a package: all its modules
+            folder = relative.removesuffix("__init__.py")
+            todo.extend(sorted(name for name in files if name.startswith(folder)
+                               and "/" not in name[len(folder):]))
+        else:
+            todo.append(relative)
+    seen: dict[str, bytes] = {}
+    while todo:
+        relative = todo.pop()
+        if relative in seen:
+            continue
+        seen[relative] = data = (package_dir / relative).read_bytes()
+        name = _module_name(relative)
+        package = name if relative.endswith("__init__.py") else name.rsplit(".", 1)[0]
+        for module in _import_names(data.decode("utf-8"), package):
+            if module.split(".")[0] != PACKAGE:
+                continue
+            found = _module_file(module, files)
+            if found is not None and found not in seen:
+                todo.append(found)
+    return seen
 
 
 def module_closure(roots: Iterable[str], package_dir: Path = PACKAGE_DIR) -> list[Path]:
     """The files of ``roots`` (dotted module or package names; a package means all its
     modules) and of every package module they import, transitively, sorted."""
-    todo: list[Path] = []
-    for root in roots:
-        path = _module_file(root, package_dir)
-        if path is None:
-            raise ValueError(f"no module {root}")
-        todo.extend(sorted(path.parent.glob("*.py")) if path.name == "__init__.py" else [path])
-    seen: set[Path] = set()
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        for module in _imports(path, package_dir):
-            found = _module_file(module, package_dir)
-            if found is not None and found not in seen:
-                todo.append(found)
-    return sorted(seen)
+    return sorted(package_dir / relative for relative in _closure(roots, package_dir))
 
 
 def code_digest(roots: Iterable[str], package_dir: Path = PACKAGE_DIR) -> str:
     """SHA-256 (16 hex digits) over the files of :func:`module_closure`, with their names."""
     digest = hashlib.sha256()
-    for path in module_closure(roots, package_dir):
-        digest.update(path.relative_to(package_dir).as_posix().encode())
-        digest.update(path.read_bytes())
+    files = _closure(roots, package_dir)
+    for relative in sorted(files, key=lambda name: package_dir / name):  # as module_closure
+        digest.update(relative.encode())
+        digest.update(files[relative])
     return digest.hexdigest()[:16]
 
 
@@ -134,8 +188,9 @@ def tilelang_stamp() -> str | None:
     record = dist.read_text("RECORD") or ""
     digest.update(record.encode())
     # The library paths straight from RECORD's text: dist.files would build an object for
-    # each of its thousands of entries, on every build.
-    for line in sorted(record.splitlines()):
+    # each of its thousands of entries, on every build; and only the libraries' lines are
+    # sorted (sorting every line was most of this stamp's time), in the same order.
+    for line in sorted(line for line in record.splitlines() if "libt" in line):
         path = line.split(",", 1)[0]
         name = path.rsplit("/", 1)[-1]
         if name.startswith(("libtilelang", "libtvm")):

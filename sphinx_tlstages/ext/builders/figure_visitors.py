@@ -20,16 +20,20 @@ from typing import TYPE_CHECKING, Any
 
 from docutils import nodes
 
-from ...core.figures import Drawing, chart_drawing, occupancy_drawing, schedule_drawing, to_svg
-from ...core.figures.tikz import to_tikz
 from ..nodes import tl_figure
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
+    from ...core.figures import Drawing
+
 
 def figure_drawing(node: tl_figure, theme: str) -> Drawing:
     """The drawing of a figure node in ``theme`` (``html`` or ``print``)."""
+    # Imported here: a build whose parts all come from the fragment cache draws nothing,
+    # and the drawing code was a tenth of the extension's import time.
+    from ...core.figures import chart_drawing, occupancy_drawing, schedule_drawing
+
     if node["kind"] == "chart":
         return chart_drawing(node["data"], theme, node["ident"])
     if node["kind"] == "occupancy":
@@ -38,12 +42,16 @@ def figure_drawing(node: tl_figure, theme: str) -> Drawing:
 
 
 def visit_html(self: Any, node: tl_figure) -> None:
+    from ...core.figures import to_svg
+
     classes = " ".join(node["classes"])
     self.body.append(f'<div class="{classes}">{to_svg(figure_drawing(node, "html"))}</div>\n')
     raise nodes.SkipNode
 
 
 def visit_latex(self: Any, node: tl_figure) -> None:
+    from ...core.figures.tikz import to_tikz
+
     self.body.append("\n\n" + to_tikz(figure_drawing(node, "print"), self.encode) + "\n")
     raise nodes.SkipNode
 

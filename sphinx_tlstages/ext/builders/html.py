@@ -25,7 +25,7 @@ from ...core.results.cuda import source_map
 from ...core.results.stamps import code_digest
 from ...version import __version__
 from ..nodes import replace_undrawable, tl_collapsible
-from ..render import render_head, render_parts
+from ..render import load_renderers, render_head, render_parts
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
@@ -270,6 +270,7 @@ def render_html(app: Sphinx, doctree: nodes.document, spec: DirectiveSpec,
         if html is not None:
             cache.put_fragment(key, html)
     if html is None:
+        load_renderers()
         holder = nodes.container("", *render_parts(spec, rows, context))
         replace_undrawable(app, holder)
         _captions(holder)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from docutils import nodes
-from sphinx.builders.latex.nodes import captioned_literal_block
 
 from ...core.files import write_if_changed
 from ...core.kernel.listing import Listing, for_pdflatex
@@ -50,6 +49,9 @@ def for_latex(app: Sphinx, spec: DirectiveSpec, root: nodes.Element) -> None:
     """What one rendered directive needs for LaTeX: a captioned listing as Sphinx's LaTeX
     writer wants it (its own post-transform ran before the directive was rendered), and
     the text pdflatex cannot print replaced."""
+    # Imported here: it loads Sphinx's whole LaTeX builder, which an HTML build never uses.
+    from sphinx.builders.latex.nodes import captioned_literal_block
+
     for wrapper in list(root.findall(nodes.container)):
         if wrapper.get("literal_block"):
             wrapper.replace_self(captioned_literal_block("", *wrapper.children,

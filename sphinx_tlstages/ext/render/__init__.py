@@ -11,6 +11,7 @@ lowered alike are shown as one column, with a sentence under the caption saying 
 
 from __future__ import annotations
 
+import functools
 from importlib import import_module
 
 from docutils import nodes
@@ -107,6 +108,7 @@ def render(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
            context: Context) -> nodes.container:
     """The whole directive as nodes."""
     root = render_head(spec, rows, context)
+    load_renderers()
     root.extend(render_parts(spec, rows, context))
     return root
 
@@ -144,9 +146,15 @@ def _source(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
     return Drawn([kernel_listing(spec)])
 
 
-# Each module registers the renderer of its part (see .parts) when imported.
-for _module in ("annotations", "cuda", "figure_nodes", "gemm", "passes", "resources", "shared",
-                "summary", "sync"):
-    import_module(f".{_module}", __name__)
-assert not unregistered(), f"parts without a renderer: {unregistered()}"
-__all__ = ["Context", "render", "render_head", "render_parts"]
+@functools.cache
+def load_renderers() -> None:
+    """Import the parts' modules, each registering its part's renderer (see .parts).
+    Once, and only when a part is drawn: a build whose pages all come from the fragment
+    cache never imports them, nor the drawing code under them."""
+    for module in ("annotations", "cuda", "figure_nodes", "gemm", "passes", "resources",
+                   "shared", "summary", "sync"):
+        import_module(f".{module}", __name__)
+    assert not unregistered(), f"parts without a renderer: {unregistered()}"
+
+
+__all__ = ["Context", "load_renderers", "render", "render_head", "render_parts"]
