@@ -385,8 +385,9 @@ with kernel_module(source, "kernel.py") as module:
     func, configs = prim_func(module.namespace["matmul"], factory_arguments(task))
 log = PassLog()
 target = tvm.target.Target({"kind": "cuda", "arch": "sm_80"})
+recorder = lowering._recorder({}, [], log, [])
 with tilelang.transform.PassContext(opt_level=3, config=configs,
-                                    instruments=[lowering._recorder({}, [], log, []), Spy()]), target:
+                                    instruments=[recorder, Spy()]), target:
     tilelang.lower(func, target=target, enable_device_compile=False)
 print(json.dumps({"helpers": helpers, "kernel_runs": kernel_runs[0],
                   "records": len(log.records)}))
