@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 import re
 
+import pytest
+
 from .kernels import GEMM, GEMM_PARAMS, rst
 
 HEAD = "Kernels\n=======\n\n"
@@ -147,6 +149,7 @@ def _line(page: str, text: str, after: str = "") -> int:
     return next(i for i, line in enumerate(lines) if i >= start and text in line) + 1
 
 
+@pytest.mark.smoke  # both ends of the supported ranges
 def test_factories_load_where_python_binds_them(build) -> None:
     page = HEAD + rst(GUARDED, "Guarded", num_stages="2", params=GEMM_PARAMS,
                       name="guarded") + "\n" + rst(WRAPPED, "Wrapped", num_stages="2",
@@ -177,6 +180,7 @@ def test_a_guard_false_where_it_lowers_says_so(build) -> None:
         in result.warnings
 
 
+@pytest.mark.smoke  # both ends of the supported ranges
 def test_a_computed_depth_lowers_as_written(build) -> None:
     page = HEAD + rst(COMPUTED, "Computed", params=GEMM_PARAMS, name="computed") + "\n" \
         + rst(COMPUTED, "Asked", num_stages="2 4", params=GEMM_PARAMS + " inplace=True",
@@ -207,6 +211,7 @@ def test_a_computed_depth_lowers_as_written(build) -> None:
     assert result.warnings.count("WARNING") == 1
 
 
+@pytest.mark.smoke  # both ends of the supported ranges
 def test_two_pipelined_loops_each_statement_on_its_line(build) -> None:
     page = HEAD + rst(SOFTMAX, "Softmax", num_stages="2", target="sm_80 sm_90a",
                       params=SOFTMAX_PARAMS, name="softmax")
@@ -280,6 +285,7 @@ def test_macro_loads_and_4d_tensors_on_their_lines(build) -> None:
     assert not any("T.region" in key or "no kernel line" in key for key in attention)
 
 
+@pytest.mark.smoke  # both ends of the supported ranges
 def test_a_depth_the_loop_cannot_reach_is_said(build) -> None:
     """Two iterations (K=64, block_K=32) at depth 4: four slots, two filled."""
     page = HEAD + rst(GEMM, "Two iterations", num_stages="2 4", target="sm_80 sm_90a",

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sphinx_tlstages.core.claims import NAMES
 
 from .conftest import CONF, write_project
@@ -60,6 +62,7 @@ def test_a_false_claim_shows_each_value_and_an_unknown_name_the_nearest(build) -
     assert "[tlstages.snapshot]" not in result.warnings
 
 
+@pytest.mark.smoke  # both ends of the supported ranges
 def test_myst_yaml_block_claims_fail_at_their_own_lines(build) -> None:
     source = GEMM
     page = ("# Claims\n\n```{tl-pipeline}\n---\nname: claims-md\nnum-stages: 1 2\n"
@@ -72,6 +75,7 @@ def test_myst_yaml_block_claims_fail_at_their_own_lines(build) -> None:
     assert "stage[-1] = 1" in found[0][1]  # the multiply is at stage 1 without a pipeline
 
 
+@pytest.mark.smoke  # both ends of the supported ranges
 def test_myst_indented_continuation_is_an_error_at_its_option(build) -> None:
     page = ("# Claims\n\n```{tl-pipeline}\n:name: cont\n:num-stages: 2\n"
             f":params: {GEMM_PARAMS}\n:assert: stage[-1] == 1\n  threads == 128\n\n"
@@ -93,6 +97,7 @@ def test_myst_indented_continuation_is_an_error_at_its_option(build) -> None:
 
 # ---- options ------------------------------------------------------------------------
 
+@pytest.mark.smoke  # both ends of the supported ranges
 def test_every_bad_option_is_reported_at_its_own_line_rst_and_myst(build) -> None:
     bad = {"num_stages": "2 abc", "diff": "sideways", "timeout": "-1"}
     page = HEAD + rst(GEMM, params=GEMM_PARAMS, **bad)
