@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from .kernels import GEMM, GEMM_PARAMS, rst
+from .kernels import GEMM, GEMM_PARAMS, read, rst
 
 HEAD = "Kernels\n=======\n\n"
 
@@ -29,117 +29,14 @@ COMPUTED = GEMM.replace(", num_stages, threads):", ", threads, inplace=False):")
 
 # A two-pass online softmax: the first T.Pipelined loop finds each row's maximum and sum,
 # the second writes the normalised tile; each loop has a shared tile of its own.
-SOFTMAX = '''import tilelang
-import tilelang.language as T
-
-
-@tilelang.jit(out_idx=[1])
-def softmax(M, N, block_M, block_N, num_stages, threads=128):
-    dtype = "float16"
-    accum = "float32"
-
-    @T.prim_func
-    def kernel(X: T.Tensor((M, N), dtype), Y: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(M, block_M), threads=threads) as bx:
-            X_s = T.alloc_shared((block_M, block_N), dtype)
-            X_s2 = T.alloc_shared((block_M, block_N), dtype)
-            tile = T.alloc_fragment((block_M, block_N), accum)
-            row_max = T.alloc_fragment((block_M,), accum)
-            tile_max = T.alloc_fragment((block_M,), accum)
-            row_sum = T.alloc_fragment((block_M,), accum)
-            tile_sum = T.alloc_fragment((block_M,), accum)
-            T.fill(row_max, -T.infinity(accum))
-            T.fill(row_sum, 0)
-            for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=num_stages):
-                T.copy(X[bx * block_M, k * block_N], X_s)
-                T.copy(X_s, tile)
-                T.reduce_max(tile, tile_max, dim=1)
-                for i in T.Parallel(block_M):
-                    row_sum[i] = row_sum[i] * T.exp2(row_max[i] - T.max(row_max[i], tile_max[i]))
-                    row_max[i] = T.max(row_max[i], tile_max[i])
-                for i, j in T.Parallel(block_M, block_N):
-                    tile[i, j] = T.exp2(tile[i, j] - row_max[i])
-                T.reduce_sum(tile, tile_sum, dim=1)
-                for i in T.Parallel(block_M):
-                    row_sum[i] += tile_sum[i]
-            for k in T.Pipelined(T.ceildiv(N, block_N), num_stages=num_stages):
-                T.copy(X[bx * block_M, k * block_N], X_s2)
-                T.copy(X_s2, tile)
-                for i, j in T.Parallel(block_M, block_N):
-                    tile[i, j] = T.exp2(tile[i, j] - row_max[i]) / row_sum[i]
-                T.copy(tile, Y[bx * block_M, k * block_N])
-
-    return kernel
-'''
+SOFTMAX = read("author/softmax.py")
 SOFTMAX_PARAMS = "M=256 N=1024 block_M=16 block_N=128"
 
 
 # Loads in a @T.macro the pipelined loop calls.
-MACRO_GEMM = '''import tilelang
-import tilelang.language as T
-
-
-@T.macro
-def load_tiles(A, B, A_s, B_s, row, col, k, block_M, block_N, block_K):
-    T.copy(A[row * block_M, k * block_K], A_s)
-    T.copy(B[col * block_N, k * block_K], B_s)
-
-
-@tilelang.jit
-def matmul(M, N, K, block_M, block_N, block_K, num_stages, threads=128):
-    dtype = "float16"
-
-    @T.prim_func
-    def kernel(A: T.Tensor((M, K), dtype), B: T.Tensor((N, K), dtype),
-               C: T.Tensor((M, N), dtype)):
-        with T.Kernel(T.ceildiv(N, block_N), T.ceildiv(M, block_M), threads=threads) as (bx, by):
-            A_s = T.alloc_shared((block_M, block_K), dtype)
-            B_s = T.alloc_shared((block_N, block_K), dtype)
-            acc = T.alloc_fragment((block_M, block_N), "float32")
-            T.clear(acc)
-            for k in T.Pipelined(T.ceildiv(K, block_K), num_stages=num_stages):
-                load_tiles(A, B, A_s, B_s, by, bx, k, block_M, block_N, block_K)
-                T.gemm(A_s, B_s, acc, transpose_B=True)
-            T.copy(acc, C[by * block_M, bx * block_N])
-
-    return kernel
-'''
+MACRO_GEMM = read("author/macro_gemm.py")
 # A backward-attention piece: 4-D tensors, a runtime condition in the loop, two gemms.
-ATTENTION = '''import tilelang
-import tilelang.language as T
-
-
-@tilelang.jit
-def attn_bwd_piece(batch, seq, heads, dim, block, num_stages, threads=128):
-    dtype = "float16"
-
-    @T.prim_func
-    def kernel(Q: T.Tensor((batch, seq, heads, dim), dtype),
-               K: T.Tensor((batch, seq, heads, dim), dtype),
-               dO: T.Tensor((batch, seq, heads, dim), dtype),
-               dK: T.Tensor((batch, seq, heads, dim), "float32")):
-        with T.Kernel(T.ceildiv(seq, block), heads, batch, threads=threads) as (bx, by, bz):
-            k_s = T.alloc_shared((block, dim), dtype)
-            q_s = T.alloc_shared((block, dim), dtype)
-            s_do = T.alloc_shared((block, dim), dtype)
-            acc = T.alloc_fragment((block, block), "float32")
-            acc_h = T.alloc_shared((block, block), dtype)
-            dk = T.alloc_fragment((block, dim), "float32")
-            T.copy(K[bz, bx * block, by, 0], k_s)
-            T.clear(dk)
-            for i_k in T.Pipelined(T.ceildiv(seq, block), num_stages=num_stages):
-                T.copy(Q[bz, i_k * block, by, 0], q_s)
-                T.copy(dO[bz, i_k * block, by, 0], s_do)
-                T.gemm(k_s, q_s, acc, transpose_B=True, clear_accum=True)
-                if by // 4 == by % 4:
-                    for i, j in T.Parallel(block, block):
-                        acc[i, j] = acc[i, j] * 0.5
-                T.copy(acc, acc_h)
-                T.gemm(acc_h, s_do, dk)
-            T.copy(dk, dK[bz, bx * block, by, 0])
-
-    return kernel
-'''
+ATTENTION = read("author/attention_4d.py")
 
 
 def _line(page: str, text: str, after: str = "") -> int:
