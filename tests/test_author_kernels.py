@@ -240,3 +240,19 @@ def test_no_arrow_crosses_a_label_at_any_depth(build) -> None:
             points = [tuple(map(float, xy)) for xy in re.findall(r"([\d.]+) ([\d.]+)", d)]
             for (x1, y1), (x2, y2) in itertools.pairwise(points):
                 assert not any(_crosses((x1, y1, x2, y2), c) for c in chips), (d, svg[:80])
+
+
+def test_a_macro_called_twice_gives_a_row_per_call(build) -> None:
+    """One copy in a macro, called for A and for B: two statements TileLang pipelined on
+    one line, each named by the call it came through, with its own stage and order."""
+    page = HEAD + rst(read("author/macro_twice.py"), "Twice", num_stages="1", name="twice",
+                      params="M=512 N=512 K=512 block_M=64 block_N=64 block_K=32")
+    result = build({"index.rst": page})
+    rows = {row[0]: row[1:] for row in result.table("tl-annotations")[1:]}
+    copy = _line(page, "T.copy(src[")
+    via_a = [k for k in rows if k.endswith("via stage_tile(A, A_s, by, k, block_M, block_K)")]
+    via_b = [k for k in rows if k.endswith("via stage_tile(B, B_s, bx, k, block_N, block_K)")]
+    assert len(via_a) == len(via_b) == 1
+    assert rows[via_a[0]][0] == rows[via_b[0]][0] == str(copy)
+    # Both copies issue in stage 0, each at its own place in the iteration.
+    assert {rows[via_a[0]][1], rows[via_b[0]][1]} == {"stage 0, order 1", "stage 0, order 2"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .bindings import factory_scopes, module_functions
 from .syntax import dotted_name, is_pipelined
@@ -26,6 +26,9 @@ class Statement:
     # The module-level function it calls, when it calls one (a @T.macro, a helper): its
     # body may become several statements of the IR.
     helper: bool = False
+    # For a statement of a macro's body: the call in the loop it came through, as
+    # ``load(A, A_s)``; names it apart where the loop calls the macro twice.
+    via: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,13 +92,24 @@ def _expanded(source: str, stmt: ast.stmt, functions: dict[str, ast.FunctionDef]
               for name, value in given.items()}
     body = [b for b in helper.body
             if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
+    via = _one_line(ast.get_source_segment(source, stmt) or ast.unparse(stmt), 60)
     found: list[Statement] = []
     for inner in body:
         for each in _expanded(source, inner, functions, depth + 1):
             names = frozenset(m for n in each.names for m in passed.get(n, {n}))
             found.append(Statement(each.text, each.line, names | each.names, each.op,
-                                   each.helper))
+                                   each.helper, each.via or via))
     return found or [_statement(source, stmt, helpers)]
+
+
+def _apart(body: list[Statement]) -> tuple[Statement, ...]:
+    """A macro the loop calls more than once gives one statement per call on the same
+    line: each says the call it came through, or the page would show them as one."""
+    seen: dict[tuple[str, int], int] = {}
+    for each in body:
+        seen[each.text, each.line] = seen.get((each.text, each.line), 0) + 1
+    return tuple(replace(each, text=f"{each.text} via {each.via}")
+                 if each.via and seen[each.text, each.line] > 1 else each for each in body)
 
 
 def pipelined(source: str, factory_name: str) -> list[PipelinedLoop]:
@@ -110,7 +124,7 @@ def pipelined(source: str, factory_name: str) -> list[PipelinedLoop]:
             var = ast.unparse(found.target)
             body = [each for stmt in found.body
                     for each in _expanded(source, stmt, functions)]
-            loops.append(PipelinedLoop(found.lineno, var, tuple(body)))
+            loops.append(PipelinedLoop(found.lineno, var, _apart(body)))
     return sorted(loops, key=lambda loop: loop.line)
 
 
