@@ -22,10 +22,10 @@ NO_WS = GEMM.replace("@tilelang.jit\n",
                      '@tilelang.jit(pass_configs={"tl.disable_warp_specialized": True})\n')
 
 
-def chapter(kernel: str = GEMM, block_k: int = 64) -> str:
+def chapter(kernel: str = GEMM, block_k: int = 64, **options: str) -> str:
     params = GEMM_PARAMS.replace("block_K=64", f"block_K={block_k}")
     return "Chapter\n=======\n\n" + rst(kernel, num_stages="2 3", target="sm_90a",
-                                         params=params, name="fp-chapter")
+                                         params=params, name="fp-chapter", **options)
 
 
 def test_every_run_is_fingerprinted_and_a_changed_print_alone_is_no_drift(build,
@@ -71,6 +71,25 @@ def test_a_pass_config_drift_names_the_warp_specialisation_pass(build, tmp_path)
                for f in causes)
     markdown = next(Path(drifted.app.doctreedir).parent.rglob("tlstages-report.gfm"))
     assert "Why: the first pass whose output changed" in markdown.read_text()
+
+
+def test_report_pass_prints_the_passs_ir_diff_and_the_recorded_side_from_the_cache(
+        build, tmp_path, capsys) -> None:
+    # Shown with :passes:, the recorded lowering kept the pass's IR diff in the cache.
+    src = tmp_path / "src"
+    shown = {"show": "passes", "passes": "ProducerConsumerWarpSpecialized"}
+    assert build({"index.rst": chapter(**shown)}, srcdir=src).app.statuscode == 0
+    drifted = build({"index.rst": chapter(NO_WS, **shown)}, srcdir=src)
+    assert drifted.app.statuscode == 1
+    capsys.readouterr()
+    assert cli.main(["report", str(Path(drifted.app.outdir).parent), "--format", "text",
+                     "--pass", str(src)]) == 0
+    said = capsys.readouterr().out
+    assert "## fp-chapter, num_stages=3: tl.ProducerConsumerWarpSpecialized#1" in said
+    recorded = said.split("## fp-chapter, num_stages=3")[1].split("This build's side:")
+    assert "--- IR before tl.ProducerConsumerWarpSpecialized#1" in recorded[0]
+    assert "+++ IR after tl.ProducerConsumerWarpSpecialized#1" in recorded[0]
+    assert "does not change the IR here (or no longer runs)" in recorded[1]
 
 
 def test_an_edited_kernel_differs_before_the_first_pass(build, tmp_path, capsys) -> None:

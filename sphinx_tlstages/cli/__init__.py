@@ -96,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="build (or doctree) folders to look in (default: _build here "
                            "and in every folder beside that has a conf.py)")
     said.add_argument("--format", choices=FORMATS, default="markdown")
+    said.add_argument("--pass", dest="pass_srcdir", type=Path, metavar="SRCDIR",
+                      help="then, for each drift that names its first changed pass, that "
+                           "pass's IR diff (the variant lowered again from the book at "
+                           "SRCDIR; the recorded side from the local cache, where it is)")
     why = commands.add_parser(
         "explain", formatter_class=fmt,
         help="why a directive's variants were lowered again instead of taken from the cache")
@@ -168,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "report":
         from .report import last_report
 
-        return last_report(args.places, args.format)
+        return last_report(args.places, args.format, args.pass_srcdir)
     if args.command == "workers":
         from .workers import workers
 
