@@ -63,7 +63,8 @@ def print_pass_diffs(report: Report, srcdir: Path, cache: Path | None) -> None:
         return
     specs = {spec.name: spec for spec in read_project(srcdir)[0]}
     folder = snapshot_folder(srcdir)
-    jobs, asked = [], {}
+    jobs: list[Job] = []
+    asked: dict[str, tuple[str, str, str, str]] = {}
     for name, heading, run in wanted:
         spec = specs.get(name)
         variant = next((v for v in spec.variants if snapshots.describe(v.id) == heading),
@@ -73,7 +74,7 @@ def print_pass_diffs(report: Report, srcdir: Path, cache: Path | None) -> None:
             continue
         task = dataclasses.replace(variant.task(), ir_passes=(run,), record_passes=True,
                                    toolkit=None)
-        jobs.append(Job(f"{name}\0{variant.id}", task, float(spec.timeout or 600.0)))
+        jobs.append(Job(str(len(jobs)), task, float(spec.timeout or 600.0)))
         asked[jobs[-1].id] = (name, heading, run, variant.id)
     found: dict[str, Result] = {}
     run_jobs(jobs, 1, lambda job, result: found.__setitem__(job.id, result))

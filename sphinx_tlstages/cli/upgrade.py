@@ -71,17 +71,17 @@ def make_environment(spec: str, cache: Path) -> str:
 def _lower(specs: list[DirectiveSpec], python: str | None) -> dict[tuple[str, str], Result]:
     """Every variant of ``specs`` lowered by workers of ``python`` (None: this one),
     without the cache and without the resources part's compiler."""
-    jobs = []
+    jobs: list[Job] = []
+    which: dict[str, tuple[str, str]] = {}
     for spec in specs:
         for variant in spec.variants:
             task = dataclasses.replace(variant.task(), toolkit=None)
-            jobs.append(Job(f"{spec.name}\0{variant.id}", task,
-                            float(spec.timeout or 600.0)))
+            jobs.append(Job(str(len(jobs)), task, float(spec.timeout or 600.0)))
+            which[jobs[-1].id] = (spec.name, variant.id)
     found: dict[tuple[str, str], Result] = {}
 
     def done(job: Job, result: Result) -> None:
-        name, key = job.id.split("\0", 1)
-        found[(name, key)] = result
+        found[which[job.id]] = result
 
     run_jobs(jobs, default_jobs(), done, fork=python is None, python=python)
     return found

@@ -121,7 +121,9 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
                 else:
                     log.after(str(info.name), False, str)
                 if prints is not None:
-                    prints.after(str(info.name), fingerprint(mod))
+                    # The hash the log took, where it took one: hashing costs.
+                    prints.after(str(info.name), fingerprints.from_hash(int(digest))
+                                 if log.changes and how == "hash" else fingerprint(mod))
                 if info.name in ir_facts.WATCHED and info.name not in after:
                     after[str(info.name)] = mod
                 after["final"] = mod
