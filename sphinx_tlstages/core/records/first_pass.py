@@ -79,29 +79,27 @@ def first_change(recorded: object, new: object) -> FirstChange | None:
     removed = tuple(n for n in _names(old_runs) if n not in new_names)
     matched = dict(pairs([{"name": n, "run": r} for n, r, _ in old_runs],
                          [{"name": n, "run": r} for n, r, _ in new_runs]))
-    # Walk both pipelines in order: the new one's runs, with the recorded runs it lacks
-    # put where they ran (just before the next run that lines up).
-    last_old = last_new = ""  # the fingerprint each side's walk stands at
+    # Walk the runs that line up, in order. Between two of them each side may run passes
+    # the other does not (a block): where both blocks leave the same IR (a renamed pass
+    # doing the same work) the walk goes on; where not, the first run of the blocks that
+    # moved the IR away from where both stood is the culprit.
+    state = ""  # the fingerprint both sides stand at
     last: str | None = None  # the last run whose output matched
-    j = 0  # next recorded run not yet walked
-    for k, run in enumerate(new_runs):
-        partner = matched.get(k)
-        if partner is not None:
-            for skipped in old_runs[j:partner]:  # runs only the recorded pipeline had
-                if skipped[2] != last_old:
-                    return FirstChange(_id(skipped), last, "recorded", added, removed)
-                last_old = skipped[2]
-            j = partner + 1
-            if old_runs[partner][2] != run[2]:
-                return FirstChange(_id(run), last, "both", added, removed)
-            last_old = last_new = run[2]
-            last = _id(run)
-        else:
-            if run[2] != last_new:
-                return FirstChange(_id(run), last, "new", added, removed)
-            last_new = run[2]
-    for skipped in old_runs[j:]:
-        if skipped[2] != last_old:
-            return FirstChange(_id(skipped), last, "recorded", added, removed)
-        last_old = skipped[2]
+    after_new, after_old = 0, 0  # where the blocks since the last lined-up run start
+    anchors = [*sorted(matched.items()), (len(new_runs), len(old_runs))]
+    for k, j in anchors:
+        blocks = ((new_runs[after_new:k], "new"), (old_runs[after_old:j], "recorded"))
+        ends = [block[-1][2] if block else state for block, _ in blocks]
+        if ends[0] != ends[1]:
+            for block, side in blocks:
+                moved = next((run for run in block if run[2] != state), None)
+                if moved is not None:
+                    return FirstChange(_id(moved), last, side, added, removed)
+        state = ends[0]
+        if k == len(new_runs):
+            break
+        if new_runs[k][2] != old_runs[j][2]:
+            return FirstChange(_id(new_runs[k]), last, "both", added, removed)
+        state, last = new_runs[k][2], _id(new_runs[k])
+        after_new, after_old = k + 1, j + 1
     return FirstChange(None, last, "both", added, removed)
