@@ -42,9 +42,17 @@ def _names(mod: Any) -> set[str]:
     return {str(gvar.name_hint) for gvar in mod.functions}
 
 
+def _hash(mod: Any) -> int:
+    """TVM's structural hash of ``mod``. Free variables mapped by position, not identity:
+    hashed by identity they are hashed by address, and differ from process to process
+    (measured in benchmarks/pass_fingerprints); by position the same IR hashes alike in
+    every process and under both ends of the supported TileLang range."""
+    return int(tvm.ir.structural_hash(mod, map_free_vars=True))
+
+
 def _hash_print() -> Callable[[Any], str]:
     """Fingerprints as the structural hash of the module."""
-    return lambda mod: fingerprints.from_hash(int(tvm.ir.structural_hash(mod)))
+    return lambda mod: fingerprints.from_hash(_hash(mod))
 
 
 def _text_print() -> Callable[[Any], str]:
@@ -53,7 +61,7 @@ def _text_print() -> Callable[[Any], str]:
     last: dict[int, str] = {}
 
     def fingerprint(mod: Any) -> str:
-        digest = int(tvm.ir.structural_hash(mod))
+        digest = _hash(mod)
         if digest not in last:
             last.clear()
             last[digest] = fingerprints.from_text(_script(mod))
@@ -102,7 +110,7 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
                 kernel.append(_names(mod))
                 built.append(mod)
                 if log.changes:
-                    last.append(tvm.ir.structural_hash(mod))
+                    last.append(_hash(mod))
                     log.start(_script(mod))
                 if prints is not None:
                     prints.start(fingerprint(mod))
@@ -115,7 +123,7 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
                     return
                 kernel[0] = _names(mod)
                 if log.changes:
-                    digest = tvm.ir.structural_hash(mod)
+                    digest = _hash(mod)
                     log.after(str(info.name), digest != last[0], lambda: _script(mod))
                     last[0] = digest
                 else:
