@@ -46,7 +46,9 @@ def _lowered() -> Result:
             "threads": 128, "sync": {"syncthreads": 1}, "cuda_lines": 2, "cuda": "a\nb\n",
             "passes": [{"name": "tl.Simplify", "run": 1, "position": 1, "added": 2,
                         "removed": 1, "digest": "", "input": ""}],
-            "pass_diffs": {}, "imports": [], "templates": "t",
+            "pass_diffs": {}, "pass_fingerprints": ["(input) 000000000000",
+                                                    "tl.Simplify#1 0123456789ab"],
+            "imports": [], "templates": "t",
             "schedule": {"loops": []},
             "hazards": {"verdict": "none", "text": "none found", "findings": []},
             "resources": resources.resources(_PTXAS, "", "sm_80", 128, 32), "sass": ""}

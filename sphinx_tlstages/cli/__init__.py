@@ -11,7 +11,8 @@ snapshots diff SRCDIR`` the same from the pending snapshots;
 ``tlstages workers status|stop`` shows or ends the lowering workers kept between builds;
 ``tlstages cache export|import FILE`` moves the lowering cache as one archive, ``tlstages
 cache status`` says what the local and the remote cache hold; ``tlstages lower-book
-SRCDIR --shard I/N`` lowers one shard of a book into the caches, for a CI matrix.
+SRCDIR --shard I/N`` lowers one shard of a book into the caches, for a CI matrix;
+``tlstages upgrade-check SRCDIR --python PATH`` rehearses a TileLang upgrade on a book.
 """
 
 from __future__ import annotations
@@ -95,6 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="build (or doctree) folders to look in (default: _build here "
                            "and in every folder beside that has a conf.py)")
     said.add_argument("--format", choices=FORMATS, default="markdown")
+    said.add_argument("--pass", dest="pass_srcdir", type=Path, metavar="SRCDIR",
+                      help="then, for each drift that names its first changed pass, that "
+                           "pass's IR diff (the variant lowered again from the book at "
+                           "SRCDIR; the recorded side from the local cache, where it is)")
     why = commands.add_parser(
         "explain", formatter_class=fmt,
         help="why a directive's variants were lowered again instead of taken from the cache")
@@ -129,6 +134,22 @@ def build_parser() -> argparse.ArgumentParser:
                            "written)")
     book.add_argument("-v", "--verbose", action="store_true",
                       help="the build's log: each variant as it is taken or lowered")
+    rehearse = commands.add_parser(
+        "upgrade-check", formatter_class=fmt,
+        help="rehearse a TileLang upgrade: lower the book with another environment's "
+             "TileLang beside this one and say what would change on each page; exit 1 "
+             "when something would")
+    rehearse.add_argument("srcdir", type=Path, help="the book's folder (with conf.py)")
+    rehearse.add_argument("--python", metavar="PATH",
+                          help="the other environment's interpreter (with TileLang; this "
+                               "package is put on its PYTHONPATH)")
+    rehearse.add_argument("--tilelang", metavar="SPEC",
+                          help="make that environment from a version spec (0.1.16, "
+                               "tilelang>=0.1.16) in a cache folder, torch CPU first")
+    rehearse.add_argument("--format", choices=("markdown", "json"), default="markdown")
+    rehearse.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON")
+    rehearse.add_argument("--markdown", type=Path, metavar="FILE",
+                          help="also write the Markdown")
     return parser
 
 
@@ -151,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "report":
         from .report import last_report
 
-        return last_report(args.places, args.format)
+        return last_report(args.places, args.format, args.pass_srcdir)
     if args.command == "workers":
         from .workers import workers
 
@@ -187,6 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .shard import lower_book
 
         return lower_book(args.srcdir.resolve(), shard, args.cache_dir, args.verbose)
+    if args.command == "upgrade-check":
+        from .upgrade import upgrade_check
+
+        return upgrade_check(args.srcdir, args.python, args.tilelang, args.json,
+                             args.markdown, args.format)
     if args.command == "bench":
         from .bench import run
 

@@ -8,6 +8,7 @@ files, with the ``:assert:`` claims checked on the facts a snapshot keeps for th
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,8 +40,9 @@ def find_reports(places: Sequence[Path]) -> list[Path]:
     return sorted(found, key=lambda p: p.stat().st_mtime, reverse=True)
 
 
-def last_report(places: Sequence[Path], form: str) -> int:
-    """Print the newest build's report; 1 when there is none."""
+def last_report(places: Sequence[Path], form: str, pass_srcdir: Path | None = None) -> int:
+    """Print the newest build's report (then, with ``pass_srcdir``, the IR diff of each
+    first changed pass it names); 1 when there is none."""
     if not places:
         places = [Path("_build"), *(conf.parent / "_build" for conf in sorted(
             Path(".").glob("*/conf.py")))]
@@ -55,6 +57,13 @@ def last_report(places: Sequence[Path], form: str) -> int:
         print(f"{found[0]}: {exc}", file=sys.stderr)
         return 1
     sys.stdout.write(said(report, form))
+    if pass_srcdir is not None:
+        from .pass_diff import print_pass_diffs
+
+        # The build's local cache: the variable's, else the default beside the report.
+        cache = os.environ.get("TLSTAGES_CACHE_DIR")
+        print_pass_diffs(report, pass_srcdir.resolve(),
+                         Path(cache) if cache else found[0].parent / "tlstages-cache")
     return 0
 
 

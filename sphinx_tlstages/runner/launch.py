@@ -88,11 +88,13 @@ class Worker:
             self.kill_when_known = True
 
 
-def spawn_worker(workdir: str, env: dict[str, str]) -> Worker:
-    """A fresh interpreter running ``python -m sphinx_tlstages.worker``."""
+def spawn_worker(workdir: str, env: dict[str, str], python: str | None = None) -> Worker:
+    """A fresh interpreter running ``python -m sphinx_tlstages.worker``: this one, or
+    ``python`` (another environment's, with another TileLang: ``tlstages upgrade-check``;
+    the environment's PYTHONPATH makes this package importable there)."""
     stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the worker retires
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sphinx_tlstages.worker"], stdin=subprocess.PIPE,
+        [python or sys.executable, "-m", "sphinx_tlstages.worker"], stdin=subprocess.PIPE,
         stdout=subprocess.PIPE, stderr=stderr, cwd=workdir, env=env,
     )
     assert proc.stdout is not None

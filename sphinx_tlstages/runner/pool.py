@@ -67,7 +67,7 @@ class _Batch:
     """One call of :func:`run_jobs`: the event loop over workers and a fork server."""
 
     def __init__(self, jobs: list[Job], workers: int, on_done: Callable[[Job, Result], None],
-                 server: ForkServer | None) -> None:
+                 server: ForkServer | None, python: str | None = None) -> None:
         # Longest first, so that no worker is left with a long variant at the end while
         # the others idle; deeper pipelines unroll more IR, so num_stages stands in for
         # the cost (stable: otherwise in the order given).
@@ -75,6 +75,7 @@ class _Batch:
         self.limit = max(1, workers)
         self.on_done = on_done
         self.server = server
+        self.python = python  # the interpreter spawned workers run; None: this one
         self.stats = PoolStats()
         self.selector = selectors.DefaultSelector()
         self.live: list[Worker] = []
@@ -118,7 +119,7 @@ class _Batch:
         self.spawn()
 
     def spawn(self) -> None:
-        self._add(spawn_worker(self.workdir, self.env))
+        self._add(spawn_worker(self.workdir, self.env, self.python))
 
     def _add(self, worker: Worker) -> None:
         self.selector.register(worker.read_fd, selectors.EVENT_READ, worker)
@@ -325,19 +326,21 @@ class _Batch:
 
 
 def run_jobs(jobs: list[Job], workers: int, on_done: Callable[[Job, Result], None],
-             server: ForkServer | None = None, fork: bool = True) -> PoolStats:
+             server: ForkServer | None = None, fork: bool = True,
+             python: str | None = None) -> PoolStats:
     """Lower every job on up to ``workers`` processes, calling ``on_done`` as each ends.
 
     ``server`` is a fork server started ahead (:func:`start_server`); the caller closes
     it. Without one, a server of the batch's own is started (and closed) where forking
-    is supported, unless ``fork`` is false.
+    is supported, unless ``fork`` is false. ``python``: the interpreter the workers run
+    (spawned, never forked from this one's server), for another environment's TileLang.
     """
     own = None
-    if server is None and fork and jobs:
+    if server is None and fork and jobs and python is None:
         own, _ = start_server()
         server = own
     try:
-        return _Batch(jobs, workers, on_done, server).run()
+        return _Batch(jobs, workers, on_done, None if python else server, python).run()
     finally:
         if own is not None:
             own.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from tilelang import tvm
 from ..core.errors import SourceError
 from ..core.protocol.messages import Task
 from ..core.results import cuda as cuda_text
-from ..core.results import facts, known_failures
+from ..core.results import facts, fingerprints, known_failures
+from ..core.results.fingerprints import Fingerprints
 from ..core.results.passes import PassLog
 from ..core.results.result import Result, failure
 from . import resources
@@ -40,8 +42,40 @@ def _names(mod: Any) -> set[str]:
     return {str(gvar.name_hint) for gvar in mod.functions}
 
 
+def _hash(mod: Any) -> int:
+    """TVM's structural hash of ``mod``. Free variables mapped by position, not identity:
+    hashed by identity they are hashed by address, and differ from process to process
+    (measured in benchmarks/pass_fingerprints); by position the same IR hashes alike in
+    every process and under both ends of the supported TileLang range."""
+    return int(tvm.ir.structural_hash(mod, map_free_vars=True))
+
+
+def _hash_print() -> Callable[[Any], str]:
+    """Fingerprints as the structural hash of the module."""
+    return lambda mod: fingerprints.from_hash(_hash(mod))
+
+
+def _text_print() -> Callable[[Any], str]:
+    """Fingerprints as the printed IR's digest, printed only when the structural hash
+    moved: the alternative the cost benchmark measures."""
+    last: dict[int, str] = {}
+
+    def fingerprint(mod: Any) -> str:
+        digest = _hash(mod)
+        if digest not in last:
+            last.clear()
+            last[digest] = fingerprints.from_text(_script(mod))
+        return last[digest]
+
+    return fingerprint
+
+
+_PRINTS = {"hash": _hash_print, "text": _text_print}
+
+
 def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
-              running: list[str]) -> Any:
+              running: list[str], prints: Fingerprints | None = None,
+              how: str = "hash") -> Any:
     """A pass instrument keeping the module as built (in ``built``) and the output of the
     first run of each watched pass (and, for the schedule reader, the
     module before the first run of its passes and after the last pass: keeping a module is
@@ -49,7 +83,8 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
     what each run changed (printing the IR only when its structural hash moved: printing
     every module would double the lowering time, and even so printing is about a tenth
     of it). ``running`` holds the passes under way, ``name#run`` innermost last: after
-    an exception, the pass that raised it.
+    an exception, the pass that raised it. ``prints`` gets the fingerprint of the IR
+    after each run (``how``: the structural hash, or the printed text's digest).
 
     Some passes run others inside them on helper functions of their own: tile-op
     lowering simplifies each gemm emitter's ``_gemm_*`` function. Those runs see a module
@@ -60,6 +95,7 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
     depth = [0]
     kernel: list[set[str]] = []  # names of the kernel's functions, as last seen
     runs: dict[str, int] = {}
+    fingerprint = _PRINTS[how]()
 
     def helper(mod: Any) -> bool:
         return depth[0] > 1 and not (_names(mod) & kernel[0])
@@ -74,8 +110,10 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
                 kernel.append(_names(mod))
                 built.append(mod)
                 if log.changes:
-                    last.append(tvm.ir.structural_hash(mod))
+                    last.append(_hash(mod))
                     log.start(_script(mod))
+                if prints is not None:
+                    prints.start(fingerprint(mod))
             if info.name in schedule.BEFORE:  # the first of them
                 after.setdefault(schedule.BEFORE_WS, mod)
 
@@ -85,11 +123,15 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
                     return
                 kernel[0] = _names(mod)
                 if log.changes:
-                    digest = tvm.ir.structural_hash(mod)
+                    digest = _hash(mod)
                     log.after(str(info.name), digest != last[0], lambda: _script(mod))
                     last[0] = digest
                 else:
                     log.after(str(info.name), False, str)
+                if prints is not None:
+                    # The hash the log took, where it took one: hashing costs.
+                    prints.after(str(info.name), fingerprints.from_hash(int(digest))
+                                 if log.changes and how == "hash" else fingerprint(mod))
                 if info.name in ir_facts.WATCHED and info.name not in after:
                     after[str(info.name)] = mod
                 after["final"] = mod
@@ -133,8 +175,9 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
             after: dict[str, Any] = {}
             built: list[Any] = []
             log = PassLog(task.ir_passes, changes=task.record_passes)
+            prints = Fingerprints()
             source_cuda = _lower(func, pass_configs, task.target,
-                                 _recorder(after, built, log, running))
+                                 _recorder(after, built, log, running, prints))
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
         message = _message(exc)
@@ -151,7 +194,8 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
         result = failure("exception", message, line, seconds=time.perf_counter() - started)
     else:
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
-              "pass_diffs": log.diffs, "schedule": _schedule(after),
+              "pass_diffs": log.diffs, "pass_fingerprints": prints.lines,
+              "schedule": _schedule(after),
               "hazards": hazard_check.hazards(after, task.target, ir_facts.main_function,
                                               ir_facts.device_function)}
         cuda = cuda_text.normalise(source_cuda, name)
@@ -182,6 +226,19 @@ def lower_kept(func: Any, pass_configs: dict[str, Any],
     recorder = _recorder(after, [], PassLog((), changes=False), [])
     source = _lower(func, pass_configs, target, recorder)
     return after, source
+
+
+def lower_fingerprinted(func: Any, pass_configs: dict[str, Any], target: dict[str, Any],
+                        how: str | None) -> tuple[float, list[str]]:
+    """Lower ``func`` as :func:`lower_variant` does, keeping the modules its facts read,
+    with fingerprints taken ``how`` (``hash``, ``text``, or None: none); return the
+    process's CPU seconds it took and the fingerprints. For the benchmark of their cost
+    and the probe of their stability across releases."""
+    prints = Fingerprints() if how else None
+    recorder = _recorder({}, [], PassLog((), changes=False), [], prints, how or "hash")
+    started = time.process_time()
+    _lower(func, pass_configs, target, recorder)
+    return time.process_time() - started, prints.lines if prints else []
 
 
 def _schedule(after: dict[str, Any]) -> dict[str, Any] | None:

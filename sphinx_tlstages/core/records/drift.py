@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..results.cuda import visible_cuda
+from .first_pass import first_change
 from .snapshot_compare import changes, version_change
 from .snapshots import describe
 
@@ -52,6 +53,7 @@ MAX_BYTES = (1 << 20) - (16 << 10)
 # not even that: snapshot_compare says its change, and it is reported as "changed".)
 KINDS: dict[str, str] = {
     "changed": "What changed",
+    "cause": "Why: the first pass whose output changed",
     "assert": "Failed :assert: claims",
     "missing": "No snapshot",
     "broken": "Unreadable snapshot",
@@ -296,7 +298,8 @@ def cuda_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
 
 def drift_findings(old: dict[str, Any], new: dict[str, Any]) -> list[Finding]:
     """What changed from snapshot ``old`` to ``new``, as the build log says it, with each
-    variant's CUDA diff folded beside its ``CUDA +a -b``."""
+    variant's CUDA diff folded beside its ``CUDA +a -b``, then per drifted variant the
+    first pass whose output changed."""
     found = []
     for change in changes(old, new):
         variant = describe(change.variant) if change.variant else ""
@@ -304,7 +307,29 @@ def drift_findings(old: dict[str, Any], new: dict[str, Any]) -> list[Finding]:
         if change.fact == "cuda":
             detail = cuda_diff(old["variants"][change.variant], new["variants"][change.variant])
         found.append(Finding("changed", variant, change.words, detail=detail))
+    found += [Finding("cause", describe(key), words) for key, words in causes(old, new)]
     return found
+
+
+def causes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
+    """Per drifted variant (its snapshot id), in words, the first pass whose output
+    differs from the recorded one (:mod:`.first_pass`), or why that cannot be said."""
+    drifted = dict.fromkeys(c.variant for c in changes(old, new)
+                            if c.variant and c.variant in old["variants"]
+                            and c.variant in new["variants"])
+    said = []
+    for key in drifted:
+        before, after = old["variants"][key], new["variants"][key]
+        found = first_change(before.get("pass_fingerprints"), after.get("pass_fingerprints"))
+        if found is not None:
+            said.append((key, found.words()))
+        elif "error" in before or "error" in after:
+            continue  # a failure says where it failed
+        elif "pass_fingerprints" not in before:
+            said.append((key, "which pass changed it is not known: the snapshot has no "
+                         "pass fingerprints (recorded before result schema 7; re-record it "
+                         "to have them next time)"))
+    return said
 
 
 def add_drift(report: Report, entry: Directive, old: dict[str, Any],

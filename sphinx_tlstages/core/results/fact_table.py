@@ -43,6 +43,9 @@ class Fact:
     required: bool = False  # every lowered result of this schema has it
     names: tuple[str, ...] = ()  # what an :assert: expression reads it by
     about: str = ""  # one line for CONTRIBUTING readers and error messages
+    # Kept to explain a drift, never compared, never shown: a snapshot without it (one
+    # recorded before it existed) is not reported as unguarding anything.
+    provenance: bool = False
 
 
 FACTS: tuple[Fact, ...] = (
@@ -102,6 +105,11 @@ FACTS: tuple[Fact, ...] = (
     Fact("pass_counts", dict, parts=(), kept=True, compared=True, since=3,
          names=("passes",),
          about="lines changed by each run a passes[...] claim names (snapshots only)"),
+    # Provenance in every snapshot (the summary's, so every page keeps it): when a shown
+    # fact drifts, the recorded fingerprints name the first pass whose output changed.
+    Fact("pass_fingerprints", list, parts=(ALWAYS,), kept=True, compared=False, since=7,
+         provenance=True,
+         about="the IR's fingerprint after each pass run (names the pass behind a drift)"),
     # Derived from the IR and bulky; its waits are the sync counts', its stages the
     # pipeline's. Absent in results read back from a snapshot.
     Fact("schedule", dict, parts=("figure",), kept=False, compared=False, since=2,
@@ -121,6 +129,8 @@ REQUIRED = {fact.name: fact.type for fact in FACTS if fact.required}
 # What a snapshot may keep (one directive keeps those its page reads) and compares.
 KEPT = frozenset(fact.name for fact in FACTS if fact.kept)
 COMPARED = frozenset(fact.name for fact in FACTS if fact.kept and fact.compared)
+PROVENANCE = frozenset(fact.name for fact in FACTS if fact.provenance)
+assert not PROVENANCE & COMPARED
 # Assertion name -> the facts it reads (``passes`` reads the records, or the counts a
 # snapshot kept of them).
 ASSERT_NAMES: dict[str, tuple[str, ...]] = {}

@@ -187,6 +187,7 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         "cuda": cuda,
         "passes": ir.get("passes", []),
         "pass_diffs": ir.get("pass_diffs", {}),
+        "pass_fingerprints": ir.get("pass_fingerprints", []),
     }
     if ir.get("hazards") is not None:
         result["hazards"] = _located(ir["hazards"], [s for loop in loops for s in loop],

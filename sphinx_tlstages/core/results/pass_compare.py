@@ -33,7 +33,7 @@ def align(logs: Sequence[Sequence[Record]]) -> list[Row]:
 
     Counting runs by name is not enough: a variant whose pipeline runs one extra
     Simplify early shifts every later ``Simplify#k``. So each variant's sequence of pass
-    names is aligned with the longest one (see :func:`_pairs`); runs it lacks are None,
+    names is aligned with the longest one (see :func:`pairs`); runs it lacks are None,
     runs only it has get rows of their own, between their neighbours.
     """
     if not logs:
@@ -42,7 +42,7 @@ def align(logs: Sequence[Sequence[Record]]) -> list[Row]:
     main: list[list[Record | None]] = [[None] * len(logs) for _ in ref]
     extra: dict[tuple[int, str, int], list[Record | None]] = {}
     for i, log in enumerate(logs):
-        matched = dict(_pairs(ref, log))
+        matched = dict(pairs(ref, log))
         seen: dict[tuple[int, str], int] = {}
         at = 0  # how many runs of the longest pipeline come before this one
         for j, record in enumerate(log):
@@ -62,7 +62,7 @@ def align(logs: Sequence[Sequence[Record]]) -> list[Row]:
     return [row for _, row in sorted(rows, key=lambda pair: pair[0])]
 
 
-def _pairs(ref: Sequence[Record], log: Sequence[Record]) -> list[tuple[int, int]]:
+def pairs(ref: Sequence[Record], log: Sequence[Record]) -> list[tuple[int, int]]:
     """(index in ``log``, index in ``ref``) of the runs that line up.
 
     The longest common subsequence of pass names, where two runs that also share their
@@ -158,7 +158,7 @@ def moved(selector: str, recorded: Sequence[str], now: Sequence[str]) -> str | N
     """When ``selector`` (``Simplify#3``) names another run in pipeline ``now`` than it did in
     pipeline ``recorded`` (pass names, in order), the sentence that says so; else None.
 
-    The two pipelines are lined up as the variants' are (:func:`_pairs`): a release that
+    The two pipelines are lined up as the variants' are (:func:`pairs`): a release that
     adds a run before the one meant shifts every later number.
     """
     new, old = _as_records(now), _as_records(recorded)
@@ -166,9 +166,9 @@ def moved(selector: str, recorded: Sequence[str], now: Sequence[str]) -> str | N
     at_old = next((j for j, r in enumerate(old) if matches(selector, r["name"], r["run"])), None)
     if at_new is None and at_old is None:
         return None
-    pairs = _pairs(new, old)  # (index in old, index in new)
-    old_of = {k: j for j, k in pairs}
-    new_of = {j: k for j, k in pairs}
+    lined = pairs(new, old)  # (index in old, index in new)
+    old_of = {k: j for j, k in lined}
+    new_of = {j: k for j, k in lined}
     if at_new is not None and at_old is not None and old_of.get(at_new) == at_old:
         return None
     said = []

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 6
+RESULT_SCHEMA = 7
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -164,6 +164,9 @@ class Result(TypedDict, total=False):
     cuda: str  # the generated device code: CUDA, or HIP for an AMD target
     passes: list[dict[str, Any]]
     pass_diffs: dict[str, Any]
+    # Since schema 7: the fingerprint of the IR after each pass run, ``name#run hex``
+    # (core/results/fingerprints.py): provenance that names the pass behind a drift.
+    pass_fingerprints: list[str]
     # Only in results read back from a snapshot: {"name#run": lines changed} of the runs
     # a passes[...] claim names, where the pass records themselves are not kept.
     pass_counts: dict[str, int | None]

@@ -134,9 +134,12 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         if version:
             lines.append(f"  recorded with {version.replace(' -> ', ', built with ')}; what "
                          "changed for a reader:")
+        why = dict(drift.causes(old, new))
         for stages, change in changes:
             lines.append(f"  {snapshots.describe(stages)}: {change}" if stages
                          else f"  {change}")
+            if stages in why:  # the compiler's side of it: which pass made the change
+                lines.append(f"    why: {why[stages]}")
         if lacking:
             lines.append(f"  and {lacking.split(': ', 1)[1]}")
         lines.append(f"  accept it with: {hint}" if not strict else
