@@ -60,3 +60,24 @@ def test_nothing_would_change() -> None:
     unverified = Rehearsed("gone", "index.rst", 9)
     rehearse(unverified, now, None, {})
     assert unverified.status == "unverified"
+
+
+def test_the_rehearsal_environment_pins_this_environments_torch(monkeypatch) -> None:
+    """The other environment gets the torch release this one has (a CPU build's ``+cpu``
+    left out), so pip never resolves an unpinned torch to a CUDA build of several GB."""
+    import importlib.metadata
+
+    from sphinx_tlstages.cli import upgrade
+
+    def version(name: str) -> str:
+        assert name == "torch"
+        return "2.13.0+cpu"
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    assert upgrade._torch_requirement() == "torch==2.13.0"
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert upgrade._torch_requirement() == "torch"

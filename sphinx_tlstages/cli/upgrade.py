@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.metadata
 import os
 import subprocess
 import sys
+import urllib.request
 import venv
 from pathlib import Path
 
@@ -50,6 +52,26 @@ def candidate_version(python: str) -> str:
     return done.stdout.strip().split("+", 1)[0]
 
 
+def _answers(index: str) -> bool:
+    """Whether ``index`` answers at all: pip retries an unreachable one for every
+    dependency, minutes in all, before giving up."""
+    try:
+        urllib.request.urlopen(f"{index}/torch/", timeout=5).close()
+    except OSError:
+        return False
+    return True
+
+
+def _torch_requirement() -> str:
+    """``torch==2.13.0`` where this environment has torch 2.13.0 (a CPU build's local
+    ``+cpu`` left out), else ``torch``."""
+    try:
+        found = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return "torch"
+    return f"torch=={found.split('+', 1)[0]}"
+
+
 def make_environment(spec: str, cache: Path) -> str:
     """An environment with TileLang ``spec`` (``tilelang==0.1.16``, ``0.1.16``) under
     ``cache``, made once and reused; returns its interpreter."""
@@ -59,11 +81,19 @@ def make_environment(spec: str, cache: Path) -> str:
     if (folder / "ready").is_file():
         return str(python)
     venv.EnvBuilder(with_pip=True, clear=True).create(folder)
-    for args in (["torch", "--index-url", TORCH_INDEX], [wanted]):
-        done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *args],
-                              check=False)
-        if done.returncode != 0:
-            raise UsageError(f"pip could not install {' '.join(args)} into {folder}")
+    # CPU torch first, as the README installs it (an unpinned torch pulls a CUDA build of
+    # several GB): this environment's release where it has one, from PyTorch's CPU index,
+    # else from the configured index (which may hold a CPU build of that release).
+    torch = _torch_requirement()
+    cpu = [[torch, "--index-url", TORCH_INDEX]] if _answers(TORCH_INDEX) else []
+    for tries in ([*cpu, [torch]], [[wanted]]):
+        for args in tries:
+            done = subprocess.run([str(python), "-m", "pip", "install", "--quiet", *args],
+                                  check=False)
+            if done.returncode == 0:
+                break
+        else:
+            raise UsageError(f"pip could not install {' '.join(tries[-1])} into {folder}")
     (folder / "ready").write_text(wanted + "\n", encoding="utf-8")
     return str(python)
 
