@@ -7,6 +7,7 @@ placeholder that :mod:`.render` fills once the whole project has been lowered.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import replace
@@ -147,7 +148,7 @@ class TlPipelineDirective(SphinxDirective):
     # --- where things are ----------------------------------------------------------
 
     def _option_line(self, option: str) -> int:
-        lines = self._block_lines()
+        lines = self._lines
         # MyST's YAML block (``---`` under the fence): ``option: value``, unindented.
         yaml = self._is_myst() and len(lines) > 1 and lines[1].strip() == "---"
         for offset, line in enumerate(lines):
@@ -162,18 +163,20 @@ class TlPipelineDirective(SphinxDirective):
         """The line the option's value begins on: under a YAML block scalar's
         ``option: |``, the next one."""
         line = self._option_line(option)
-        lines = self._block_lines()
+        lines = self._lines
         offset = line - int(self.lineno)
         written = lines[offset].strip() if 0 <= offset < len(lines) else ""
         block = written.startswith(f"{option}:") \
             and written.removeprefix(f"{option}:").strip()[:1] in ("|", ">")
         return line + 1 if block else line
 
-    def _block_lines(self) -> list[str]:
+    @functools.cached_property
+    def _lines(self) -> list[str]:
         """The directive as written, from its first line: its options are found here.
         MyST-Parser 5 gives that as ``block_text``; MyST-Parser 4 gives the content alone,
         so the lines are read from the document's source (the fence, the options, the
-        content and the closing fence)."""
+        content and the closing fence), once per directive: every option's line is
+        looked up here."""
         lines = self.block_text.splitlines()
         if not self._is_myst() or (lines and lines[0].lstrip()[:3] in ("```", "~~~", ":::")):
             return lines
@@ -294,7 +297,7 @@ class TlPipelineDirective(SphinxDirective):
         line of the kernel. Say so at the option, with what to write instead."""
         if not self._is_myst() or not self.content or not self.content[0][:1].isspace():
             return
-        lines = self._block_lines()
+        lines = self._lines
         at = next((i for i, line in enumerate(lines) if line == self.content[0]), None)
         if at is None or at < 2 or not lines[at - 1].startswith(":"):
             return
