@@ -33,7 +33,7 @@ from typing import Any
 
 from ..results.cuda import visible_cuda
 from .first_pass import first_change
-from .snapshot_compare import changes, version_change
+from .snapshot_compare import Change, changes, version_change
 from .snapshots import describe
 
 REPORT_SCHEMA = 1
@@ -296,25 +296,34 @@ def cuda_diff(old: dict[str, Any], new: dict[str, Any]) -> tuple[str, ...]:
     return tuple(diff)
 
 
-def drift_findings(old: dict[str, Any], new: dict[str, Any]) -> list[Finding]:
+def drift_findings(old: dict[str, Any], new: dict[str, Any],
+                   found_changes: list[Change] | None = None) -> list[Finding]:
     """What changed from snapshot ``old`` to ``new``, as the build log says it, with each
     variant's CUDA diff folded beside its ``CUDA +a -b``, then per drifted variant the
-    first pass whose output changed."""
+    first pass whose output changed. ``found_changes``: :func:`changes` of the two, where
+    the caller has them already."""
+    if found_changes is None:
+        found_changes = changes(old, new)
     found = []
-    for change in changes(old, new):
+    for change in found_changes:
         variant = describe(change.variant) if change.variant else ""
         detail: tuple[str, ...] = ()
         if change.fact == "cuda":
             detail = cuda_diff(old["variants"][change.variant], new["variants"][change.variant])
         found.append(Finding("changed", variant, change.words, detail=detail))
-    found += [Finding("cause", describe(key), words) for key, words in causes(old, new)]
+    found += [Finding("cause", describe(key), words)
+              for key, words in causes(old, new, found_changes)]
     return found
 
 
-def causes(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
+def causes(old: dict[str, Any], new: dict[str, Any],
+           found_changes: list[Change] | None = None) -> list[tuple[str, str]]:
     """Per drifted variant (its snapshot id), in words, the first pass whose output
-    differs from the recorded one (:mod:`.first_pass`), or why that cannot be said."""
-    drifted = dict.fromkeys(c.variant for c in changes(old, new)
+    differs from the recorded one (:mod:`.first_pass`), or why that cannot be said;
+    ``found_changes``: :func:`changes` of the two, where the caller has them already."""
+    if found_changes is None:
+        found_changes = changes(old, new)
+    drifted = dict.fromkeys(c.variant for c in found_changes
                             if c.variant and c.variant in old["variants"]
                             and c.variant in new["variants"])
     said = []
@@ -336,18 +345,23 @@ def add_drift(report: Report, entry: Directive, old: dict[str, Any],
               new: dict[str, Any]) -> int:
     """Add what changed from snapshot ``old`` to ``new`` to directive ``entry``
     (:func:`drift_findings`); returns how many changes."""
-    found = drift_findings(old, new)
+    found_changes = changes(old, new)
+    found = drift_findings(old, new, found_changes)
     entry.versions = version_change(old, new)
-    report.variants_drifted += drifted_variants(old, new)
+    report.variants_drifted += drifted_variants(old, new, found_changes)
     for finding in found:
         report.add(entry, finding.kind, finding.variant, finding.words, detail=finding.detail)
     return len(found)
 
 
-def drifted_variants(old: dict[str, Any], new: dict[str, Any]) -> int:
+def drifted_variants(old: dict[str, Any], new: dict[str, Any],
+                     found_changes: list[Change] | None = None) -> int:
     """How many of the directive's variants changed from snapshot ``old`` to ``new``: all
-    of them when the directive's own inputs changed."""
-    drifted = {change.variant for change in changes(old, new)}
+    of them when the directive's own inputs changed. ``found_changes``: :func:`changes`
+    of the two, where the caller has them already."""
+    if found_changes is None:
+        found_changes = changes(old, new)
+    drifted = {change.variant for change in found_changes}
     if "" in drifted:
         drifted = set(new["variants"]) | set(old["variants"])
     return len(drifted)

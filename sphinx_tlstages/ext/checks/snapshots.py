@@ -134,7 +134,9 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         if version:
             lines.append(f"  recorded with {version.replace(' -> ', ', built with ')}; what "
                          "changed for a reader:")
-        why = dict(drift.causes(old, new))
+        # What changed, worked out once for the causes, the count and the report.
+        found = snapshot_compare.changes(old, new)
+        why = dict(drift.causes(old, new, found))
         for stages, change in changes:
             lines.append(f"  {snapshots.describe(stages)}: {change}" if stages
                          else f"  {change}")
@@ -145,8 +147,9 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         lines.append(f"  accept it with: {hint}" if not strict else
                      "  accept it where the docs are written: "
                      f"{hint} (after a local build) or TLSTAGES_SNAPSHOTS=update")
-        report.variants_drifted += drift.drifted_variants(old, new)
-        _fail(findings, spec, "\n".join(lines), *unguarded, *drift.drift_findings(old, new),
+        report.variants_drifted += drift.drifted_variants(old, new, found)
+        _fail(findings, spec, "\n".join(lines), *unguarded,
+              *drift.drift_findings(old, new, found),
               versions=snapshot_compare.version_change(old, new))
     _report_unused(findings, folder, {spec.name for spec in specs}, mode, srcdir)
 
