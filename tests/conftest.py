@@ -93,6 +93,24 @@ def shared_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                 kept.stop(path)
 
 
+@pytest.fixture(scope="module")
+def s3() -> Iterator[str]:
+    """moto's S3 server with a ``books`` bucket, credentials and endpoint in the
+    environment (one per test module)."""
+    pytest.importorskip("moto")
+    from .remote_servers import s3_server
+
+    with s3_server() as endpoint, pytest.MonkeyPatch.context() as patch:
+        for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                            "AWS_DEFAULT_REGION": "us-east-1",
+                            "AWS_ENDPOINT_URL": endpoint}.items():
+            patch.setenv(name, value)
+        import boto3
+
+        boto3.client("s3").create_bucket(Bucket="books")
+        yield endpoint
+
+
 @pytest.fixture
 def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A lowering cache of this test's own (for tests about the cache itself)."""

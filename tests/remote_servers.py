@@ -134,3 +134,13 @@ def s3_server() -> Iterator[str]:
         timer.cancel()
         with contextlib.suppress(Exception):
             server.stop()
+
+
+def s3_objects(prefix: str) -> dict[str, bytes]:
+    """Every object of the ``books`` bucket under ``prefix``, by key."""
+    import boto3
+
+    client = boto3.client("s3")
+    listed = client.list_objects_v2(Bucket="books", Prefix=prefix).get("Contents", [])
+    return {item["Key"]: client.get_object(Bucket="books", Key=item["Key"])["Body"].read()
+            for item in listed}

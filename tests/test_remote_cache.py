@@ -23,7 +23,7 @@ from sphinx_tlstages.runner import launch, pool
 
 from .conftest import CONF, Built, build_once, write_project
 from .kernels import GEMM, GEMM_PARAMS, rst
-from .remote_servers import FaultServer, fault_server, refused_url, s3_server
+from .remote_servers import FaultServer, fault_server, refused_url, s3_objects, s3_server
 
 PAGE = {"index.rst": "Remote\n======\n\n" + rst(GEMM, num_stages="2 3", params=GEMM_PARAMS,
                                                 name="remote")}
@@ -191,41 +191,17 @@ def test_write_then_read_over_http_and_file(scheme, tmp_path, monkeypatch, refer
         assert not [p for p in (tmp_path / "shared").rglob("*") if ".tmp" in p.name]
 
 
-@pytest.fixture(scope="module")
-def s3() -> Iterator[str]:
-    """moto's S3 server with a bucket, credentials and endpoint in the environment."""
-    pytest.importorskip("moto")
-    with s3_server() as endpoint, pytest.MonkeyPatch.context() as patch:
-        for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-                            "AWS_DEFAULT_REGION": "us-east-1",
-                            "AWS_ENDPOINT_URL": endpoint}.items():
-            patch.setenv(name, value)
-        import boto3
-
-        boto3.client("s3").create_bucket(Bucket="books")
-        yield endpoint
-
-
-def objects(prefix: str) -> dict[str, bytes]:
-    import boto3
-
-    client = boto3.client("s3")
-    listed = client.list_objects_v2(Bucket="books", Prefix=prefix).get("Contents", [])
-    return {item["Key"]: client.get_object(Bucket="books", Key=item["Key"])["Body"].read()
-            for item in listed}
-
-
 def test_s3_main_writes_a_fresh_folder_reads(s3, tmp_path, monkeypatch, reference) -> None:
     url = "s3://books/main"
     first = remote_build(tmp_path, monkeypatch, url, "writer", TLSTAGES_CACHE_WRITE="1")
     assert counts(first) == (0, 2, 2, 2, None, 0)
     assert fragment_counts(first) == (0, 1, 1, 0)
-    stored = objects(f"main/v{RESULT_SCHEMA}/")
+    stored = s3_objects(f"main/v{RESULT_SCHEMA}/")
     assert len(stored) == 2
     for name, data in stored.items():
         key = name.rsplit("/", 1)[1].split(".")[0]
         validate(json.loads(unpack(key, data)))
-    (fragment,) = objects("main/fragments/").items()  # the one directive's written HTML
+    (fragment,) = s3_objects("main/fragments/").items()  # the one directive's written HTML
     key = fragment[0].rsplit("/", 1)[1].split(".")[0]
     assert b'class="tl-summary ' in unpack(key, fragment[1])
     monkeypatch.delenv("TLSTAGES_CACHE_WRITE")
@@ -244,7 +220,7 @@ def test_s3_pull_request_never_writes(s3, tmp_path, monkeypatch, reference) -> N
     built = remote_build(tmp_path, monkeypatch, "s3://books/pr", TLSTAGES_CACHE_WRITE="1",
                          GITHUB_EVENT_NAME="pull_request")
     assert counts(built) == (0, 2, 2, 0, "read-only: pull request", 0)
-    assert objects("pr/") == {}
+    assert s3_objects("pr/") == {}
     assert_whole(built, tmp_path, reference)
 
 
@@ -265,11 +241,11 @@ def test_two_builds_writing_one_remote_at_once(s3, tmp_path, reference) -> None:
         match = LINE.search(out)
         assert match, out
         written += int(match.group(5))
-    stored = objects(f"both/v{RESULT_SCHEMA}/")
+    stored = s3_objects(f"both/v{RESULT_SCHEMA}/")
     assert len(stored) == 2 and 2 <= written <= 4
     # Each build's fragment is keyed by its own results' bytes (their timings differ):
     # one or two, each whole.
-    fragments = objects("both/fragments/")
+    fragments = s3_objects("both/fragments/")
     assert 1 <= len(fragments) <= 2
     for name, data in fragments.items():
         assert b"tl-summary" in unpack(name.rsplit("/", 1)[1].split(".")[0], data)

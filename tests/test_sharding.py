@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +27,7 @@ from sphinx_tlstages.core.results.result import RESULT_SCHEMA, validate
 
 from .conftest import build_once, write_project
 from .kernels import rst
-from .remote_servers import refused_url, s3_server
+from .remote_servers import refused_url, s3_objects
 from .shard_book import BOOK, PAGES, VARIANTS
 from .test_remote_cache import LINE, no_workers
 
@@ -52,15 +51,6 @@ class Sharded:
     local_keys: dict[int, set[str]] = field(default_factory=dict)
 
 
-def objects(prefix: str) -> dict[str, bytes]:
-    import boto3
-
-    client = boto3.client("s3")
-    listed = client.list_objects_v2(Bucket="books", Prefix=prefix).get("Contents", [])
-    return {item["Key"]: client.get_object(Bucket="books", Key=item["Key"])["Body"].read()
-            for item in listed}
-
-
 def shard_command(srcdir: Path, shard: str, cache: Path, url: str,
                   verbose: bool = False) -> subprocess.Popen[str]:
     """One shard as its own process, with one worker (two cores are all there is)."""
@@ -71,20 +61,6 @@ def shard_command(srcdir: Path, shard: str, cache: Path, url: str,
     # A session of its own: killing its group kills its fork server and workers too.
     return subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[str]:
-    pytest.importorskip("moto")
-    with s3_server() as endpoint, pytest.MonkeyPatch.context() as patch:
-        for name, value in {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
-                            "AWS_DEFAULT_REGION": "us-east-1",
-                            "AWS_ENDPOINT_URL": endpoint}.items():
-            patch.setenv(name, value)
-        import boto3
-
-        boto3.client("s3").create_bucket(Bucket="books")
-        yield endpoint
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +78,7 @@ def sharded(s3: str, tmp_path_factory: pytest.TempPathFactory) -> Sharded:
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait()
     time.sleep(0.5)  # a PUT already sent lands or not: it is never half there
-    done.after_kill = objects("book/")
+    done.after_kill = s3_objects("book/")
     done.killed_local = sorted((root / "cache-1").rglob("*.json"))
     # The three shards at once; the killed one starts again.
     running = {i: shard_command(root / "src", f"{i}/{SHARDS}", root / f"cache-{i}", done.url)
@@ -156,7 +132,7 @@ def test_shards_are_disjoint_and_their_union_is_the_book(sharded: Sharded) -> No
     assert int(sharded.summaries[1][3]) >= len(sharded.killed_local) >= 1
     keys = sharded.local_keys
     assert sum(map(len, keys.values())) == VARIANTS == len(set().union(*keys.values()))
-    assert set(entries(objects("book/"))) == set().union(*keys.values())
+    assert set(entries(s3_objects("book/"))) == set().union(*keys.values())
 
 
 def final_build(root: Path, name: str, url: str) -> tuple[str, dict[str, bytes]]:
@@ -187,7 +163,7 @@ def test_a_missing_shard_is_lowered_by_the_final_build(
     import boto3
 
     client = boto3.client("s3")
-    for name, data in objects("book/").items():
+    for name, data in s3_objects("book/").items():
         if name.rsplit("/", 1)[1].removesuffix(".entry") not in sharded.local_keys[3]:
             client.put_object(Bucket="books", Key="partial/" + name.split("/", 1)[1],
                               Body=data)
@@ -252,7 +228,7 @@ def test_a_shard_writes_what_the_remote_lacks_from_its_local_cache(
     assert found, capsys.readouterr()
     count = len(sharded.local_keys[2])
     assert found.groups()[2:5] == (str(count), str(count), "0")
-    assert set(entries(objects("repaired/"), "repaired")) == sharded.local_keys[2]
+    assert set(entries(s3_objects("repaired/"), "repaired")) == sharded.local_keys[2]
 
 
 def test_a_shard_that_cannot_store_says_so(
