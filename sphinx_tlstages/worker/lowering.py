@@ -96,6 +96,11 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
     kernel: list[set[str]] = []  # names of the kernel's functions, as last seen
     runs: dict[str, int] = {}
     fingerprint = _PRINTS[how]()
+    hashing = log.changes or (prints is not None and how == "hash")
+
+    def print_of(mod: Any, digest: int) -> str:
+        # The hash the log took, where it took one: hashing costs.
+        return fingerprints.from_hash(digest) if how == "hash" else fingerprint(mod)
 
     def helper(mod: Any) -> bool:
         return depth[0] > 1 and not (_names(mod) & kernel[0])
@@ -109,11 +114,12 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
             if not kernel:
                 kernel.append(_names(mod))
                 built.append(mod)
+                digest = _hash(mod) if hashing else 0  # once, for the log and the print
                 if log.changes:
-                    last.append(_hash(mod))
+                    last.append(digest)
                     log.start(_script(mod))
                 if prints is not None:
-                    prints.start(fingerprint(mod))
+                    prints.start(print_of(mod, digest))
             if info.name in schedule.BEFORE:  # the first of them
                 after.setdefault(schedule.BEFORE_WS, mod)
 
@@ -122,16 +128,14 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
                 if helper(mod):
                     return
                 kernel[0] = _names(mod)
+                digest = _hash(mod) if hashing else 0
                 if log.changes:
-                    digest = _hash(mod)
                     log.after(str(info.name), digest != last[0], lambda: _script(mod))
                     last[0] = digest
                 else:
                     log.after(str(info.name), False, str)
                 if prints is not None:
-                    # The hash the log took, where it took one: hashing costs.
-                    prints.after(str(info.name), fingerprints.from_hash(int(digest))
-                                 if log.changes and how == "hash" else fingerprint(mod))
+                    prints.after(str(info.name), print_of(mod, digest))
                 if info.name in ir_facts.WATCHED and info.name not in after:
                     after[str(info.name)] = mod
                 after["final"] = mod

@@ -47,6 +47,22 @@ COUNTED: dict[str, str] = {
 _WAIT = re.compile(r"\btl::cp_async_wait<(\d+)>\(\)")
 
 
+def _literal(pattern: str) -> str:
+    """The longest run of plain characters every match of ``pattern`` contains: its
+    text before the first regex operator, escapes undone (``\\]\\.init\\(`` gives
+    ``].init(``). Where it is absent the pattern cannot match, and the scan is skipped:
+    most spellings (Hopper's, Blackwell's, AMD's) are absent from a variant's CUDA."""
+    plain = re.match(r"(?:\\b)?((?:\\[\]\.\(\)\[<>]|[\w:<>_])+)", pattern)
+    text = plain.group(1) if plain else ""
+    # A quantifier after the run applies to its last character, which may be absent.
+    if re.match(r"[?*{]", pattern[plain.end():] if plain else ""):
+        text = text[:-1]
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+_COUNTED = {name: (_literal(pattern), re.compile(pattern)) for name, pattern in COUNTED.items()}
+
+
 def _portable(path: str, source_name: str) -> str:
     marker = "/site-packages/"
     if marker in path:
@@ -88,8 +104,10 @@ def code_lines(cuda: str) -> int:
 def sync_counts(cuda: str) -> dict[str, object]:
     """Counts of each synchronisation/async/MMA spelling, and the N of each cp_async_wait."""
     code = without_line_directives(cuda)
-    counts: dict[str, object] = {name: len(re.findall(p, code)) for name, p in COUNTED.items()}
-    counts["cp_async_wait"] = [int(n) for n in _WAIT.findall(code)]
+    counts: dict[str, object] = {name: len(pattern.findall(code)) if literal in code else 0
+                                 for name, (literal, pattern) in _COUNTED.items()}
+    counts["cp_async_wait"] = [int(n) for n in _WAIT.findall(code)] \
+        if "cp_async_wait<" in code else []
     return counts
 
 
