@@ -114,6 +114,16 @@ def check_rings(records: list[Json]) -> tuple[list[Json], Json]:
                 if have % 2 == record["parity"]:
                     now[bar] = have + 1
             known[role][index] = dict(now)
+    # A cp.async copy tracked by a ``cp.async.mbarrier.arrive`` lands with that arrival:
+    # its phase is the arrival's (PTX ISA, "mbarrier.test_wait/try_wait": the cp.async
+    # operations requested before ``cp.async.mbarrier.arrive`` during the completed
+    # phase are performed and made visible to the waiting thread).
+    where = {id(r): i for i, r in enumerate(records)}
+    for index, record in enumerate(records):
+        arrive = record.get("signal") if record["op"] == "copy" else None
+        if arrive is not None and where.get(id(arrive)) in phase \
+                and arrive["bar"] in init:
+            phase[index] = phase[where[id(arrive)]]
     _check_progress(sequences, init, add)
     bytes_checked = _check_bytes(records, phase, add)
     _check_data(records, sequences, phase, known, add)
@@ -224,7 +234,9 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                 add: Any) -> None:
     """Every TMA copy against every read of its bytes: ordered one way or the other."""
     retired = _retirements(sequences)
-    copies = [(i, r) for i, r in enumerate(records) if r["op"] == "tma" and i in phase]
+    copies = [(i, dict(r, bar=r["signal"]["bar"]) if r["op"] == "copy" else r)
+              for i, r in enumerate(records)
+              if r["op"] in ("tma", "copy") and i in phase]
     reads = [(i, r) for i, r in enumerate(records) if r["op"] == "read"]
     # Arrivals after each read retired, per role: (index, barrier, phase).
     arrivals = {role: [(i, r["bar"], phase[i]) for i, r in seq
@@ -238,7 +250,20 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                 continue
             reader = read["role"] if read["role"] != "all" else next(iter(known))
             who = "every thread" if read["role"] == "all" else f"the {read['role']}"
+            if copy["op"] == "copy" and copy["role"] == read["role"]:
+                continue  # one role's own cp.async copies: the cp.async model's
             if known[reader].get(ri, {}).get(copy["bar"], 0) > phase[ci]:
+                if copy["op"] == "copy" and read.get("how") == "wgmma" \
+                        and not _fenced(sequences[reader], known[reader], copy["bar"],
+                                        phase[ci], ri) \
+                        and ("PROXY", read["buffer"]) not in reported:
+                    reported.add(("PROXY", read["buffer"]))
+                    add("PROXY", read, f"{who}'s wgmma reads {read['buffer']}"
+                        f"{_slot_words(read)} through the async proxy what the cp.async"
+                        f"{_slot_words(copy)} wrote through the generic proxy, with no "
+                        f"fence.proxy.async between its wait on {copy['bar']} and the "
+                        "read (PTX ISA: Memory Consistency Model, \"Proxies\"; "
+                        "\"Asynchronous Warpgroup Level Matrix Multiply-Accumulate\")")
                 continue  # the reader waited for the copy's phase
             copier = copy["role"] if copy["role"] != "all" else reader
             done = retired.get(ri, ri)
@@ -251,15 +276,40 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             if (kind, read["buffer"]) in reported:
                 continue
             reported.add((kind, read["buffer"]))
+            how = "TMA copy" if copy["op"] == "tma" else "cp.async"
             if kind == "RAW":
                 text = (f"{who} reads {read['buffer']}{_slot_words(read)} while "
-                        f"the TMA copy into it{_slot_words(copy)} may not have landed: no "
+                        f"the {how} into it{_slot_words(copy)} may not have landed: no "
                         f"wait on {copy['bar']} covers it")
             else:
-                text = (f"the TMA copy into {copy['buffer']}{_slot_words(copy)} may "
+                text = (f"the {how} into {copy['buffer']}{_slot_words(copy)} may "
                         f"overwrite what {who} reads{_slot_words(read)}: no "
                         "wait on an arrival made after that read covers it")
             add(kind, read if kind == "RAW" else copy, text)
+
+
+def _fenced(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]], bar: str,
+            number: int, read: int) -> bool:
+    """Whether the reader's role runs ``fence.proxy.async`` after the wait that tells it
+    phase ``number`` of ``bar`` completed and before the read at trace index ``read``.
+
+    cp.async writes through the generic proxy (PTX ISA, "cp.async": "a weak memory
+    operation performed in the generic proxy"); wgmma reads shared memory through the
+    async proxy, and the PTX ISA's steps for wgmma ("Asynchronous Warpgroup Level Matrix
+    Multiply-Accumulate Operation") put a ``fence.proxy.async`` "to make the generic proxy
+    operations visible to the async proxy" before it. Across proxies, causality order
+    holds only with a proxy fence on its path (Memory Consistency Model, "Proxies",
+    "proxy-preserved base causality order"): on the path from the copy's completion to
+    the read, that is after the wait."""
+    waited = False
+    for index, record in seq:
+        if index >= read:
+            return False
+        if not waited and known.get(index, {}).get(bar, 0) > number:
+            waited = True
+        elif waited and record["op"] == "pfence":
+            return True
+    return False
 
 
 def _iteration(record: Json) -> int:
