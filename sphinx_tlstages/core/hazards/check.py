@@ -114,8 +114,8 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
       ``bar.sync`` (``__syncthreads``, or a named barrier ``bar.sync id, count`` over
       the threads that execute it) orders the memory accesses of the threads taking part
       in it before it against theirs after it;
-    - a thread's own accesses are in program order (Memory Consistency Model, "program
-      order" within base causality order): a thread that reads only bytes its own
+    - a thread's own accesses are in program order, which base causality order includes
+      (Memory Consistency Model, "Causality Order"): a thread that reads only bytes its own
       completed copy wrote, or copies into bytes only it read, needs no barrier;
     - a copy signalled through ``cp.async.mbarrier.arrive`` to a reader of another role
       is checked with the rings (:mod:`.rings`), like a TMA copy.

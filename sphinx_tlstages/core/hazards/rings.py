@@ -8,18 +8,30 @@ completes. The model:
 
 - the arrivals of one barrier come from one role, in its order: each arrival belongs to
   the phase its running count says, and one that crosses a phase boundary is a finding
-  (an init count lower than the arrivals that meet it);
+  (an init count lower than the arrivals that meet it) (PTX ISA, "mbarrier": "Phase
+  Completion of the mbarrier object", "mbarrier.arrive"; ``cp.async.mbarrier.arrive.noinc``
+  is one arrival per executing thread, "cp.async.mbarrier.arrive");
 - a TMA copy belongs to the phase of the bytes last expected on its barrier, and its
-  bytes have landed when that phase completes;
+  bytes have landed when that phase completes ("mbarrier.expect_tx", "cp.async.bulk.tensor":
+  its complete-tx on the barrier has release semantics); a cp.async copy a
+  ``cp.async.mbarrier.arrive`` tracks belongs to that arrival's phase and is performed
+  and visible to a thread that sees the phase complete ("mbarrier.test_wait/try_wait");
 - ``mbarrier_wait_parity(b, q)`` tells its role that one more phase of ``b`` completed
   only when the phases it knows of so far (k) have parity q (k mod 2 == q); otherwise it
-  may return at once (a fresh barrier waited on with parity 1). A wait for a phase the
-  whole kernel never completes is a hang;
+  may return at once (a fresh barrier waited on with parity 1) ("mbarrier.test_wait/
+  try_wait", ``.parity``: it waits for the completion of the phase of that parity). A
+  wait for a phase the whole kernel never completes is a hang;
 - a TMA copy and a read of the same bytes are ordered when the reader knows the copy's
   phase completed (the copy first), or when the copier knows a phase completed that an
   arrival of the reader's role made after the read retired (the read first; a wgmma
-  read retires at the ``warpgroup_wait`` that covers its batch). Neither is a race.
-- barrier initialisation is fenced and followed by ``__syncthreads`` before first use.
+  read retires at the ``warpgroup_wait`` that covers its batch: "wgmma.wait_group").
+  Neither is a race: the arrive is a release, the wait an acquire ("mbarrier.arrive",
+  "mbarrier.test_wait/try_wait"; Memory Consistency Model, "Release and Acquire
+  Patterns").
+- barrier initialisation is fenced and followed by ``__syncthreads`` before first use
+  ("mbarrier.init"; "membar/fence": ``fence.mbarrier_init``);
+- a wgmma read of bytes a cp.async wrote needs ``fence.proxy.async`` after the wait
+  (:func:`_fenced`): a ``PROXY`` finding otherwise.
 
 - per phase of a barrier, the bytes expected on it (``expect_tx``) equal the bytes of the
   TMA copies that signal it (a tensor copy's box, read from the descriptor the host
@@ -262,8 +274,8 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                         f"{_slot_words(read)} through the async proxy what the cp.async"
                         f"{_slot_words(copy)} wrote through the generic proxy, with no "
                         f"fence.proxy.async between its wait on {copy['bar']} and the "
-                        "read (PTX ISA: Memory Consistency Model, \"Proxies\"; "
-                        "\"Asynchronous Warpgroup Level Matrix Multiply-Accumulate\")")
+                        "read (PTX ISA: \"Causality Order\", proxy-preserved base "
+                        "causality order; \"membar/fence\"; the wgmma steps)")
                 continue  # the reader waited for the copy's phase
             copier = copy["role"] if copy["role"] != "all" else reader
             done = retired.get(ri, ri)
@@ -295,12 +307,15 @@ def _fenced(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]], bar: 
 
     cp.async writes through the generic proxy (PTX ISA, "cp.async": "a weak memory
     operation performed in the generic proxy"); wgmma reads shared memory through the
-    async proxy, and the PTX ISA's steps for wgmma ("Asynchronous Warpgroup Level Matrix
-    Multiply-Accumulate Operation") put a ``fence.proxy.async`` "to make the generic proxy
-    operations visible to the async proxy" before it. Across proxies, causality order
-    holds only with a proxy fence on its path (Memory Consistency Model, "Proxies",
-    "proxy-preserved base causality order"): on the path from the copy's completion to
-    the read, that is after the wait."""
+    async proxy ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate Operation").
+    Base causality order carries a write to a read only when both use the generic proxy
+    or the same proxy (Memory Consistency Model, "Causality Order": proxy-preserved base
+    causality order); the bridge is ``fence.proxy.async`` ("membar/fence": a
+    bi-directional proxy fence between the generic and the async proxy), which the wgmma
+    steps put before the wgmma "to make the generic proxy operations visible to the async
+    proxy". The model gives no formal rule for where on the path it must stand; the check
+    asks for it after the wait, the one point past the copy's completion that a thread
+    of the path executes."""
     waited = False
     for index, record in seq:
         if index >= read:
