@@ -83,6 +83,13 @@ MIXED_TWICE = read("hazards/mixed_twice.py")
 # before it; TileLang 0.1.15 (sm_90a) loads it by TMA and puts the wait on its barrier in the
 # loop's first iteration, after the read: a real race.
 CARRIED_STATE = read("hazards/carried_state.py")
+# A GEMM whose A rows are gathered through an index (cp.async, one 16-byte copy per
+# thread) beside B's tile by TMA: on sm_90a the producer signals its cp.async copies on
+# B's full barrier with ``cp.async.mbarrier.arrive.noinc``.
+GATHERED_GEMM = read("hazards/gathered_gemm.py")
+# Each thread sums the four floats of thread tx ^ partner in each chunk T.copy fetches;
+# with partner 0 they are the ones its own 16-byte cp.async wrote.
+OWN_CHUNKS = read("hazards/own_chunks.py")
 
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
@@ -637,3 +644,97 @@ def test_a_state_read_before_its_tma_wait_is_flagged(num_stages: int) -> None:
         assert found["verdict"] == "hazard" and found["text"] == "hazard: RAW on state_s", found
     else:
         assert found["verdict"] == "none", found
+
+
+# --- no false alarm: cp.async signalled on an mbarrier, a thread's own bytes, named barriers
+
+def _after_waits(extra: Any) -> Any:
+    """A mutation: ``extra()`` (a statement) after each mbarrier wait of the loops."""
+    def change(stmt: Any) -> Any:
+        return tvm.tirx.SeqStmt([stmt, extra()]) if _calls(stmt, "mbarrier_wait_parity") \
+            else None
+    return change
+
+
+def _fence() -> Any:
+    return tvm.tirx.Evaluate(tvm.tirx.Call("handle", tvm.ir.Op.get("tl.fence_proxy_async"),
+                                           []))
+
+
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_cp_async_signalled_on_the_full_barrier_is_ordered_by_its_wait(
+        num_stages: int) -> None:
+    """The consumer's wait on the full barrier covers the producer's cp.async copies that
+    ``cp.async.mbarrier.arrive.noinc`` signals on it (once a RAW "no cp_async_wait covers
+    it"). What remains is the proxy: wgmma reads through the async proxy what cp.async
+    wrote through the generic one, and TileLang 0.1.15 puts no ``fence.proxy.async``
+    between the consumer's wait and its wgmma; with one there the kernel is clean, and
+    with the arrive deleted the read races the copy again."""
+    after, code = lowered(GATHERED_GEMM, "gathered_gemm", "sm_90a", M=256, N=256, K=512,
+                          rows=1024, num_stages=num_stages)
+    assert "mbarrier_cp_async_arrive_noinc" in code and "tma_load" in code
+    found = check(after, "sm_90a")
+    kinds = {f["kind"] for f in found["findings"]}
+    consumer = code[code.index("} else {"):]
+    unfenced = "fence_proxy_async" not in consumer
+    assert kinds == ({"PROXY"} if unfenced else set()), found
+    if unfenced:
+        assert "no fence.proxy.async between its wait on" in found["findings"][0]["text"]
+    fenced = check(mutated(after, _after_waits(_fence), loop_only=False), "sm_90a")
+    assert fenced["verdict"] == "none", fenced
+    assert "phases and arrivals" in fenced["text"] and "cp.async groups" in fenced["text"]
+    dropped = check(mutated(mutated(after, _after_waits(_fence), loop_only=False),
+                            _nth("ptx_cp_async_barrier_noinc", 0, _no_op)(),
+                            loop_only=False), "sm_90a")
+    assert "RAW" in {f["kind"] for f in dropped["findings"]}, dropped
+
+
+def _syncs(replace: Any) -> Any:
+    """A mutation: every ``__syncthreads`` of the pipelined loop replaced by ``replace``."""
+    def mutation() -> Any:
+        return lambda stmt: replace(stmt) if _calls(stmt, "tvm_storage_sync") else None
+    return mutation
+
+
+def _named(stmt: Any, count: int) -> Any:
+    """``bar.sync 1, count`` (TileLang's ``__sync_thread_partial``) for a __syncthreads."""
+    call = stmt.value
+    return tvm.tirx.Evaluate(tvm.tirx.Call(call.dtype, call.op, [
+        call.args[0], tvm.tirx.IntImm("int32", 1), tvm.tirx.IntImm("int32", count)]))
+
+
+def _own_chunks(partner: int) -> dict[str, Any]:
+    after, _ = lowered(OWN_CHUNKS, "own_chunks", "sm_80", N=4096, partner=partner,
+                       num_stages=2)
+    return after
+
+
+def test_a_thread_reading_its_own_copied_bytes_needs_no_barrier() -> None:
+    """Each thread reads back only the 16 bytes its own cp.async wrote: without the
+    loop's __syncthreads that is still no race (once RAW "complete but not published"
+    and WAR "another thread may still be reading it"); a thread reading its neighbour's
+    bytes without them is flagged."""
+    own, neighbour = _own_chunks(0), _own_chunks(1)
+    assert check(own)["verdict"] == "none" and check(neighbour)["verdict"] == "none"
+    bare = check(mutated(own, _syncs(_no_op)()))
+    assert bare["verdict"] == "none", bare
+    raced = check(mutated(neighbour, _syncs(_no_op)()))
+    assert raced["verdict"] == "hazard" and "RAW on x_s" in raced["text"], raced
+    assert {f["kind"] for f in raced["findings"]} == {"RAW", "WAR"}, raced
+
+
+def test_a_named_barrier_orders_the_threads_it_names() -> None:
+    """The loop's __syncthreads as a named barrier over the 128 threads that run it still
+    orders the neighbour's read; run by half of them only (``if tx < 64``), it does not."""
+    neighbour = _own_chunks(1)
+    named = check(mutated(neighbour, _syncs(lambda stmt: _named(stmt, 128))()))
+    assert named["verdict"] == "none", named
+
+    threads: list[Any] = []
+    post_order_visit(ir_facts.device_function(neighbour["final"]).body,
+                     lambda n: threads.append(n.node.var) if type(n).__name__ == "AttrStmt"
+                     and n.attr_key == "thread_extent"
+                     and str(n.node.thread_tag) == "threadIdx.x" else None)
+    halved = check(mutated(neighbour, _syncs(lambda stmt: tvm.tirx.IfThenElse(
+        threads[0] < 64, _named(stmt, 64), None))()))
+    assert halved["verdict"] == "hazard" and "RAW on x_s" in halved["text"], halved

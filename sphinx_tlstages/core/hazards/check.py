@@ -13,8 +13,9 @@ allocation bounded over all threads) and checks the model of ``cp.async`` pipeli
 - WAR: a cp.async into bytes read since the last ``__syncthreads`` may land before
   another thread's read.
 
-Intervals over all threads are conservative; a thread reading only its own completed
-copy without a barrier would be flagged (TileLang does not emit that). What it does not
+Intervals over all threads are the fallback; where the index gives each thread's bytes
+(``own``), a thread reading only bytes its own completed copy wrote needs no barrier. A
+named barrier orders the threads it names only. What it does not
 cover: global-memory and scalar dependences the planner moved, shared stores made by the
 threads themselves (TileLang's thread-sync pass places those barriers).
 
@@ -67,28 +68,86 @@ def _when(record: Json) -> str:
     return f"at {record['at']}" if record.get("at") else "outside the pipelined loop"
 
 
+def _covers(named: Any, *records: Json) -> bool:
+    """Whether a barrier over the threads ``named`` (None: every thread) takes in every
+    thread of ``records`` (a record without threads: every thread)."""
+    if named is None:
+        return True
+    spans = [r.get("threads") for r in records]
+    return all(s is not None and named[0] <= s[0] and s[1] <= named[1] for s in spans)
+
+
+def _own(copy: Json, read: Json) -> bool:
+    """Whether each thread reads, of this copy's bytes, only those it copied itself: no
+    thread's read overlaps another thread's copy. From each access's bytes per thread
+    (``own``, the index bounded with ``threadIdx.x`` a point); False when either is
+    unknown, or when the two are not run by the same threads."""
+    if copy.get("threads") != read.get("threads") or copy["root"] != read["root"]:
+        return False
+    mine, theirs = read.get("own"), copy.get("own")
+    if not callable(mine) or not callable(theirs):
+        return False
+    reads, copies = mine(), theirs()
+    if reads is None or copies is None or len(reads) != len(copies):
+        return False
+    order = sorted(range(len(copies)), key=lambda t: copies[t][0])
+    for t, (lo, hi) in enumerate(reads):
+        for u in order:
+            if copies[u][0] > hi:
+                break
+            if u != t and copies[u][1] >= lo:
+                return False
+    return True
+
+
 def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
-    """Every RAW and WAR hazard of a cp.async trace, in program order."""
+    """Every RAW and WAR hazard of a cp.async trace, in program order.
+
+    The rules, each from the PTX ISA (section titles of PTX ISA 8.x/9.x):
+
+    - "Data Movement and Conversion Instructions: cp.async": the copy is asynchronous, a
+      weak memory operation of the generic proxy; ``cp.async.commit_group`` closes a
+      group and ``cp.async.wait_group N`` waits until all but the newest N groups of the
+      executing thread complete, their writes "made visible to the executing thread"
+      (only: another thread needs a barrier after that wait);
+    - "Parallel Synchronization and Communication Instructions: bar, barrier":
+      ``bar.sync`` (``__syncthreads``, or a named barrier ``bar.sync id, count`` over
+      the threads that execute it) orders the memory accesses of the threads taking part
+      in it before it against theirs after it;
+    - a thread's own accesses are in program order, which base causality order includes
+      (Memory Consistency Model, "Causality Order"): a thread that reads only bytes its own
+      completed copy wrote, or copies into bytes only it read, needs no barrier;
+    - a copy signalled through ``cp.async.mbarrier.arrive`` to a reader of another role
+      is checked with the rings (:mod:`.rings`), like a TMA copy.
+    """
     findings: list[Json] = []
     committed = 0
-    writes: list[Json] = []  # copies not yet published: {record, group, done}
-    reads: list[Json] = []  # reads since the last __syncthreads
+    writes: list[Json] = []  # copies not yet published: {record, group, done, published}
+    reads: list[Json] = []  # reads not yet ordered with every thread: {record, synced}
 
     def add(kind: str, record: Json, text: str) -> None:
         findings.append({"kind": kind, "buffer": record["buffer"], "at": record.get("at", ""),
                          "text": text})
 
+    def elsewhere(copy: Json, read: Json) -> bool:  # for the ring model
+        return bool(copy.get("signal")) and copy["role"] != read["role"]
+
     for record in records:
         op = record["op"]
         if op == "copy":
             for read in reads:
-                if _overlap(read, record):
-                    add("WAR", record,
-                        f"the cp.async into {record['buffer']}{_slot(record, buffers)} "
-                        f"{_when(record)} overwrites what was read {_when(read)} with no "
-                        "__syncthreads between: another thread may still be reading it")
-                    break
-            writes.append({"record": record, "group": None, "done": False})
+                mine = read["record"]
+                if not _overlap(mine, record) or elsewhere(record, mine) \
+                        or any(_covers(named, mine, record) for named in read["synced"]) \
+                        or _own(record, mine):
+                    continue
+                add("WAR", record,
+                    f"the cp.async into {record['buffer']}{_slot(record, buffers)} "
+                    f"{_when(record)} overwrites what was read {_when(mine)} with no "
+                    "__syncthreads between: another thread may still be reading it")
+                break
+            writes.append({"record": record, "group": None, "done": False,
+                           "published": []})
         elif op == "commit":
             committed += 1
             for write in writes:
@@ -99,24 +158,48 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
                 if write["group"] is not None and write["group"] <= committed - record["n"]:
                     write["done"] = True
         elif op == "sync":
-            writes = [w for w in writes if not w["done"]]
-            reads = []
+            named = record.get("threads") if record.get("named") else None
+            for write in writes:
+                if write["done"]:
+                    write["published"].append(named)
+            for read in reads:
+                read["synced"].append(named)
+            writes = [w for w in writes if None not in w["published"]]
+            reads = [r for r in reads if None not in r["synced"]]
         elif op == "read":
             for write in writes:
                 copy = write["record"]
-                if not _overlap(copy, record):
+                if not _overlap(copy, record) or elsewhere(copy, record):
                     continue
                 what = (f"{_when(record)} reads {record['buffer']}{_slot(record, buffers)} "
                         f"while the cp.async into it {_when(copy)}")
                 if write["done"]:
+                    if any(_covers(named, copy, record) for named in write["published"]) \
+                            or _own(copy, record):
+                        continue
                     add("RAW", record, f"{what} is complete but not published: no "
                         "__syncthreads between its cp_async_wait and the read")
                 else:
                     add("RAW", record, f"{what} is still in flight: no cp_async_wait "
                         "covers it")
                 break
-            reads.append(record)
+            reads.append({"record": record, "synced": []})
     return findings
+
+
+def _signal(records: list[Json]) -> None:
+    """Mark each cp.async copy a ``cp.async.mbarrier.arrive`` of its role tracks: the
+    first such arrive after it in the role's program order (PTX ISA,
+    "cp.async.mbarrier.arrive": it tracks "all prior cp.async operations initiated by
+    the executing thread")."""
+    pending: dict[str, list[Json]] = {}
+    for record in records:
+        role = record.get("role", "all")
+        if record["op"] == "copy" and role != "all":
+            pending.setdefault(role, []).append(record)
+        elif record["op"] == "arrive" and record.get("cp"):
+            for copy in pending.pop(role, []):
+                copy["signal"] = record
 
 
 def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
@@ -125,6 +208,7 @@ def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
     tmas = [r for r in records if r["op"] == "tma"]
     if not copies and not tmas:
         return not_checked("no asynchronous copy into shared memory")
+    _signal(records)
     findings = check_cp_async(records, buffers) if copies else []
     rings: Json = {}
     if tmas or any(r["op"] == "init" for r in records):

@@ -8,18 +8,30 @@ completes. The model:
 
 - the arrivals of one barrier come from one role, in its order: each arrival belongs to
   the phase its running count says, and one that crosses a phase boundary is a finding
-  (an init count lower than the arrivals that meet it);
+  (an init count lower than the arrivals that meet it) (PTX ISA, "mbarrier": "Phase
+  Completion of the mbarrier object", "mbarrier.arrive"; ``cp.async.mbarrier.arrive.noinc``
+  is one arrival per executing thread, "cp.async.mbarrier.arrive");
 - a TMA copy belongs to the phase of the bytes last expected on its barrier, and its
-  bytes have landed when that phase completes;
+  bytes have landed when that phase completes ("mbarrier.expect_tx", "cp.async.bulk.tensor":
+  its complete-tx on the barrier has release semantics); a cp.async copy a
+  ``cp.async.mbarrier.arrive`` tracks belongs to that arrival's phase and is performed
+  and visible to a thread that sees the phase complete ("mbarrier.test_wait/try_wait");
 - ``mbarrier_wait_parity(b, q)`` tells its role that one more phase of ``b`` completed
   only when the phases it knows of so far (k) have parity q (k mod 2 == q); otherwise it
-  may return at once (a fresh barrier waited on with parity 1). A wait for a phase the
-  whole kernel never completes is a hang;
+  may return at once (a fresh barrier waited on with parity 1) ("mbarrier.test_wait/
+  try_wait", ``.parity``: it waits for the completion of the phase of that parity). A
+  wait for a phase the whole kernel never completes is a hang;
 - a TMA copy and a read of the same bytes are ordered when the reader knows the copy's
   phase completed (the copy first), or when the copier knows a phase completed that an
   arrival of the reader's role made after the read retired (the read first; a wgmma
-  read retires at the ``warpgroup_wait`` that covers its batch). Neither is a race.
-- barrier initialisation is fenced and followed by ``__syncthreads`` before first use.
+  read retires at the ``warpgroup_wait`` that covers its batch: "wgmma.wait_group").
+  Neither is a race: the arrive is a release, the wait an acquire ("mbarrier.arrive",
+  "mbarrier.test_wait/try_wait"; Memory Consistency Model, "Release and Acquire
+  Patterns").
+- barrier initialisation is fenced and followed by ``__syncthreads`` before first use
+  ("mbarrier.init"; "membar/fence": ``fence.mbarrier_init``);
+- a wgmma read of bytes a cp.async wrote needs ``fence.proxy.async`` after the wait
+  (:func:`_fenced`): a ``PROXY`` finding otherwise.
 
 - per phase of a barrier, the bytes expected on it (``expect_tx``) equal the bytes of the
   TMA copies that signal it (a tensor copy's box, read from the descriptor the host
@@ -114,6 +126,16 @@ def check_rings(records: list[Json]) -> tuple[list[Json], Json]:
                 if have % 2 == record["parity"]:
                     now[bar] = have + 1
             known[role][index] = dict(now)
+    # A cp.async copy tracked by a ``cp.async.mbarrier.arrive`` lands with that arrival:
+    # its phase is the arrival's (PTX ISA, "mbarrier.test_wait/try_wait": the cp.async
+    # operations requested before ``cp.async.mbarrier.arrive`` during the completed
+    # phase are performed and made visible to the waiting thread).
+    where = {id(r): i for i, r in enumerate(records)}
+    for index, record in enumerate(records):
+        arrive = record.get("signal") if record["op"] == "copy" else None
+        if arrive is not None and where.get(id(arrive)) in phase \
+                and arrive["bar"] in init:
+            phase[index] = phase[where[id(arrive)]]
     _check_progress(sequences, init, add)
     bytes_checked = _check_bytes(records, phase, add)
     _check_data(records, sequences, phase, known, add)
@@ -224,7 +246,9 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                 add: Any) -> None:
     """Every TMA copy against every read of its bytes: ordered one way or the other."""
     retired = _retirements(sequences)
-    copies = [(i, r) for i, r in enumerate(records) if r["op"] == "tma" and i in phase]
+    copies = [(i, dict(r, bar=r["signal"]["bar"]) if r["op"] == "copy" else r)
+              for i, r in enumerate(records)
+              if r["op"] in ("tma", "copy") and i in phase]
     reads = [(i, r) for i, r in enumerate(records) if r["op"] == "read"]
     # Arrivals after each read retired, per role: (index, barrier, phase).
     arrivals = {role: [(i, r["bar"], phase[i]) for i, r in seq
@@ -238,7 +262,20 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                 continue
             reader = read["role"] if read["role"] != "all" else next(iter(known))
             who = "every thread" if read["role"] == "all" else f"the {read['role']}"
+            if copy["op"] == "copy" and copy["role"] == read["role"]:
+                continue  # one role's own cp.async copies: the cp.async model's
             if known[reader].get(ri, {}).get(copy["bar"], 0) > phase[ci]:
+                if copy["op"] == "copy" and read.get("how") == "wgmma" \
+                        and not _fenced(sequences[reader], known[reader], copy["bar"],
+                                        phase[ci], ri) \
+                        and ("PROXY", read["buffer"]) not in reported:
+                    reported.add(("PROXY", read["buffer"]))
+                    add("PROXY", read, f"{who}'s wgmma reads {read['buffer']}"
+                        f"{_slot_words(read)} through the async proxy what the cp.async"
+                        f"{_slot_words(copy)} wrote through the generic proxy, with no "
+                        f"fence.proxy.async between its wait on {copy['bar']} and the "
+                        "read (PTX ISA: \"Causality Order\", proxy-preserved base "
+                        "causality order; \"membar/fence\"; the wgmma steps)")
                 continue  # the reader waited for the copy's phase
             copier = copy["role"] if copy["role"] != "all" else reader
             done = retired.get(ri, ri)
@@ -251,15 +288,43 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             if (kind, read["buffer"]) in reported:
                 continue
             reported.add((kind, read["buffer"]))
+            how = "TMA copy" if copy["op"] == "tma" else "cp.async"
             if kind == "RAW":
                 text = (f"{who} reads {read['buffer']}{_slot_words(read)} while "
-                        f"the TMA copy into it{_slot_words(copy)} may not have landed: no "
+                        f"the {how} into it{_slot_words(copy)} may not have landed: no "
                         f"wait on {copy['bar']} covers it")
             else:
-                text = (f"the TMA copy into {copy['buffer']}{_slot_words(copy)} may "
+                text = (f"the {how} into {copy['buffer']}{_slot_words(copy)} may "
                         f"overwrite what {who} reads{_slot_words(read)}: no "
                         "wait on an arrival made after that read covers it")
             add(kind, read if kind == "RAW" else copy, text)
+
+
+def _fenced(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]], bar: str,
+            number: int, read: int) -> bool:
+    """Whether the reader's role runs ``fence.proxy.async`` after the wait that tells it
+    phase ``number`` of ``bar`` completed and before the read at trace index ``read``.
+
+    cp.async writes through the generic proxy (PTX ISA, "cp.async": "a weak memory
+    operation performed in the generic proxy"); wgmma reads shared memory through the
+    async proxy ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate Operation").
+    Base causality order carries a write to a read only when both use the generic proxy
+    or the same proxy (Memory Consistency Model, "Causality Order": proxy-preserved base
+    causality order); the bridge is ``fence.proxy.async`` ("membar/fence": a
+    bi-directional proxy fence between the generic and the async proxy), which the wgmma
+    steps put before the wgmma "to make the generic proxy operations visible to the async
+    proxy". The model gives no formal rule for where on the path it must stand; the check
+    asks for it after the wait, the one point past the copy's completion that a thread
+    of the path executes."""
+    waited = False
+    for index, record in seq:
+        if index >= read:
+            return False
+        if not waited and known.get(index, {}).get(bar, 0) > number:
+            waited = True
+        elif waited and record["op"] == "pfence":
+            return True
+    return False
 
 
 def _iteration(record: Json) -> int:

@@ -42,6 +42,15 @@ finding on sm_90a and sm_100a. ``verification/hazard_sweep`` runs the check over
 projects' kernels (what it found and what was fixed is in its README);
 ``benchmarks/hazard_check_cost`` measures its cost.
 
+Each cp.async copy and shared load also carries its bytes per thread (``own``: the index
+bounded with ``threadIdx.x`` a point, computed only where the check asks), so a thread
+reading back its own completed copy needs no barrier; a named barrier records that it
+names only the threads running it; ``cp.async.mbarrier.arrive`` marks the copies it
+tracks (``cp``), and ``fence.proxy.async`` is recorded (``pfence``). Tests:
+``GATHERED_GEMM`` (a cp.async gather signalled on a TMA full barrier: ordered by the wait,
+a ``PROXY`` finding without a proxy fence, a RAW without the arrive), ``OWN_CHUNKS`` (own
+bytes without ``__syncthreads``: clean; a neighbour's: flagged; named barriers both ways).
+
 Not done: Blackwell's tcgen05 MMA and its mbarrier commit stay "not checked" (the verdict
 says so).
 """

@@ -28,7 +28,8 @@ BARRIER_OPS = frozenset({
     "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
     "mbarrier_arrive", "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
     "tma_load_multicast",
-    "ptx_cp_async_barrier_noinc", "ptx_fence_barrier_init", "warpgroup_wait",
+    "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier", "ptx_fence_barrier_init",
+    "fence_proxy_async", "warpgroup_wait",
     "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
     "ptx_wgmma_rs"})
@@ -56,7 +57,7 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                        "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
-                       "ptx_cp_async_barrier_noinc"})
+                       "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier"})
 # Reads through a pointer: bytes each thread reads at its address.
 _POINTER_READS = {"ptx_ldmatrix": 16}
 # Stores the threads make themselves through a pointer (like a BufferStore into shared
@@ -80,6 +81,7 @@ class Trace:
         self.batch: set[tuple[Any, ...]] = set()  # regions read by this wgmma batch
         self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
         self.fallback = False  # inside the else of a cluster rank's multicast branch
+        self.last: Any = None  # the last region bounded: (index, env, offset, size, lanes)
         # Whether a statement holds a synchronisation, by its address: an unrolled loop
         # asks it of the same inner statements once per iteration (the IR outlives the walk).
         self.synced: dict[int, bool] = {}
@@ -120,12 +122,37 @@ class Trace:
             lanes, index = int(index.lanes), index.base
         lo, hi = self.bound(buffer.elem_offset + index, str(buffer.name))
         root, offset = self.base(buffer.data)
+        self.last = (buffer.elem_offset + index, dict(self.env), offset, size, lanes)
         return str(buffer.data.name), root, offset + lo * size, offset + (hi + lanes) * size - 1
+
+    def per_thread(self, extra: int = 0) -> Callable[[], list[Interval] | None]:
+        """The bytes each thread touches in the last region bounded, as a function the
+        check calls only where it needs them (each thread's interval is one bound of the
+        index with ``threadIdx.x`` a point): None when a thread's bytes cannot be bounded
+        apart from the others' (an index through a variable bound over every thread)."""
+        index, env, offset, size, lanes = self.last
+        threads = self.threads
+
+        def bytes_of_each() -> list[Interval] | None:
+            if threads is None or threads not in env:
+                return None
+            found = []
+            for t in range(env[threads][0], env[threads][1] + 1):
+                try:
+                    lo, hi = interval(index, {**env, threads: (t, t)})
+                except Unbounded:
+                    return None
+                found.append((offset + lo * size, offset + (hi + lanes) * size - 1 + extra))
+            return found
+
+        return bytes_of_each
 
     # --- statements -----------------------------------------------------------------
     def emit(self, record: Record) -> None:
         record["at"] = " ".join(self.where)
         record["role"] = self.role
+        if self.threads is not None and self.threads in self.env:
+            record["threads"] = self.env[self.threads]  # the threads that execute it
         self.records.append(record)
 
     def walk(self, stmt: Any) -> None:
@@ -282,7 +309,8 @@ class Trace:
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             size = load.buffer.dtype.bits // 8
             self.emit({"op": "copy", "buffer": buffer, "root": root, "lo": lo,
-                       "hi": hi + (count - 1) * size})
+                       "hi": hi + (count - 1) * size,
+                       "own": self.per_thread((count - 1) * size)})
             self.reads(args[1])
         elif name == "ptx_commit_group":
             self.emit({"op": "commit"})
@@ -291,7 +319,13 @@ class Trace:
         elif name == "tvm_storage_sync":
             scope = args[0].value if kind(args[0]) == "StringImm" else ""
             if scope in ("shared", "shared.dyn", "cluster"):  # a cluster's holds the CTA's
-                self.emit({"op": "sync"})
+                # ``tvm_storage_sync(scope, id, count)`` is a named barrier (``bar.sync id,
+                # count``, TileLang's ``__sync_thread_partial``): PTX ISA, "Parallel
+                # Synchronization and Communication Instructions: bar, barrier": it orders
+                # the memory accesses of the threads that take part in it only, here the
+                # threads executing it. A plain ``__syncthreads`` names every thread.
+                named = len(args) >= 3 and integer(args[2]) not in (None, 0)
+                self.emit({"op": "sync", "named": named})
         elif name in BARRIER_OPS:
             self.mbarrier(args, name)
         elif name in _POINTER_READS:
@@ -351,7 +385,7 @@ class Trace:
         for load in found:
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
-                       "how": "load"})
+                       "how": "load", "own": self.per_thread()})
 
     # --- the barrier operations of TMA pipelines (Hopper, Blackwell): mbarrier
     # initialisation, waits with their parity, arrivals with their count, expected bytes,
@@ -410,10 +444,15 @@ class Trace:
             if len(args) != 1:
                 raise Undecided(f"{name} with {len(args)} arguments (a cluster barrier?)")
             self.emit({"op": "arrive", "bar": self.barrier(args[0]), "n": self.arrivals()})
-        elif name == "ptx_cp_async_barrier_noinc":
-            # ``cp.async.mbarrier.arrive.noinc``: each executing thread's arrival, made once
-            # its earlier cp.async copies land (``.noinc``: the init count includes it).
-            self.emit({"op": "arrive", "bar": self.barrier(args[0]), "n": self.arrivals()})
+        elif name in ("ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier"):
+            # ``cp.async.mbarrier.arrive{.noinc}`` (PTX ISA, "Parallel Synchronization and
+            # Communication Instructions: cp.async.mbarrier.arrive"): an arrive-on made by
+            # the system once every earlier cp.async of the executing thread completes.
+            # With ``.noinc`` it is one of the arrivals the init count counts; without, the
+            # pending count is raised first: a net change of zero.
+            noinc = name.endswith("noinc")
+            self.emit({"op": "arrive", "bar": self.barrier(args[0]),
+                       "n": self.arrivals() if noinc else 0, "cp": True})
         elif name in ("ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx"):
             if len(args) != 2:
                 raise Undecided(f"{name} with {len(args)} arguments (a cluster barrier?)")
@@ -445,6 +484,8 @@ class Trace:
                        "multicast": True})
         elif name == "ptx_fence_barrier_init":
             self.emit({"op": "fence"})
+        elif name == "fence_proxy_async":
+            self.emit({"op": "pfence"})
         elif name == "warpgroup_wait":
             self.emit({"op": "wgwait", "n": self.constant(args[0], "a warpgroup wait")})
         elif name == "warpgroup_commit_batch":
