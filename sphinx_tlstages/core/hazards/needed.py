@@ -128,13 +128,16 @@ def unneeded(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
     for record in records:
         if record["op"] in KINDS and record.get("site") is not None:
             sites.setdefault((record["op"], record["site"]), record)
+    order = list(sites)
     guarded = _copied_bytes_stored(records)
     named: list[Json] = []
-    # Greedy, in program order: a statement found unneeded is deleted before the next is
-    # tried, so that what is named can go together (two barriers side by side are each
-    # unneeded alone, not both).
+    # Greedy, from the last statement back: one found unneeded is deleted before the
+    # next is tried, so that what is named can go together (two barriers side by side
+    # are each unneeded alone, not both; of the two, the later one is named, which
+    # keeps the first barrier after an mbarrier initialisation, the one that publishes
+    # it, where the kernel adds one of its own).
     working = records
-    for (op, site), first in sites.items():
+    for (op, site), first in reversed(sites.items()):
         if op in ("wait", "bwait") and guarded:
             continue
         if op == "sync" and _stores_need(working, site):
@@ -165,4 +168,4 @@ def unneeded(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
                           "text": f"{entry['what']} is stronger than needed: "
                                   f"cp_async_wait<{best}> suffices for every shared-memory "
                                   "dependence the check models"})
-    return named
+    return sorted(named, key=lambda e: order.index((e["op"], e["site"])))

@@ -51,8 +51,11 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     named: list[dict[str, Any]] = []
     if found["verdict"] == "none":
         try:
-            numbered = sites(func, records)
-            named = needed.unneeded(numbered, buffers)
+            numbered, counts = sites(func, records)
+            # Each named statement with how many of its kind the code has: the page
+            # finds its CUDA line only where the listing prints as many.
+            named = [{**entry, "of": counts[entry["op"]]}
+                     for entry in needed.unneeded(numbered, buffers)]
         except Exception:  # a search that fails names nothing; the verdict stands
             named = []
     return {"hazards": found, "unneeded_sync": named}
@@ -64,11 +67,13 @@ _SITE_CALLS = {"sync": ("tvm_storage_sync",), "wait": ("ptx_wait_group",),
                "bwait": ("mbarrier_wait_parity",)}
 
 
-def sites(func: Any, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sites(func: Any, records: list[dict[str, Any]]
+          ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """``records`` with each synchronisation's ``site`` (a node's address) replaced by
     its statement's place among the calls of its kind in the device function, in the
     order the CUDA prints them (a visit in program order): the n-th ``__syncthreads``,
-    named barrier or cluster sync, the n-th ``cp_async_wait``, the n-th mbarrier wait."""
+    named barrier or cluster sync, the n-th ``cp_async_wait``, the n-th mbarrier wait;
+    and how many statements of each kind there are."""
     order: dict[int, int] = {}
     counts = dict.fromkeys(_SITE_CALLS, 0)
 
@@ -91,7 +96,7 @@ def sites(func: Any, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if "site" in record:
             record = {**record, "site": order.get(record["site"])}
         out.append(record)
-    return out
+    return out, counts
 
 
 # CUtensorMapDataType -> bytes per element (CUDA's enum order, up to TFLOAT32_FTZ).
