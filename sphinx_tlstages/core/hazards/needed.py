@@ -130,30 +130,15 @@ def unneeded(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
             sites.setdefault((record["op"], record["site"]), record)
     order = list(sites)
     guarded = _copied_bytes_stored(records)
-    named: list[Json] = []
-    # Greedy, from the last statement back: one found unneeded is deleted before the
-    # next is tried, so that what is named can go together (two barriers side by side
-    # are each unneeded alone, not both; of the two, the later one is named, which
-    # keeps the first barrier after an mbarrier initialisation, the one that publishes
-    # it, where the kernel adds one of its own).
+    named: dict[tuple[str, int], Json] = {}
     working = records
-    for (op, site), first in reversed(sites.items()):
-        if op in ("wait", "bwait") and guarded:
-            continue
-        if op == "sync" and _stores_need(working, site):
-            continue
-        entry = {"op": op, "site": site, "what": _what(first)}
-        trial = _without(working, op, site, None)
-        if not _findings(trial, buffers):
-            named.append({**entry, "text": f"{entry['what']}: {UNNEEDED}"})
-            working = trial
-            continue
-        if op != "wait":
-            continue
-        # The weakest count that keeps the check clean (a larger count completes fewer
-        # groups, so the findings only grow with it).
+    # First each cp_async_wait weakened as far as the check stays clean (a larger count
+    # completes fewer groups, so the findings only grow with it), in program order: a
+    # steady-state wait<0> is said to need only wait<1> rather than the epilogue's wait
+    # after it being called unneeded.
+    for (op, site), first in sites.items():
         counts = {r["n"] for r in working if r["op"] == "wait" and r.get("site") == site}
-        if len(counts) != 1:
+        if op != "wait" or guarded or len(counts) != 1:
             continue
         n = best = counts.pop()
         groups = sum(1 for r in working if r["op"] == "commit")
@@ -161,11 +146,25 @@ def unneeded(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
             trial = _without(working, op, site, best + 1)
             if _findings(trial, buffers):
                 break
-            best, kept = best + 1, trial
+            best, working = best + 1, trial
         if best > n:
-            working = kept
-            named.append({**entry, "suffices": best,
-                          "text": f"{entry['what']} is stronger than needed: "
-                                  f"cp_async_wait<{best}> suffices for every shared-memory "
-                                  "dependence the check models"})
-    return sorted(named, key=lambda e: order.index((e["op"], e["site"])))
+            named[(op, site)] = {
+                "op": op, "site": site, "what": _what(first), "suffices": best,
+                "text": f"{_what(first)} is stronger than needed: cp_async_wait<{best}> "
+                        "suffices for every shared-memory dependence the check models"}
+    # Then deletions, greedy from the last statement back: one found unneeded is deleted
+    # before the next is tried, so that what is named can go together (two barriers side
+    # by side are each unneeded alone, not both; of the two, the later one is named,
+    # which keeps the first barrier after an mbarrier initialisation, the one that
+    # publishes it, where the kernel adds one of its own).
+    for (op, site), first in reversed(sites.items()):
+        if op in ("wait", "bwait") and guarded:
+            continue
+        if op == "sync" and _stores_need(working, site):
+            continue
+        trial = _without(working, op, site, None)
+        if not _findings(trial, buffers):
+            named[(op, site)] = {"op": op, "site": site, "what": _what(first),
+                                 "text": f"{_what(first)}: {UNNEEDED}"}
+            working = trial
+    return [named[key] for key in order if key in named]

@@ -21,7 +21,8 @@ def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], 
     """The ``hazards`` fact of a lowered variant, from the modules the recorder kept
     (``main``/``device`` pick a module's function). Never raises: what the walk cannot
     decide, or a walk that fails, is "not checked" and why."""
-    return check(kept, target, main, device)["hazards"]
+    found: dict[str, Any] = check(kept, target, main, device)["hazards"]
+    return found
 
 
 def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
