@@ -42,6 +42,15 @@ finding on sm_90a and sm_100a. ``verification/hazard_sweep`` runs the check over
 projects' kernels (what it found and what was fixed is in its README);
 ``benchmarks/hazard_check_cost`` measures its cost.
 
+Where the verdict is "none", :mod:`...core.hazards.needed` asks of each synchronisation
+statement (the trace marks every dynamic instance of a ``__syncthreads``, named barrier,
+``cp_async_wait`` or mbarrier wait with its statement, numbered by :func:`.verdict.sites`
+in the order the CUDA prints them) whether the check stays clean with it deleted, or a
+wait weakened: the ``unneeded_sync`` fact (result schema 8), a row of the *Hazards*
+table. For it the trace also records the stores the threads make into shared memory
+(``store``: outside the check's model, which ignores them), so that no barrier one may
+need is named.
+
 Not done: Blackwell's tcgen05 MMA and its mbarrier commit stay "not checked" (the verdict
 says so).
 """
