@@ -749,3 +749,27 @@ def test_tlstages_lower_names_the_unneeded_barrier(tmp_path: Path) -> None:
     assert re.search(r"__syncthreads: not needed by any shared-memory dependence the check "
                      r"models; it may still order global memory or registers \(CUDA line "
                      r"\d+", rows[0]), rows
+
+
+@pytest.mark.parametrize("buildername", ["html", "text", "latex"])
+def test_the_unneeded_barrier_is_a_row_of_the_hazards_table(build, buildername: str) -> None:
+    """Under the verdicts, a row names the barrier with its CUDA line, in every builder;
+    its twin without the barrier has no such row."""
+    extra = rst(EXTRA_BARRIER, num_stages="2", params="N=512 K=16", name="extra")
+    twin = rst(FETCH_FIRST, num_stages="2", params="N=512 K=16", name="twin")
+    result = build({"index.rst": HEAD + extra + "\n" + twin}, buildername)
+    words = ("__syncthreads: not needed by any shared-memory dependence the check models; "
+             "it may still order global memory or registers (CUDA line ")
+    if buildername == "html":
+        rows = hazard_rows(result, 0)
+        assert rows[1] == ["2", "none found: RAW and WAR on S over 2 slots; 16 cp.async "
+                                "groups"], rows
+        assert rows[2][0] == "2" and words in rows[2][1], rows
+        assert len(hazard_rows(result, 1)) == 2
+        return
+    out = next(result.outdir.glob("*.txt" if buildername == "text" else "*.tex"))
+    text = " ".join(out.read_text(encoding="utf-8").split())
+    if buildername == "latex":
+        text = text.replace(r"\_", "_").replace(r"\sphinxhyphen{}", "-")
+    assert text.count("not needed by any shared-memory dependence") == 1, text[-3000:]
+    assert " ".join(words.split())[:60] in text
