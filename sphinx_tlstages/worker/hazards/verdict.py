@@ -56,7 +56,7 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
             # Each named statement with how many of its kind the code has: the page
             # finds its CUDA line only where the listing prints as many.
             named = [{**entry, "of": counts[entry["op"]]}
-                     for entry in needed.unneeded(numbered, buffers)]
+                     for entry in needed.unneeded(numbered, buffers, clean=True)]
         except Exception:  # a search that fails names nothing; the verdict stands
             named = []
     return {"hazards": found, "unneeded_sync": named}
