@@ -21,8 +21,8 @@ Conservative on purpose, beyond the check:
 - a wait on a copy whose bytes the threads also store to is kept (the check does not
   order the two);
 - deleting an mbarrier wait shifts the phases its role knows of for every later wait on
-  that barrier (they then return at once in the model, so their reads race): such a wait
-  is only named when nothing in the model depends on it at all. Arrivals and barrier
+  that barrier (they then return at once in the model): such a wait is only named when,
+  even so, every read stays ordered and nothing hangs. Arrivals and barrier
   initialisation are never named; the ``__syncthreads`` that publishes an initialisation
   is needed by the check's own rule (fenced, then a CTA barrier, before first use).
 
