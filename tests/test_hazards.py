@@ -682,8 +682,10 @@ def test_a_barrier_the_author_added_before_the_pipeline_is_named(arch: str) -> N
     assert listing[line - 1].strip() == "__syncthreads();", (line, listing[line - 1])
     after_it = next(text for text in listing[line:] if text.strip())
     before_it = listing[line - 2].strip()
-    if arch == "sm_80":
+    if arch == "sm_80":  # before the prologue's copy, itself before the loop
         assert "cp_async_gs" in after_it, after_it
+        loop = next(i for i, text in enumerate(listing, 1) if "for (int k = 0;" in text)
+        assert line < loop, (line, loop)
     else:
         assert before_it == "__syncthreads();" and "fence_barrier_init" in listing[line - 3]
     assert entry["text"] == ("__syncthreads: not needed by any shared-memory dependence the "
