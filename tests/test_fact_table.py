@@ -51,6 +51,7 @@ def _lowered() -> Result:
             "imports": [], "templates": "t",
             "schedule": {"loops": []},
             "hazards": {"verdict": "none", "text": "none found", "findings": []},
+            "unneeded_sync": [],
             "resources": resources.resources(_PTXAS, "", "sm_80", 128, 32), "sass": ""}
 
 
@@ -200,7 +201,8 @@ def test_a_previous_schema_snapshot_is_still_read() -> None:
     old = json.loads((FIXTURES / "gemm-schema2.json").read_text())
     assert old["schema"] == 2 and old["schema"] < RESULT_SCHEMA
     spec = _spec(show=("gemm", "shared", "sync", "diff"))
-    assert snapshots.lacks(old, spec) == ["planned_ir", "tmem", "gemm", "hazards"]
+    assert snapshots.lacks(old, spec) == ["planned_ir", "tmem", "gemm", "hazards",
+                                        "unneeded_sync"]
     said = snapshots.unguarded(spec, old, Path("g.json"))
     assert said is not None and "gemm (read by the gemm part; a fact since result schema 3, " \
         "the snapshot is schema 2)" in said

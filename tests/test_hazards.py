@@ -91,6 +91,10 @@ GATHERED_GEMM = read("hazards/gathered_gemm.py")
 # with partner 0 they are the ones its own 16-byte cp.async wrote.
 OWN_CHUNKS = read("hazards/own_chunks.py")
 
+# The fetch-then-consume sum with a barrier its author added before the pipeline, where
+# nothing in shared memory has been touched yet: a barrier no dependence needs.
+EXTRA_BARRIER = read("hazards/extra_barrier.py")
+
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
 GEMM_ARGS = {"M": 1024, "N": 1024, "K": 1024, "block_M": 128, "block_N": 128,
@@ -738,3 +742,138 @@ def test_a_named_barrier_orders_the_threads_it_names() -> None:
     halved = check(mutated(neighbour, _syncs(lambda stmt: tvm.tirx.IfThenElse(
         threads[0] < 64, _named(stmt, 64), None))()))
     assert halved["verdict"] == "hazard" and "RAW on x_s" in halved["text"], halved
+
+# --- synchronisation no dependence needs (core/hazards/needed.py) -------------------------
+
+def full_check(after: dict[str, Any], arch: str) -> dict[str, Any]:
+    found: dict[str, Any] = hazard_check.check(after, {"kind": "cuda", "arch": arch},
+                                               ir_facts.main_function,
+                                               ir_facts.device_function)
+    return found
+
+
+def _listing(code: str) -> list[str]:
+    from sphinx_tlstages.core.results import cuda as cuda_text
+
+    cuda = cuda_text.normalise(code, "hazard_kernel.py")
+    return [line for line in cuda.splitlines() if not line.lstrip().startswith("#line")]
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_barrier_the_author_added_before_the_pipeline_is_named(arch: str) -> None:
+    """The kernel's own ``T.sync_threads()`` comes before any shared access: it is named,
+    at its CUDA line (the ``__syncthreads`` just before the pipeline's first copy on
+    sm_80; on sm_90a the second of two in a row after the barriers' initialisation, the
+    first publishing it); every other synchronisation is kept."""
+    from sphinx_tlstages.core.results.facts import _sync_lines
+
+    after, code = lowered(EXTRA_BARRIER, "extra_barrier", arch, num_stages=2, **SUM_PARAMS)
+    found = full_check(after, arch)
+    assert found["hazards"]["verdict"] == "none", found
+    assert [(e["op"], e["what"]) for e in found["unneeded_sync"]] == \
+        [("sync", "__syncthreads")], found
+    source = HEADER + EXTRA_BARRIER
+    from sphinx_tlstages.core.results import cuda as cuda_text
+
+    cuda = cuda_text.normalise(code, "hazard_kernel.py")
+    entry, = _sync_lines(found["unneeded_sync"], source, cuda, "hazard_kernel.py")
+    listing = _listing(code)
+    line, = entry["cuda_lines"]
+    assert listing[line - 1].strip() == "__syncthreads();", (line, listing[line - 1])
+    after_it = next(text for text in listing[line:] if text.strip())
+    before_it = listing[line - 2].strip()
+    if arch == "sm_80":  # before the prologue's copy, itself before the loop
+        assert "cp_async_gs" in after_it, after_it
+        loop = next(i for i, text in enumerate(listing, 1) if "for (int k = 0;" in text)
+        assert line < loop, (line, loop)
+    else:
+        assert before_it == "__syncthreads();" and "fence_barrier_init" in listing[line - 3]
+    assert entry["text"] == ("__syncthreads: not needed by any shared-memory dependence the "
+                             "check models; it may still order global memory or registers")
+    # Its twin without that barrier: nothing to name.
+    twin, _ = lowered(FETCH_FIRST, "fetch_first", arch, num_stages=2, **SUM_PARAMS)
+    assert full_check(twin, arch)["unneeded_sync"] == []
+
+
+_SYNC_CALLS = ("tvm_storage_sync", "ptx_wait_group", "mbarrier_wait_parity")
+
+
+def _sync_statements(after: dict[str, Any]) -> list[tuple[str, int]]:
+    """Every synchronisation statement of the final device code: (call, its place among
+    those calls)."""
+    device = ir_facts.device_function(after["final"])
+    found: list[tuple[str, int]] = []
+
+    def visit(node: Any) -> None:
+        if type(node).__name__ == "Call":
+            name = str(node.op.name).rsplit(".", 1)[-1]
+            if name in _SYNC_CALLS:
+                found.append((name, sum(1 for n, _ in found if n == name)))
+
+    post_order_visit(device.body, visit)
+    return found
+
+
+def test_the_seed_gemm_needs_every_synchronisation_on_sm80(gemm80: dict[str, Any]) -> None:
+    """Nothing is named, and deleting any one synchronisation statement of the code (a
+    ``__syncthreads``, a ``cp_async_wait``) is a hazard: each is needed, by the check."""
+    assert full_check(gemm80, "sm_80")["unneeded_sync"] == []
+    statements = _sync_statements(gemm80)
+    assert len(statements) >= 4, statements
+    for name, n in statements:
+        found = check(mutated(gemm80, _nth(name, n, _no_op)(), loop_only=False))
+        assert found["verdict"] == "hazard", (name, n, found)
+
+
+def test_the_seed_gemm_needs_every_synchronisation_on_sm90a(
+        gemm90: tuple[dict[str, Any], str, int]) -> None:
+    """The ring's waits and the barrier after its initialisation: nothing is named, and
+    each one deleted is a hazard."""
+    after, arch, _ = gemm90
+    assert full_check(after, arch)["unneeded_sync"] == []
+    statements = _sync_statements(after)
+    assert statements, statements
+    for name, n in statements:
+        found = check(mutated(after, _nth(name, n, _no_op)(), loop_only=False), arch)
+        assert found["verdict"] == "hazard", (name, n, found)
+
+
+def test_tlstages_lower_names_the_unneeded_barrier(tmp_path: Path) -> None:
+    """``tlstages lower`` prints it as a row of the Hazards table, with its CUDA line."""
+    kernel = tmp_path / "extra.py"
+    kernel.write_text(HEADER + EXTRA_BARRIER)
+    done = subprocess.run([sys.executable, "-m", "sphinx_tlstages", "lower", str(kernel),
+                           "--params", "N=512", "K=16", "--num-stages", "2", "--target",
+                           "sm_80"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if "not needed by any" in line]
+    assert len(rows) == 1, done.stdout
+    assert re.search(r"__syncthreads: not needed by any shared-memory dependence the check "
+                     r"models; it may still order global memory or registers \(CUDA line "
+                     r"\d+", rows[0]), rows
+
+
+@pytest.mark.parametrize("buildername", ["html", "text", "latex"])
+def test_the_unneeded_barrier_is_a_row_of_the_hazards_table(build, buildername: str) -> None:
+    """Under the verdicts, a row names the barrier with its CUDA line, in every builder;
+    its twin without the barrier has no such row."""
+    extra = rst(EXTRA_BARRIER, num_stages="2", params="N=512 K=16", name="extra")
+    twin = rst(FETCH_FIRST, num_stages="2", params="N=512 K=16", name="twin")
+    result = build({"index.rst": HEAD + extra + "\n" + twin}, buildername)
+    if buildername == "html":
+        words = ("__syncthreads: not needed by any shared-memory dependence the check "
+                 "models; it may still order global memory or registers (CUDA line ")
+        rows = hazard_rows(result, 0)
+        assert rows[1] == ["2", "none found: RAW and WAR on S over 2 slots; 16 cp.async "
+                                "groups"], rows
+        assert rows[2][0] == "2" and words in rows[2][1], rows
+        assert len(hazard_rows(result, 1)) == 2
+        return
+    out = next(result.outdir.glob("*.txt" if buildername == "text" else "*.tex"))
+    # A text table wraps a cell over rows between "|" borders: the cell's words, in order.
+    text = " ".join(out.read_text(encoding="utf-8").replace("|", " ").split())
+    if buildername == "latex":
+        text = text.replace(r"\_", "_").replace(r"\sphinxhyphen{}", "-")
+    assert text.count("not needed by any") == 1, text[-3000:]
+    assert re.search(r"__syncthreads: not needed by any .{0,120}it may still order global "
+                     r"memory or registers \(CUDA line \d+", text), text[-3000:]

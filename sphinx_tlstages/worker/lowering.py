@@ -200,8 +200,8 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
               "pass_diffs": log.diffs, "pass_fingerprints": prints.lines,
               "schedule": _schedule(after),
-              "hazards": hazard_check.hazards(after, task.target, ir_facts.main_function,
-                                              ir_facts.device_function)}
+              **hazard_check.check(after, task.target, ir_facts.main_function,
+                                   ir_facts.device_function)}
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, task.factory, task.num_stages,
                                seconds=time.perf_counter() - started, source_name=name)

@@ -139,6 +139,10 @@ _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     or ["tmem changed"],
     "pass_counts": _pass_counts,
     "hazards": lambda a, b: [f"hazards {a.get('text')!r} -> {b.get('text')!r}"],
+    "unneeded_sync": lambda a, b: [
+        "synchronisation no dependence needs: "
+        f"{', '.join(e.get('what', '?') for e in a) or 'none'} -> "
+        f"{', '.join(e.get('what', '?') for e in b) or 'none'}"],
     "resources": _resources,
     "cuda": _cuda,
 }

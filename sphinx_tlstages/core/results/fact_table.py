@@ -88,6 +88,10 @@ FACTS: tuple[Fact, ...] = (
     Fact("hazards", dict, parts=(ALWAYS,), kept=True, compared=True, since=4,
          names=("hazards",),
          about="the hazard check's verdict on the final code: none, hazard or not checked"),
+    # Where the verdict is "none": each synchronisation statement no shared-memory
+    # dependence the check models needs (core.hazards.needed), shown under the verdict.
+    Fact("unneeded_sync", list, parts=(ALWAYS,), kept=True, compared=True, since=8,
+         about="synchronisation no modelled shared-memory dependence needs, by CUDA line"),
     # NVIDIA's compiler's view of the variant (core.resources): registers, spills, stack,
     # shared memory, barriers, occupancy, static SASS counts. Only where the page shows
     # the part and a toolkit compiled it; the toolkit's version is provenance.

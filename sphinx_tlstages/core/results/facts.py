@@ -7,6 +7,7 @@ pipelined loop are named by their Python source text where the IR and the source
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..kernel.statements import PipelinedLoop, Statement, gemm_statements, loop_over, pipelined
@@ -122,6 +123,39 @@ def _located(hazards: Hazards, loops: list[Statement], source: str, factory: str
     return hazards
 
 
+# How the code generator prints each synchronisation the hazard check numbers
+# (worker/hazards/verdict.py ``sites``): ``__syncthreads``, a named barrier, a cluster
+# sync; ``cp_async_wait<N>``; an mbarrier's ``.wait(parity)``.
+_PRINTED = {"sync": re.compile(r"__syncthreads\(\)|tl::__sync_thread_partial\(|"
+                               r"tl::cluster_sync\(\)"),
+            "wait": re.compile(r"cp_async_wait<\d+>|cp\.async\.wait_group"),
+            "bwait": re.compile(r"\.wait\(")}
+
+
+def _sync_lines(unneeded: list[dict[str, Any]], source: str, cuda: str,
+                source_name: str | None) -> list[dict[str, Any]]:
+    """Each unneeded synchronisation with its CUDA line (``cuda_lines``, the listing's
+    numbering without ``#line`` directives) and the kernel line that line came from
+    (``line``, relative to the kernel; None where ``#line`` names no kernel line): the
+    n-th statement of its kind is the n-th line printing one, where the listing prints as
+    many as the device code holds (otherwise neither is said)."""
+    if not unneeded:
+        return []
+    mapped = cuda_text.source_map(cuda, source_name or "")
+    links = line_links.attribute(mapped, source) if source_name else []
+    found: dict[str, list[int]] = {op: [i for i, item in enumerate(mapped, 1)
+                                        if pattern.search(item.text)]
+                                   for op, pattern in _PRINTED.items()}
+    out = []
+    for entry in unneeded:
+        lines = found.get(entry["op"], [])
+        at = lines[entry["site"]] if len(lines) == entry.get("of") \
+            and 0 <= entry["site"] < len(lines) else None
+        line = links[at - 1].line if at is not None and links else None
+        out.append({**entry, "cuda_lines": [at] if at is not None else [], "line": line})
+    return out
+
+
 def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages: int,
             seconds: float, source_name: str | None = None) -> Result:
     """Assemble a successful variant's result from IR facts and normalised CUDA."""
@@ -192,6 +226,8 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
     if ir.get("hazards") is not None:
         result["hazards"] = _located(ir["hazards"], [s for loop in loops for s in loop],
                                      source, factory, cuda, source_name)
+    if ir.get("unneeded_sync") is not None:
+        result["unneeded_sync"] = _sync_lines(ir["unneeded_sync"], source, cuda, source_name)
     if ir.get("schedule"):
         result["schedule"] = ir["schedule"]
     return result

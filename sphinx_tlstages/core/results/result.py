@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 7
+RESULT_SCHEMA = 8
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -156,6 +156,10 @@ class Result(TypedDict, total=False):
     # each finding's statements are {text, line, cuda_lines} (the CUDA listing's lines
     # the statement became), and mbarrier rings compare expected bytes with TMA boxes.
     hazards: Hazards
+    # Since schema 8: where the verdict is "none", each synchronisation statement no
+    # modelled shared-memory dependence needs (core.hazards.needed): {op, site, what,
+    # text, of, suffices?, cuda_lines, line}.
+    unneeded_sync: list[dict[str, Any]]
     dynamic_shared_bytes: int
     static_shared_bytes: int
     threads: int

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from docutils import nodes
 
@@ -133,8 +134,43 @@ def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
                                     + (f"; in the kernel: {named}" if named else ""),
                                     classes=["tl-hazard-finding"])
         body.append([", ".join(names), cell])
+    body += _unneeded_rows(spec, rows, matrix)
     return table(["Hazards", "what the hazard check found in the final code"], body,
                  ["tl-table", "tl-hazards"], widths=[8, 92])
+
+
+def unneeded_words(spec: DirectiveSpec, entry: dict[str, Any]) -> str:
+    """One unneeded synchronisation in words: what, where in the CUDA and the kernel, and
+    what "not needed" means."""
+    where = [cuda_words(entry.get("cuda_lines") or [])]
+    if entry.get("line") is not None:
+        where.append(f"from kernel line {doc_line(spec, entry['line'])}")
+    elif entry.get("cuda_lines"):
+        where.append("no #line of the compiler names its kernel line")
+    said = ", ".join(w for w in where if w)
+    return f"{entry['text']}" + (f" ({said})" if said else "")
+
+
+def _unneeded_rows(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
+                   matrix: bool) -> list[list[Cell | Span]]:
+    """A row per distinct list of synchronisation no modelled dependence needs (variants
+    whose verdict is "none"), its variants named as the verdicts' are."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for variant, result in rows:
+        found = result.get("unneeded_sync") if result.get("ok") else None
+        if not found:
+            continue
+        said = tuple(unneeded_words(spec, entry) for entry in found)
+        groups.setdefault(said, []).append(variant.heading if matrix else variant.stages)
+    body: list[list[Cell | Span]] = []
+    for said, names in groups.items():
+        cell = nodes.container()
+        cell += nodes.paragraph(text="synchronisation no dependence in the check's model "
+                                     "needs:", classes=["tl-unneeded-sync"])
+        for words in said:
+            cell += nodes.paragraph(text=words, classes=["tl-unneeded-sync"])
+        body.append([", ".join(names), cell])
+    return body
 
 
 @renders("summary")

@@ -51,6 +51,15 @@ tracks (``cp``), and ``fence.proxy.async`` is recorded (``pfence``). Tests:
 a ``PROXY`` finding without a proxy fence, a RAW without the arrive), ``OWN_CHUNKS`` (own
 bytes without ``__syncthreads``: clean; a neighbour's: flagged; named barriers both ways).
 
+Where the verdict is "none", :mod:`...core.hazards.needed` asks of each synchronisation
+statement (the trace marks every dynamic instance of a ``__syncthreads``, named barrier,
+``cp_async_wait`` or mbarrier wait with its statement, numbered by :func:`.verdict.sites`
+in the order the CUDA prints them) whether the check stays clean with it deleted, or a
+wait weakened: the ``unneeded_sync`` fact (result schema 8), a row of the *Hazards*
+table. For it the trace also records the stores the threads make into shared memory
+(``store``: outside the check's model, which ignores them), so that no barrier one may
+need is named.
+
 Not done: Blackwell's tcgen05 MMA and its mbarrier commit stay "not checked" (the verdict
 says so).
 """

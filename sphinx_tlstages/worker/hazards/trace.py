@@ -58,6 +58,9 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                        "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
                        "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier"})
+# Records that name the statement they come from (redundant synchronisation is found per
+# statement).
+SITE_OPS = frozenset({"sync", "wait", "bwait"})
 # Reads through a pointer: bytes each thread reads at its address.
 _POINTER_READS = {"ptx_ldmatrix": 16}
 # Stores the threads make themselves through a pointer (like a BufferStore into shared
@@ -286,6 +289,21 @@ class Trace:
         self.reads(stmt.value)
         for index in stmt.indices:
             self.reads(index)
+        if shared(stmt.buffer.data):
+            self.store(stmt.buffer, list(stmt.indices))
+
+    def store(self, buffer: Any, indices: list[Any], wide: bool = False) -> None:
+        """A store the threads make into shared memory (outside the check's model: the
+        redundant-synchronisation search keeps every barrier one may need). Bytes it
+        cannot bound are the whole allocation's, never a reason to stop the walk;
+        ``wide``: a matrix store through a pointer, taken as the rest of the buffer."""
+        try:
+            name, root, lo, hi = self.region(buffer, indices)
+            if wide:
+                hi = 1 << 62
+        except Undecided:
+            name, (root, lo), hi = str(buffer.data.name), self.base(buffer.data), 1 << 62
+        self.emit({"op": "store", "buffer": name, "root": root, "lo": lo, "hi": hi})
 
     def has_sync(self, stmt: Any) -> bool:
         key = stmt.__chandle__()
@@ -303,6 +321,7 @@ class Trace:
         if known is None:
             known = self.calls[key] = (short(op_name(call)), list(call.args))
         name, args = known
+        first = len(self.records)
         if name == "ptx_cp_async":
             load = args[0].args[0]
             count = self.constant(args[2], "the size of a cp.async")
@@ -325,7 +344,9 @@ class Trace:
                 # the memory accesses of the threads that take part in it only, here the
                 # threads executing it. A plain ``__syncthreads`` names every thread.
                 named = len(args) >= 3 and integer(args[2]) not in (None, 0)
-                self.emit({"op": "sync", "named": named})
+                what = "cluster sync" if scope == "cluster" else \
+                    "named barrier" if len(args) > 1 else "__syncthreads"
+                self.emit({"op": "sync", "named": named, "what": what})
         elif name in BARRIER_OPS:
             self.mbarrier(args, name)
         elif name in _POINTER_READS:
@@ -348,8 +369,18 @@ class Trace:
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": None,
                        "bytes": self.boxes.get(str(getattr(args[0], "name", ""))),
                        "how": "tma_store"})
-        elif name not in _POINTER_STORES:
+        elif name in _POINTER_STORES:
+            for arg in args:
+                if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
+                        and shared(arg.args[0].buffer.data):
+                    self.store(arg.args[0].buffer, list(arg.args[0].indices), wide=True)
+        else:
             self.other(call, name)
+        # Every dynamic instance of a synchronisation statement names the statement
+        # (its node's address while the IR lives; :func:`.verdict.sites` numbers them).
+        for record in self.records[first:]:
+            if record["op"] in SITE_OPS:
+                record["site"] = key
 
     def other(self, call: Any, name: str) -> None:
         """A call the model has no rule for: harmless unless it touches shared memory."""

@@ -9,6 +9,7 @@ from typing import Any
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
 from tvm.tirx.stmt_functor import post_order_visit
 
+from ...core.hazards import needed
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, version_dims
@@ -20,19 +21,83 @@ def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], 
     """The ``hazards`` fact of a lowered variant, from the modules the recorder kept
     (``main``/``device`` pick a module's function). Never raises: what the walk cannot
     decide, or a walk that fails, is "not checked" and why."""
+    found: dict[str, Any] = check(kept, target, main, device)["hazards"]
+    return found
+
+
+def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
+          device: Callable[[Any], Any]) -> dict[str, Any]:
+    """The ``hazards`` fact and, where it found none, the ``unneeded_sync`` fact
+    (:mod:`...core.hazards.needed`: each synchronisation statement no modelled dependence
+    needs, by its ``op`` and ``site``, the statement's place among those of its kind in
+    the device code). Never raises."""
     final = kept.get("final")
     if target.get("kind") != "cuda":
-        return not_checked(f"no asynchronous pipeline on {target.get('mcpu') or target['kind']}")
+        return {"hazards": not_checked(
+            f"no asynchronous pipeline on {target.get('mcpu') or target['kind']}"),
+            "unneeded_sync": []}
     if final is None:
-        return not_checked("no final device code")
+        return {"hazards": not_checked("no final device code"), "unneeded_sync": []}
     try:
-        trace = Trace(device(final), _boxes(kept))
+        func = device(final)
+        trace = Trace(func, _boxes(kept))
         buffers = _buffers(trace, kept, main)
-        return verdict(_sized(trace.records, buffers), buffers)
+        records = _sized(trace.records, buffers)
+        found = verdict(records, buffers)
     except Undecided as exc:
-        return not_checked(str(exc))
+        return {"hazards": not_checked(str(exc)), "unneeded_sync": []}
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
-        return not_checked(f"the check failed ({type(exc).__name__}: {exc})"[:300])
+        return {"hazards": not_checked(
+            f"the check failed ({type(exc).__name__}: {exc})"[:300]), "unneeded_sync": []}
+    named: list[dict[str, Any]] = []
+    if found["verdict"] == "none":
+        try:
+            numbered, counts = sites(func, records)
+            # Each named statement with how many of its kind the code has: the page
+            # finds its CUDA line only where the listing prints as many.
+            named = [{**entry, "of": counts[entry["op"]]}
+                     for entry in needed.unneeded(numbered, buffers, clean=True)]
+        except Exception:  # a search that fails names nothing; the verdict stands
+            named = []
+    return {"hazards": found, "unneeded_sync": named}
+
+
+# The calls each synchronisation record comes from, as the code generator prints them
+# (``tvm_storage_sync`` of scope "warp" prints nothing and records nothing).
+_SITE_CALLS = {"sync": ("tvm_storage_sync",), "wait": ("ptx_wait_group",),
+               "bwait": ("mbarrier_wait_parity",)}
+
+
+def sites(func: Any, records: list[dict[str, Any]]
+          ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """``records`` with each synchronisation's ``site`` (a node's address) replaced by
+    its statement's place among the calls of its kind in the device function, in the
+    order the CUDA prints them (a visit in program order): the n-th ``__syncthreads``,
+    named barrier or cluster sync, the n-th ``cp_async_wait``, the n-th mbarrier wait;
+    and how many statements of each kind there are."""
+    order: dict[int, int] = {}
+    counts = dict.fromkeys(_SITE_CALLS, 0)
+
+    def visit(node: Any) -> None:
+        if type(node).__name__ != "Call":
+            return
+        name = str(getattr(node.op, "name", "")).rsplit(".", 1)[-1]
+        for op, names in _SITE_CALLS.items():
+            if name in names:
+                if name == "tvm_storage_sync" and not (
+                        type(node.args[0]).__name__ == "StringImm"
+                        and node.args[0].value in ("shared", "shared.dyn", "cluster")):
+                    return
+                order[node.__chandle__()] = counts[op]
+                counts[op] += 1
+
+    post_order_visit(func.body, visit)
+    out = []
+    for record in records:
+        if "site" in record:
+            record = {**record, "site": order.get(record["site"])}
+        out.append(record)
+    return out, counts
 
 
 # CUtensorMapDataType -> bytes per element (CUDA's enum order, up to TFLOAT32_FTZ).
