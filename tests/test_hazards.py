@@ -91,9 +91,12 @@ GATHERED_GEMM = read("hazards/gathered_gemm.py")
 # with partner 0 they are the ones its own 16-byte cp.async wrote.
 OWN_CHUNKS = read("hazards/own_chunks.py")
 
-# The fetch-then-consume sum with a barrier its author added before the pipeline, where
-# nothing in shared memory has been touched yet: a barrier no dependence needs.
+# The fetch-then-consume sum read back to front (each thread reads bytes another thread
+# copied, so the pipeline's barriers are needed), with a barrier its author added before
+# the pipeline, where nothing in shared memory has been touched yet: a barrier no
+# dependence needs; and its twin without that barrier.
 EXTRA_BARRIER = read("hazards/extra_barrier.py")
+REVERSED_SUM = read("hazards/reversed_sum.py")
 
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
@@ -791,7 +794,7 @@ def test_a_barrier_the_author_added_before_the_pipeline_is_named(arch: str) -> N
     assert entry["text"] == ("__syncthreads: not needed by any shared-memory dependence the "
                              "check models; it may still order global memory or registers")
     # Its twin without that barrier: nothing to name.
-    twin, _ = lowered(FETCH_FIRST, "fetch_first", arch, num_stages=2, **SUM_PARAMS)
+    twin, _ = lowered(REVERSED_SUM, "reversed_sum", arch, num_stages=2, **SUM_PARAMS)
     assert full_check(twin, arch)["unneeded_sync"] == []
 
 
@@ -858,7 +861,7 @@ def test_the_unneeded_barrier_is_a_row_of_the_hazards_table(build, buildername: 
     """Under the verdicts, a row names the barrier with its CUDA line, in every builder;
     its twin without the barrier has no such row."""
     extra = rst(EXTRA_BARRIER, num_stages="2", params="N=512 K=16", name="extra")
-    twin = rst(FETCH_FIRST, num_stages="2", params="N=512 K=16", name="twin")
+    twin = rst(REVERSED_SUM, num_stages="2", params="N=512 K=16", name="twin")
     result = build({"index.rst": HEAD + extra + "\n" + twin}, buildername)
     if buildername == "html":
         words = ("__syncthreads: not needed by any shared-memory dependence the check "

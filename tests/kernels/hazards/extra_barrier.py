@@ -10,7 +10,7 @@ def extra_barrier(N, K, num_stages):
             for k in T.Pipelined(K, num_stages=num_stages):
                 T.copy(A[k, :], S)
                 for i in T.Parallel(N):
-                    acc[i] += S[i]
+                    acc[i] += S[N - 1 - i]
             T.copy(acc, Out)
 
     return kernel
