@@ -52,6 +52,9 @@ def shared(var: Any) -> bool:
 Record = dict[str, Any]
 # Loops unrolled in all, over the whole kernel: past this the check says "not checked".
 MAX_STEPS = 4096
+# The upper bound of a range a symbolic size leaves open: a loop variable or a block index
+# whose extent depends on one (:mod:`.sizes` fixes the size for the synchronised loops only).
+OPEN = 1 << 30
 _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
@@ -67,8 +70,13 @@ _POINTER_STORES = frozenset({"ptx_stmatrix"})
 class Trace:
     """One walk of a device function; :attr:`records` is its output."""
 
-    def __init__(self, func: Any, boxes: dict[str, int] | None = None) -> None:
+    def __init__(self, func: Any, boxes: dict[str, int] | None = None,
+                 sizes: dict[Any, int] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
+        # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
+        self.sizes = dict(sizes or {})
+        self.env.update({var: (value, value) for var, value in self.sizes.items()})
+        self.open: dict[int, bool] = {}  # whether an expression uses a symbolic size
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
         self.records: list[Record] = []
         self.where: list[str] = []
@@ -100,6 +108,19 @@ class Trace:
         if lo != hi:
             raise Undecided(f"{what} is not known")
         return lo
+
+    def uses_size(self, expr: Any) -> bool:
+        """Whether an expression depends on one of the symbolic sizes."""
+        if not self.sizes:
+            return False
+        key = expr.__chandle__() if hasattr(expr, "__chandle__") else id(expr)
+        found = self.open.get(key)
+        if found is None:
+            hits: list[bool] = []
+            post_order_visit(expr, lambda node: hits.append(node in self.sizes)
+                             if kind(node) == "Var" else None)
+            found = self.open[key] = any(hits)
+        return found
 
     def base(self, var: Any) -> tuple[str, int]:
         return self.bases.get(var, (str(var.name), 0))
@@ -147,6 +168,11 @@ class Trace:
     def _AttrStmt(self, stmt: Any) -> None:
         if stmt.attr_key == "thread_extent":
             var = stmt.node.var
+            if str(stmt.node.thread_tag).startswith("blockIdx") and self.uses_size(stmt.value):
+                # A grid from a symbolic size: any block index, whatever size was fixed.
+                self.env[var] = (0, OPEN)
+                self.walk(stmt.body)
+                return
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
             if str(stmt.node.thread_tag) == "threadIdx.x":
@@ -171,6 +197,8 @@ class Trace:
         name = f"the loop over {stmt.loop_var.name}"
         if not self.has_sync(stmt.body):
             lo, extent = self.bound(stmt.min, name), self.bound(stmt.extent, name)
+            if self.uses_size(stmt.extent):  # any trip count: the fixed size is one of many
+                extent = (extent[0], OPEN)
             if extent[1] <= 0:
                 return
             self.env[stmt.loop_var] = (lo[0], lo[1] + extent[1] - 1)

@@ -12,6 +12,7 @@ from tvm.tirx.stmt_functor import post_order_visit
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, version_dims
+from .sizes import choices
 from .trace import Trace, Undecided, shared
 
 
@@ -26,13 +27,48 @@ def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], 
     if final is None:
         return not_checked("no final device code")
     try:
-        trace = Trace(device(final), _boxes(kept))
-        buffers = _buffers(trace, kept, main)
-        return verdict(_sized(trace.records, buffers), buffers)
+        func, boxes = device(final), _boxes(kept)
+        buffers = _buffers({}, kept, main)
+        walks, top = choices(func, [count for info in buffers.values()
+                                    for count in (info["versions"], info["tiles"])])
+        if walks == [{}]:
+            trace = Trace(func, boxes)
+            buffers = _buffers(trace.bases, kept, main)
+            return verdict(_sized(trace.records, buffers), buffers)
+        return _every(func, boxes, walks, top, kept, main)
     except Undecided as exc:
         return not_checked(str(exc))
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
         return not_checked(f"the check failed ({type(exc).__name__}: {exc})"[:300])
+
+
+def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]], top: int,
+           kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
+    """The verdict over every value of the kernel's symbolic sizes: one walk per value
+    :func:`.sizes.choices` picks (each trip count of each synchronised loop up to ``top``,
+    which covers every longer loop); the first walk not clean gives the verdict, said with
+    the sizes that show it."""
+    found: dict[str, Any] = {}
+    for walk in walks:
+        said = ", ".join(f"{var.name} = {value}" for var, value in walk.items())
+        try:
+            trace = Trace(func, boxes, walk)
+        except Undecided as exc:
+            return not_checked(f"{exc} (with {said})")
+        buffers = _buffers(trace.bases, kept, main)
+        found = verdict(_sized(trace.records, buffers), buffers)
+        if found["verdict"] == "not checked" and "no asynchronous copy" in found["text"]:
+            continue  # a size with no trip at all: another walk has the copies
+        if found["verdict"] != "none":
+            found["text"] += f" (with {said})"
+            for finding in found["findings"]:
+                finding["text"] += f" (with {said})"
+            return found
+    names = ", ".join(str(var.name) for var in walks[0])
+    if found.get("verdict") == "none":
+        found["text"] += (f"; for every {names} (each synchronised loop's trip count 0 to "
+                          f"{top}: longer loops repeat their states)")
+    return found
 
 
 # CUtensorMapDataType -> bytes per element (CUDA's enum order, up to TFLOAT32_FTZ).
@@ -67,7 +103,7 @@ def _boxes(kept: dict[str, Any]) -> dict[str, int]:
     return {}
 
 
-def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
+def _buffers(bases_of: dict[Any, tuple[str, int]], kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
     """Per shared buffer: its byte offset in its allocation, its bytes and its versions
     (the leading dimension the pipeliner gave it), for naming slots."""
     # Hopper's warp specialisation versions the buffers before pipeline planning runs.
@@ -89,7 +125,7 @@ def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> 
                         tiles[str(buffer.name)] = integer(buffer.shape[0]) or 1
 
         post_order_visit(main(injected).body, visit)
-    bases = {str(var.name): offset for var, (_, offset) in trace.bases.items()}
+    bases = {str(var.name): offset for var, (_, offset) in bases_of.items()}
     return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name),
                    "tiles": tiles.get(name)}
             for name, size in sizes.items()}

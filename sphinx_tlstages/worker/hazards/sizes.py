@@ -1,0 +1,154 @@
+"""The values of a kernel's symbolic sizes that the hazard check walks, and why they cover
+every value.
+
+A kernel whose loop or grid extent comes from a symbolic size (``T.dynamic("K")``, a
+variable sequence length) cannot be walked once: the walk unrolls each loop that holds a
+synchronisation. It needs no sampling either. Only a synchronised loop's trip count ``t``
+changes what the check sees, and the trace of a pipelined loop is a prologue, ``t``
+iterations and an epilogue, where iteration ``k`` touches slot ``k mod V`` of each
+``V``-version buffer and waits on barrier ``k mod S`` with parity ``floor(k / S) mod 2``.
+So the check's state at the start of iteration ``k`` (the last copy into each slot, the
+outstanding cp.async groups, each barrier's phase) is the same at ``k`` and ``k + P`` once
+``k >= K0``, with ``P`` the least common multiple of 2, the versions, the stages and the
+barrier arrays' sizes, and ``K0`` past every version's first fill and every constant the
+loop compares its variable with (``if k == 0``). The epilogue reads slots and parities of
+``t mod P``. Hence the trace for ``t + P`` is the trace for ``t`` with one more period of
+iterations that repeat states already checked, and the verdict for every ``t >= K0 + P``
+is the verdict for a ``t`` below it: trip counts ``0 .. K0 + 2P`` cover every loop.
+
+:func:`choices` picks, for each symbolic size, the least value giving each of those trip
+counts to each synchronised loop whose extent it sets (a binary search: an extent grows
+with its size). A size that sets no synchronised loop is fixed at one value: everything
+else it bounds (another loop's variable, a block index) is walked as an open range
+(:data:`.trace.OPEN`). Sizes read from a buffer, and trip counts that depend on the block
+index (causal attention), are not fixed here: the check says so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
+from tvm.tirx.stmt_functor import post_order_visit
+
+from ..ir.walk import integer, kind
+from .intervals import Interval, Unbounded, interval
+from .trace import _SYNC_OPS, Undecided, has_call
+
+# A size that sets no synchronised loop: one value, past any tile.
+FREE = 1 << 16
+# The largest size searched for a trip count.
+_TOP = 1 << 28
+# Walks of one variant at most (the product of each size's values).
+MAX_WALKS = 64
+
+
+def symbolic(func: Any) -> list[Any]:
+    """The device function's integer parameters: its symbolic sizes."""
+    return [var for var in func.params if str(var.dtype).startswith(("int", "uint"))]
+
+
+def _uses(expr: Any, var: Any) -> bool:
+    hits: list[bool] = []
+    post_order_visit(expr, lambda node: hits.append(node.same_as(var))
+                     if kind(node) == "Var" else None)
+    return any(hits)
+
+
+def synced_loops(func: Any) -> list[Any]:
+    """Every loop of the function that holds a synchronisation."""
+    loops: list[Any] = []
+    post_order_visit(func.body, lambda node: loops.append(node)
+                     if kind(node) == "For" and has_call(node.body, _SYNC_OPS) else None)
+    return loops
+
+
+def period(func: Any, counts: list[int]) -> tuple[int, int]:
+    """``(K0, P)`` of the argument above, from the buffers' versions and tiles (``counts``),
+    the loops' ``num_stages``, the barrier arrays' sizes and the constants a synchronised
+    loop compares its variable with."""
+    cycle = [2, *[c for c in counts if c and c > 0]]
+    warmup = max(cycle)
+
+    def visit(node: Any) -> None:
+        nonlocal warmup
+        if kind(node) == "For":
+            stages = integer((node.annotations or {}).get("tl_pipelined_num_stages", 0))
+            if stages:
+                cycle.append(stages)
+                warmup = max(warmup, stages)
+            variable = node.loop_var
+
+            def compared(inner: Any) -> None:
+                nonlocal warmup
+                if kind(inner) == "IfThenElse" and _uses(inner.condition, variable):
+                    post_order_visit(inner.condition, lambda c: constant(c))
+
+            def constant(c: Any) -> None:
+                nonlocal warmup
+                if kind(c) == "IntImm":
+                    warmup = max(warmup, abs(int(c.value)) + 1)
+
+            post_order_visit(node.body, compared)
+        for buffer in getattr(node, "alloc_buffers", None) or []:
+            if "barrier" in str(getattr(buffer.data.type_annotation, "storage_scope", "")):
+                size = integer(buffer.shape[0]) if len(buffer.shape) == 1 else None
+                if size:
+                    cycle.append(size)
+        if kind(node) == "Allocate" and "barrier" in str(
+                getattr(node.buffer_var.type_annotation, "storage_scope", "")):
+            size = integer(node.extents[0]) if len(node.extents) == 1 else None
+            if size:
+                cycle.append(size)
+
+    post_order_visit(func.body, visit)
+    return warmup + 1, math.lcm(*cycle)
+
+
+def _trips(extent: Any, env: dict[Any, Interval]) -> int | None:
+    try:
+        lo, hi = interval(extent, env)
+    except Unbounded:
+        return None
+    return max(lo, 0) if lo == hi else None
+
+
+def choices(func: Any, counts: list[int]) -> tuple[list[dict[Any, int]], int]:
+    """The assignments of the symbolic sizes to walk, and the largest trip count they
+    give a synchronised loop (:class:`.trace.Undecided` where there are too many)."""
+    sizes = symbolic(func)
+    if not sizes:
+        return [{}], 0
+    warmup, cycle = period(func, counts)
+    top = warmup + 2 * cycle
+    loops = synced_loops(func)
+    values: dict[Any, set[int]] = {}
+    for var in sizes:
+        env = {other: (FREE, FREE) for other in sizes if not other.same_as(var)}
+        found: set[int] = set()
+        for loop in loops:
+            extent = loop.extent
+            if not _uses(extent, var):
+                continue
+            for trips in range(top + 1):
+                lo, hi = 0, _TOP  # the least value whose trip count reaches ``trips``
+                if (_trips(extent, {**env, var: (hi, hi)}) or 0) < trips:
+                    break
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    got = _trips(extent, {**env, var: (mid, mid)})
+                    if got is None:
+                        lo = hi
+                        break
+                    lo, hi = (mid + 1, hi) if got < trips else (lo, mid)
+                if _trips(extent, {**env, var: (lo, lo)}) == trips:
+                    found.add(lo)
+        values[var] = found or {FREE}
+    walks: list[dict[Any, int]] = [{}]
+    for var in sizes:
+        walks = [{**walk, var: value} for walk in walks for value in sorted(values[var])]
+        if len(walks) > MAX_WALKS:
+            raise Undecided(f"more than {MAX_WALKS} walks for the symbolic sizes "
+                            f"{', '.join(str(v.name) for v in sizes)}")
+    return walks, top
