@@ -637,3 +637,99 @@ def test_a_state_read_before_its_tma_wait_is_flagged(num_stages: int) -> None:
         assert found["verdict"] == "hazard" and found["text"] == "hazard: RAW on state_s", found
     else:
         assert found["verdict"] == "none", found
+
+
+# --- a symbolic trip count: every value covered, checked against each value ---------------
+
+# Column totals of a matrix whose row count is only known at launch (``T.dynamic``).
+COLUMN_TOTALS = read("hazards/column_totals.py")
+TOTALS_ROWS = 16  # the kernel's block_rows
+
+
+def _when(after: dict[str, Any], name: str, replace: Any, when: Any) -> dict[str, Any]:
+    """``after`` with every call ``name`` of each loop of a symbolic extent that issues no
+    TMA copy (the pipelined loop; on sm_90a, the consumer's) replaced by ``replace`` in the
+    iterations where ``when(k, trips)`` holds (k the loop variable, trips its extent): a
+    defect of some trip counts only."""
+
+    def in_loop(node: Any) -> Any:
+        if type(node).__name__ != "For" or type(node.extent).__name__ == "IntImm":
+            return None
+        copies: list[Any] = []
+        post_order_visit(node.body, lambda n: copies.append(n) if type(n).__name__ == "Call"
+                         and str(n.op.name).endswith("tma_load") else None)
+        if copies:
+            return None
+        def change(stmt: Any) -> Any:
+            if not _calls(stmt, name):
+                return None
+            return tvm.tirx.IfThenElse(when(node.loop_var, node.extent), replace(stmt), stmt)
+
+        body = ir_transform(node.body, None, change, ["tirx.Evaluate"])
+        return tvm.tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
+                            node.thread_binding, node.annotations)
+
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    body = ir_transform(device.body, None, in_loop, ["tirx.For"])
+    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
+
+
+def _eq(a: Any, b: int) -> Any:
+    return tvm.tirx.EQ(a, tvm.tirx.IntImm("int32", b))
+
+
+# When a defect shows: in some iterations (k the loop variable, n its trip count) only.
+WHEN = {
+    "in the first iteration": lambda k, n: _eq(k, 0),
+    "after the ring wrapped four times": lambda k, n: _eq(k, 9),
+    "when the loop runs once": lambda k, n: _eq(n, 1),
+    "in the last iteration of an even count": lambda k, n: tvm.tirx.And(
+        tvm.tirx.EQ(k + 1, n), _eq(tvm.tirx.floormod(n, 2), 0)),
+}
+# The defect, per target: a cp.async wait deleted, a barrier deleted (sm_80); a ring's
+# wait with the wrong parity (sm_90a).
+DEFECTS = {"sm_80": {"the wait deleted": ("ptx_wait_group", _no_op),
+                     "the barriers deleted": ("tvm_storage_sync", _no_op)},
+           "sm_90a": {"the parity flipped": ("mbarrier_wait_parity", _flip)}}
+TOTALS = [("sm_80", 1), ("sm_80", 2), ("sm_90a", 2)]
+COUNT_CASES = [(arch, stages, mutation) for arch, stages in TOTALS
+               for mutation in ["clean", *[f"{defect} {when}" for defect in DEFECTS[arch]
+                                           for when in WHEN]]]
+_TOTALS: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+@pytest.mark.parametrize(("arch", "num_stages", "mutation"), COUNT_CASES,
+                         ids=[f"{a}-ns{n}-{m}" for a, n, m in COUNT_CASES])
+def test_a_symbolic_trip_count_is_checked_for_every_count(arch: str, num_stages: int,
+                                                          mutation: str) -> None:
+    """The verdict for every row count (one answer, from the periodic argument) equals
+    what each row count gives on its own, for every count up to far past the argument's
+    bound (every row count, not one per trip count)."""
+    if (arch, num_stages) not in _TOTALS:
+        _TOTALS[arch, num_stages], _ = lowered(COLUMN_TOTALS, "column_totals", arch, N=64,
+                                               num_stages=num_stages)
+    after = _TOTALS[arch, num_stages]
+    spec = next(((*change, when) for defect, change in DEFECTS[arch].items()
+                 for name, when in WHEN.items() if mutation == f"{defect} {name}"), None)
+    if spec is not None:
+        after = _when(after, *spec)
+    found = check(after, arch)
+    assert found["verdict"] in ("none", "hazard"), found
+    each = {rows: hazard_check.at_sizes(after, ir_facts.main_function,
+                                        ir_facts.device_function, {"rows": rows})["verdict"]
+            for rows in range(0, TOTALS_ROWS * 24 + 1)}
+    racy = sorted(rows for rows, said in each.items() if said == "hazard")
+    assert set(each.values()) <= {"none", "hazard", "not checked"}
+    assert "not checked" not in {v for r, v in each.items() if r > 0}, each
+    if spec is None:
+        assert found["verdict"] == "none" and not racy, (found, racy)
+        assert "for every rows" in found["text"]
+        return
+    # Each defect shows for some counts only, and the one verdict says so.
+    assert racy and len(racy) < len(each), (mutation, racy)
+    assert found["verdict"] == "hazard", (mutation, found, racy[:5])
+    shown = int(re.search(r"with rows = (\d+)", found["text"]).group(1))
+    assert each[shown] == "hazard"

@@ -114,13 +114,13 @@ def _trips(extent: Any, env: dict[Any, Interval]) -> int | None:
     return max(lo, 0) if lo == hi else None
 
 
-def choices(func: Any, counts: list[int]) -> tuple[list[dict[Any, int]], int]:
-    """The assignments of the symbolic sizes to walk, and the largest trip count they
-    give a synchronised loop (:class:`.trace.Undecided` where there are too many)."""
+def choices(func: Any, counts: list[int]) -> tuple[list[dict[Any, int]], int, int]:
+    """The assignments of the symbolic sizes to walk (``[{}]``: none), and ``(K0, P)``
+    (:class:`.trace.Undecided` where there are too many assignments)."""
     sizes = symbolic(func)
-    if not sizes:
-        return [{}], 0
     warmup, cycle = period(func, counts)
+    if not sizes:
+        return [{}], warmup, cycle
     top = warmup + 2 * cycle
     loops = synced_loops(func)
     values: dict[Any, set[int]] = {}
@@ -151,4 +151,4 @@ def choices(func: Any, counts: list[int]) -> tuple[list[dict[Any, int]], int]:
         if len(walks) > MAX_WALKS:
             raise Undecided(f"more than {MAX_WALKS} walks for the symbolic sizes "
                             f"{', '.join(str(v.name) for v in sizes)}")
-    return walks, top
+    return walks, warmup, cycle

@@ -43,6 +43,15 @@ class Undecided(Exception):
     """The walk cannot say what the code does; the message says why."""
 
 
+class Ranged(Undecided):
+    """A synchronised loop whose trip count is a range (it depends on the block index,
+    as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`)."""
+
+    def __init__(self, key: int, lo: int, hi: int, name: str) -> None:
+        super().__init__(f"{name} has a trip count from {lo} to {hi}")
+        self.key, self.lo, self.hi = key, lo, hi
+
+
 def shared(var: Any) -> bool:
     """Whether a buffer's data lives in shared memory (barriers are not data)."""
     scope = getattr(getattr(var, "type_annotation", None), "storage_scope", "")
@@ -71,12 +80,16 @@ class Trace:
     """One walk of a device function; :attr:`records` is its output."""
 
     def __init__(self, func: Any, boxes: dict[str, int] | None = None,
-                 sizes: dict[Any, int] | None = None) -> None:
+                 sizes: dict[Any, int] | None = None,
+                 trips: dict[int, int] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
         self.sizes = dict(sizes or {})
         self.env.update({var: (value, value) for var, value in self.sizes.items()})
         self.open: dict[int, bool] = {}  # whether an expression uses a symbolic size
+        # The trip count of each synchronised loop whose extent is a range, by the loop's
+        # address, for this walk (the driver tries each; see :class:`Ranged`).
+        self.trips = dict(trips or {})
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
         self.records: list[Record] = []
         self.where: list[str] = []
@@ -204,7 +217,14 @@ class Trace:
             self.env[stmt.loop_var] = (lo[0], lo[1] + extent[1] - 1)
             self.walk(stmt.body)
             return
-        lo_c, extent_c = self.constant(stmt.min, name), self.constant(stmt.extent, name)
+        lo_c = self.constant(stmt.min, name)
+        low, high = self.bound(stmt.extent, name)
+        if low != high:
+            key = stmt.__chandle__()
+            if key not in self.trips:
+                raise Ranged(key, max(low, 0), max(high, 0), name)
+            low = high = self.trips[key]
+        extent_c = max(low, 0)
         self.steps += extent_c
         if self.steps > MAX_STEPS:
             raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")

@@ -12,8 +12,8 @@ from tvm.tirx.stmt_functor import post_order_visit
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, version_dims
-from .sizes import choices
-from .trace import Trace, Undecided, shared
+from .sizes import MAX_WALKS, choices, symbolic
+from .trace import Ranged, Trace, Undecided, shared
 
 
 def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
@@ -29,45 +29,83 @@ def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], 
     try:
         func, boxes = device(final), _boxes(kept)
         buffers = _buffers({}, kept, main)
-        walks, top = choices(func, [count for info in buffers.values()
-                                    for count in (info["versions"], info["tiles"])])
-        if walks == [{}]:
-            trace = Trace(func, boxes)
-            buffers = _buffers(trace.bases, kept, main)
-            return verdict(_sized(trace.records, buffers), buffers)
-        return _every(func, boxes, walks, top, kept, main)
+        walks, warmup, cycle = choices(func, [count for info in buffers.values()
+                                              for count in (info["versions"], info["tiles"])])
+        return _every(func, boxes, walks, (warmup, cycle), kept, main)
     except Undecided as exc:
         return not_checked(str(exc))
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
         return not_checked(f"the check failed ({type(exc).__name__}: {exc})"[:300])
 
 
-def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]], top: int,
-           kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
-    """The verdict over every value of the kernel's symbolic sizes: one walk per value
-    :func:`.sizes.choices` picks (each trip count of each synchronised loop up to ``top``,
-    which covers every longer loop); the first walk not clean gives the verdict, said with
-    the sizes that show it."""
+def at_sizes(kept: dict[str, Any], main: Callable[[Any], Any], device: Callable[[Any], Any],
+             values: dict[str, int]) -> dict[str, Any]:
+    """The verdict with the symbolic sizes fixed by name (``{"K": 96}``): what
+    :func:`hazards` answers for every value at once, for one value (a brute-force reference
+    for the argument of :mod:`.sizes`)."""
+    func = device(kept["final"])
+    walk = {var: values[str(var.name)] for var in symbolic(func)}
+    try:
+        return _every(func, _boxes(kept), [walk], (1 << 20, 0), kept, main)
+    except Undecided as exc:
+        return not_checked(str(exc))
+
+
+def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
+           argument: tuple[int, int], kept: dict[str, Any],
+           main: Callable[[Any], Any]) -> dict[str, Any]:
+    """The verdict over every value of the kernel's symbolic sizes and every trip count of
+    its synchronised loops: one walk per value :func:`.sizes.choices` picks, and per trip
+    count of a loop whose trip count is a range (:class:`.trace.Ranged`), each up to the
+    bound of the argument of :mod:`.sizes` (``argument``: its ``K0`` and ``P``), which
+    covers every longer loop. The first walk not clean gives the verdict, said with the
+    sizes and trip counts that show it."""
+    warmup, cycle = argument
     found: dict[str, Any] = {}
+    ranged: dict[int, tuple[str, int, int]] = {}  # loop -> (name, least, greatest trips)
+    count = 0
     for walk in walks:
-        said = ", ".join(f"{var.name} = {value}" for var, value in walk.items())
-        try:
-            trace = Trace(func, boxes, walk)
-        except Undecided as exc:
-            return not_checked(f"{exc} (with {said})")
-        buffers = _buffers(trace.bases, kept, main)
-        found = verdict(_sized(trace.records, buffers), buffers)
-        if found["verdict"] == "not checked" and "no asynchronous copy" in found["text"]:
-            continue  # a size with no trip at all: another walk has the copies
-        if found["verdict"] != "none":
-            found["text"] += f" (with {said})"
-            for finding in found["findings"]:
-                finding["text"] += f" (with {said})"
-            return found
+        pending: list[dict[int, int]] = [{}]
+        while pending:
+            trips = pending.pop(0)
+            said = ", ".join([f"{var.name} = {value}" for var, value in walk.items()]
+                             + [f"{ranged[key][0]} running {n} times"
+                                for key, n in trips.items()])
+            try:
+                trace = Trace(func, boxes, walk, trips)
+            except Ranged as exc:
+                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle)
+                ranged[exc.key] = (str(exc).split(" has ")[0], exc.lo, top)
+                pending += [{**trips, exc.key: n} for n in range(exc.lo, top + 1)]
+                count += top + 1 - exc.lo
+                if count > MAX_WALKS * 4:
+                    raise Undecided(f"more than {MAX_WALKS * 4} walks: {exc}") from None
+                continue
+            except Undecided as exc:
+                return not_checked(f"{exc} (with {said})" if said else str(exc))
+            buffers = _buffers(trace.bases, kept, main)
+            this = verdict(_sized(trace.records, buffers), buffers)
+            if this["verdict"] == "not checked" and "no asynchronous copy" in this["text"] \
+                    and (walk or trips) and found:
+                continue  # no trip at all: another walk has the copies
+            found = this
+            if found["verdict"] == "not checked" and "no asynchronous copy" in found["text"]:
+                continue
+            if found["verdict"] != "none":
+                if said:
+                    found["text"] += f" (with {said})"
+                    for finding in found["findings"]:
+                        finding["text"] += f" (with {said})"
+                return found
+    if not found:
+        return not_checked("no asynchronous copy into shared memory")
     names = ", ".join(str(var.name) for var in walks[0])
-    if found.get("verdict") == "none":
-        found["text"] += (f"; for every {names} (each synchronised loop's trip count 0 to "
-                          f"{top}: longer loops repeat their states)")
+    covered = [f"every {names}" if names else ""] + [
+        f"{name} running {lo} to {top} times" for name, lo, top in ranged.values()]
+    if found["verdict"] == "none" and (names or ranged):
+        top = warmup + 2 * cycle
+        found["text"] += (f"; for {', '.join(c for c in covered if c)} (every synchronised "
+                          f"loop's trip count to {top}: longer loops repeat their states)")
     return found
 
 
@@ -103,7 +141,8 @@ def _boxes(kept: dict[str, Any]) -> dict[str, int]:
     return {}
 
 
-def _buffers(bases_of: dict[Any, tuple[str, int]], kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
+def _buffers(bases_of: dict[Any, tuple[str, int]], kept: dict[str, Any],
+             main: Callable[[Any], Any]) -> dict[str, Any]:
     """Per shared buffer: its byte offset in its allocation, its bytes and its versions
     (the leading dimension the pipeliner gave it), for naming slots."""
     # Hopper's warp specialisation versions the buffers before pipeline planning runs.
