@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
+from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit
 
 from ..ir.walk import integer, kind, op_name, short
@@ -45,7 +46,8 @@ class Undecided(Exception):
 
 class Ranged(Undecided):
     """A synchronised loop whose trip count is a range (it depends on the block index,
-    as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`)."""
+    as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`,
+    keyed by the extent's structural hash)."""
 
     def __init__(self, key: int, lo: int, hi: int, name: str) -> None:
         super().__init__(f"{name} has a trip count from {lo} to {hi}")
@@ -87,8 +89,8 @@ class Trace:
         self.sizes = dict(sizes or {})
         self.env.update({var: (value, value) for var, value in self.sizes.items()})
         self.open: dict[int, bool] = {}  # whether an expression uses a symbolic size
-        # The trip count of each synchronised loop whose extent is a range, by the loop's
-        # address, for this walk (the driver tries each; see :class:`Ranged`).
+        # The trip count of each synchronised loop whose extent is a range, by the extent,
+        # for this walk (the driver tries each; see :class:`Ranged`).
         self.trips = dict(trips or {})
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
         self.records: list[Record] = []
@@ -134,6 +136,19 @@ class Trace:
                              if kind(node) == "Var" else None)
             found = self.open[key] = any(hits)
         return found
+
+    def extent(self, expr: Any, what: str) -> Interval:
+        """A loop's trip count; one read from memory (a sequence's start in a cumulative
+        array, ``s_cum[b + 1] - s_cum[b]``) is any count, like a symbolic size's."""
+        try:
+            return self.bound(expr, what)
+        except Undecided:
+            loads: list[Any] = []
+            post_order_visit(expr, lambda node: loads.append(node)
+                             if kind(node) == "BufferLoad" else None)
+            if not loads:
+                raise
+            return 0, OPEN
 
     def base(self, var: Any) -> tuple[str, int]:
         return self.bases.get(var, (str(var.name), 0))
@@ -209,7 +224,7 @@ class Trace:
     def _For(self, stmt: Any) -> None:
         name = f"the loop over {stmt.loop_var.name}"
         if not self.has_sync(stmt.body):
-            lo, extent = self.bound(stmt.min, name), self.bound(stmt.extent, name)
+            lo, extent = self.bound(stmt.min, name), self.extent(stmt.extent, name)
             if self.uses_size(stmt.extent):  # any trip count: the fixed size is one of many
                 extent = (extent[0], OPEN)
             if extent[1] <= 0:
@@ -218,9 +233,11 @@ class Trace:
             self.walk(stmt.body)
             return
         lo_c = self.constant(stmt.min, name)
-        low, high = self.bound(stmt.extent, name)
+        low, high = self.extent(stmt.extent, name)
         if low != high:
-            key = stmt.__chandle__()
+            # Loops of one extent run as often (a warp-specialised loop's two roles): one
+            # choice for both.
+            key = int(tvm.ir.structural_hash(stmt.extent))
             if key not in self.trips:
                 raise Ranged(key, max(low, 0), max(high, 0), name)
             low = high = self.trips[key]
