@@ -733,3 +733,66 @@ def test_a_symbolic_trip_count_is_checked_for_every_count(arch: str, num_stages:
     assert found["verdict"] == "hazard", (mutation, found, racy[:5])
     shown = int(re.search(r"with rows = (\d+)", found["text"]).group(1))
     assert each[shown] == "hazard"
+
+
+# --- TileLang's reduction template and its shared workspace -----------------------------
+
+# Row norms: tiles streamed through shared memory, then a sum across the 64 threads of a
+# row, which goes through ``tl::AllReduce`` and a workspace sharing the tile's bytes.
+ROW_NORMS = read("hazards/row_norms.py")
+NORM_ARGS = {"M": 1024, "N": 1024, "block_M": 2, "block_N": 256, "num_stages": 2}
+
+
+def _workspace_at(element: int) -> Any:
+    """A mutation: the reduction's workspace pointer moved ``element`` floats on."""
+
+    def change(stmt: Any) -> Any:
+        if type(stmt).__name__ != "BufferStore" or type(stmt.value).__name__ != "Call" \
+                or not str(stmt.value.args[0]).strip('"').startswith("tl::AllReduce<"):
+            return None
+        args = list(stmt.value.args)
+        load = args[2].args[0]
+        args[2] = tvm.tirx.address_of(tvm.tirx.BufferLoad(
+            load.buffer, [tvm.tirx.IntImm("int32", element)]))
+        return tvm.tirx.BufferStore(stmt.buffer, tvm.tirx.Call(stmt.value.dtype,
+                                                               stmt.value.op, args),
+                                    stmt.indices)
+
+    return change
+
+
+def _outside_loop(after: dict[str, Any], change: Any, kinds: list[str]) -> dict[str, Any]:
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    body = ir_transform(device.body, None, change, kinds)
+    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
+
+
+def test_a_reduction_workspace_is_followed_into_the_template() -> None:
+    """The workspace pointer passed to ``tl::AllReduce`` is read as the template reads it:
+    the kernel is checked (it was "not checked: a pointer into workspace is passed on"),
+    and a workspace over bytes a copy still fills is a RAW on it."""
+    after, code = lowered(ROW_NORMS, "row_norms", "sm_80", **NORM_ARGS)
+    assert "tl::AllReduce" in code
+    assert check(after)["verdict"] == "none", check(after)
+    # The workspace over the second slot of the tile, whose last copy the epilogue's
+    # wait<0> completes: still clean; with that wait raised to 1, the template's read races
+    # the copy.
+    moved = _outside_loop(after, _workspace_at(256), ["tirx.BufferStore"])
+    assert check(moved)["verdict"] == "none", check(moved)
+    seen = [0]
+
+    def epilogue_wait(stmt: Any) -> Any:
+        if not _calls(stmt, "ptx_wait_group") or stmt.value.args[0].value != 0:
+            return None
+        seen[0] += 1
+        return _wait_more(stmt)
+
+    racy = _outside_loop(moved, epilogue_wait, ["tirx.Evaluate"])
+    assert seen[0] == 1
+    found = check(racy)
+    assert found["verdict"] == "hazard", found
+    assert any(f["buffer"] == "workspace" and f["kind"] == "RAW" for f in found["findings"]), \
+        found

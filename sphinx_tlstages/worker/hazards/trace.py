@@ -410,13 +410,76 @@ class Trace:
                     and shared(node.args[0].buffer.data):
                 passed.append(str(node.args[0].buffer.name))
 
-        post_order_visit(expr, visit)
+        def template(node: Any) -> None:
+            if kind(node) == "Call" and short(op_name(node)) == "call_extern" \
+                    and kind(node.args[0]) == "StringImm" \
+                    and str(node.args[0].value).startswith("tl::AllReduce<"):
+                known.append(node)
+
+        known: list[Any] = []
+        post_order_visit(expr, template)
+        followed = {arg.__chandle__() for call in known for arg in call.args}
+        post_order_visit(expr, lambda node: visit(node)
+                         if node.__chandle__() not in followed else None)
         if passed:
-            raise Undecided(f"a pointer into {passed[0]} is passed on")
+            raise Undecided(f"a pointer into {passed[0]} is passed to a helper the check "
+                            "does not know")
+        for call in known:
+            self.all_reduce(call)
         for load in found:
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
                        "how": "load"})
+
+    def all_reduce(self, call: Any) -> None:
+        """TileLang's ``tl::AllReduce<Reducer, threads, scale, thread_offset[, Barrier[,
+        batch, stride]]>::run(x, red_buf)`` (``tl_templates/cuda/reduce.h``): at each level
+        of its butterfly whose offset (``threads / 2``, halved down to ``scale``) is 32 or
+        more, it synchronises, stores each thread's value at ``red_buf[tid - offset (+ i *
+        stride)]``, synchronises again and reads its partner's. Its stores are the threads'
+        own (outside the model, as every store); its reads of the workspace are records, and
+        its barrier is a ``__syncthreads`` for the model where it spans every thread running
+        the call (``SyncThreadsBarrier``, or ``NamedBarrier<n>`` with ``n`` those threads)."""
+        name = str(call.args[0].value)
+        inner = name[len("tl::AllReduce<"):name.rindex(">")]
+        parts = [part.strip() for part in inner.split(",")]
+        pointer = next((arg for arg in call.args[1:] if kind(arg) == "Call"
+                        and short(op_name(arg)) == "address_of"), None)
+        if pointer is None:
+            return  # no workspace: warp shuffles only
+        try:
+            threads, scale = int(parts[1]), int(parts[2])
+            offset = int(parts[3])
+        except (IndexError, ValueError):
+            raise Undecided(f"a pointer into a workspace is passed to {name}") from None
+        batch, stride = 1, 0
+        if len(parts) >= 7:
+            batch, stride = int(parts[5]), int(parts[6])
+        levels = 0
+        half = threads // 2
+        while half >= scale and half >= 32:
+            levels += 1
+            half //= 2
+        if not levels:
+            return
+        lo_t, hi_t = self.env.get(self.threads, (0, 0)) if self.threads is not None \
+            else (0, 0)
+        running = hi_t - lo_t + 1
+        barrier = parts[4] if len(parts) >= 5 else "tl::SyncThreadsBarrier"
+        whole = barrier == "tl::SyncThreadsBarrier" or barrier == f"tl::NamedBarrier<{running}>"
+        if barrier.startswith("tl::NamedBarrier<") and not barrier.endswith(">"):
+            raise Undecided(f"a pointer into a workspace is passed to {name}")
+        load = pointer.args[0]
+        first = max(hi_t - offset + 1, threads)
+        span = (1 << (first - 1).bit_length()) + (batch - 1) * stride
+        size = load.buffer.dtype.bits * load.buffer.dtype.lanes // 8
+        buffer, root, lo, _ = self.region(load.buffer, list(load.indices))
+        for _ in range(levels):
+            if whole:
+                self.emit({"op": "sync"})
+                self.emit({"op": "sync"})
+            self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
+                       "hi": lo + span * size - 1, "how": "tl::AllReduce"})
 
     # --- the barrier operations of TMA pipelines (Hopper, Blackwell): mbarrier
     # initialisation, waits with their parity, arrivals with their count, expected bytes,
