@@ -796,3 +796,37 @@ def test_a_reduction_workspace_is_followed_into_the_template() -> None:
     assert found["verdict"] == "hazard", found
     assert any(f["buffer"] == "workspace" and f["kind"] == "RAW" for f in found["findings"]), \
         found
+
+
+# --- a ring whose slot and phase come from a counter the kernel keeps -------------------
+
+# A loader and a math warpgroup, each counting the tiles it has handled in a
+# ``T.alloc_var``; slot and phase follow from the count (``T.wait_wgmma`` retires the math).
+COUNTED_RING = read("hazards/counted_ring.py")
+
+
+def _count_by(step: int) -> Any:
+    """A mutation: the math side's counter advanced by ``step`` per tile."""
+
+    def change(stmt: Any) -> Any:
+        if type(stmt).__name__ != "BufferStore" or stmt.buffer.name != "uses" \
+                or type(stmt.value).__name__ != "Add":
+            return None
+        return tvm.tirx.BufferStore(stmt.buffer, stmt.value.a + step, stmt.indices)
+
+    return change
+
+
+def test_a_phase_from_a_counter_is_followed_on_sm90a() -> None:
+    """A wait's parity and a slot from a counter the kernel increments are known at each
+    iteration (they were "not checked"): the ring is clean; a counter that skips tiles, or
+    a flipped parity on the math side, is flagged."""
+    after, code = lowered(COUNTED_RING, "counted_ring", "sm_90a", M=1024, N=1024, K=1024)
+    assert "uses" in code
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "none", found
+    skipping = check(_outside_loop(after, _count_by(2), ["tirx.BufferStore"]), "sm_90a")
+    assert skipping["verdict"] == "hazard", skipping
+    flipped = check(mutated(after, _nth("mbarrier_wait_parity", 1, _flip)(), loop_only=False),
+                    "sm_90a")
+    assert flipped["verdict"] == "hazard", flipped

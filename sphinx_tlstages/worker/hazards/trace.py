@@ -30,7 +30,7 @@ BARRIER_OPS = frozenset({
     "mbarrier_arrive", "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
     "tma_load_multicast",
     "ptx_cp_async_barrier_noinc", "ptx_fence_barrier_init", "warpgroup_wait",
-    "warpgroup_commit_batch",
+    "wait_wgmma", "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
     "ptx_wgmma_rs"})
 
@@ -70,7 +70,7 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                        "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
-                       "ptx_cp_async_barrier_noinc"})
+                       "wait_wgmma", "ptx_cp_async_barrier_noinc"})
 # Reads through a pointer: bytes each thread reads at its address.
 _POINTER_READS = {"ptx_ldmatrix": 16}
 # Stores the threads make themselves through a pointer (like a BufferStore into shared
@@ -92,6 +92,8 @@ class Trace:
         # The trip count of each synchronised loop whose extent is a range, by the extent,
         # for this walk (the driver tries each; see :class:`Ranged`).
         self.trips = dict(trips or {})
+        # Inside code walked once for many runs: a scalar's store leaves it unknown.
+        self.summarised = 0
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
         self.records: list[Record] = []
         self.where: list[str] = []
@@ -230,7 +232,13 @@ class Trace:
             if extent[1] <= 0:
                 return
             self.env[stmt.loop_var] = (lo[0], lo[1] + extent[1] - 1)
-            self.walk(stmt.body)
+            self.forget(stmt.body)
+            self.summarised += 1
+            try:
+                self.walk(stmt.body)
+            finally:
+                self.summarised -= 1
+            self.forget(stmt.body)
             return
         lo_c = self.constant(stmt.min, name)
         low, high = self.extent(stmt.extent, name)
@@ -270,6 +278,8 @@ class Trace:
             return
         # Accesses under a condition: those of both branches, each with what the
         # condition says of a variable's range (``tx < 64``: a copy by half the threads).
+        self.forget(stmt)
+        self.summarised += 1
         for case, holds in ((stmt.then_case, True), (stmt.else_case, False)):
             if case is None:
                 continue
@@ -280,6 +290,8 @@ class Trace:
                 self.walk(case)
             finally:
                 self.env.update(saved)
+        self.summarised -= 1
+        self.forget(stmt)
 
     def branch(self, stmt: Any) -> None:
         """A synchronisation under a condition on the thread index: one elected thread
@@ -292,10 +304,14 @@ class Trace:
         name = short(op_name(cond)) if kind(cond) == "Call" else kind(cond)
         if name in ("tl_shuffle_elect", "EQ") and stmt.else_case is None:
             outer, self.elected = self.elected, True
+            self.forget(stmt.then_case)  # one thread's scalars: the others' differ
+            self.summarised += 1
             try:
                 self.walk(stmt.then_case)
             finally:
                 self.elected = outer
+                self.summarised -= 1
+            self.forget(stmt.then_case)
             return
         # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
         # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself.
@@ -324,6 +340,24 @@ class Trace:
         self.reads(stmt.value)
         for index in stmt.indices:
             self.reads(index)
+        key = _scalar(stmt)
+        if key is not None:  # a counter or phase the kernel keeps (``T.alloc_var``)
+            try:
+                if self.summarised:
+                    raise Unbounded("stored in code walked once for many runs")
+                self.env[key] = interval(stmt.value, self.env)
+            except Unbounded:
+                self.env.pop(key, None)
+
+    def forget(self, stmt: Any) -> None:
+        """Drop the values of the scalars ``stmt`` stores to: code walked once for many
+        runs (a summarised loop, both branches of a condition) leaves them unknown."""
+        found: list[Any] = []
+        post_order_visit(stmt, lambda node: found.append(_scalar(node))
+                         if kind(node) == "BufferStore" else None)
+        for key in found:
+            if key is not None:
+                self.env.pop(key, None)
 
     def has_sync(self, stmt: Any) -> bool:
         key = stmt.__chandle__()
@@ -573,7 +607,8 @@ class Trace:
                        "multicast": True})
         elif name == "ptx_fence_barrier_init":
             self.emit({"op": "fence"})
-        elif name == "warpgroup_wait":
+        elif name in ("warpgroup_wait", "wait_wgmma"):
+            # ``T.wait_wgmma(n)`` is ``tl::wait_wgmma<n>``: ``cute::warpgroup_wait<n>`` too.
             self.emit({"op": "wgwait", "n": self.constant(args[0], "a warpgroup wait")})
         elif name == "warpgroup_commit_batch":
             self.batch = set()
@@ -625,6 +660,18 @@ class Trace:
         if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
             raise Undecided(f"a synchronisation under the condition {stmt.condition}")
         self.records.extend(paths[0])
+
+
+def _scalar(stmt: Any) -> tuple[Any, str] | None:
+    """The key of a local integer scalar a store sets (``T.alloc_var``: a one-element
+    local buffer at index 0), in the walk's environment; None for any other store."""
+    buffer = stmt.buffer
+    scope = str(getattr(buffer.data.type_annotation, "storage_scope", ""))
+    if not scope.startswith("local") or not str(buffer.dtype).startswith(("int", "uint")):
+        return None
+    if len(stmt.indices) != 1 or integer(stmt.indices[0]) != 0:
+        return None
+    return buffer.data, "scalar"
 
 
 def branch_roles(cases: list[Any]) -> list[str]:
