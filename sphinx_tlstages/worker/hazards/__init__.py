@@ -20,6 +20,13 @@ trip count is a range (set by the block index, as in causal attention) at each c
 the range up to that bound (:class:`.trace.Ranged`); ``verdict.at_sizes`` walks one value,
 the brute-force reference of the tests.
 
+Beyond the intrinsics: a local integer scalar the kernel keeps (``T.alloc_var``: a ring's
+counter, a phase it flips) is followed in the walk's environment (``trace._scalar``;
+unknown after code walked once for many runs); ``T.wait_wgmma(n)`` retires wgmma reads as
+``warpgroup_wait`` does (both are ``cute::warpgroup_wait<n>``); TileLang's
+``tl::AllReduce`` template (``tl_templates/cuda/reduce.h``) reads its shared workspace at
+each butterfly level of offset 32 or more, between two barriers (``Trace.all_reduce``).
+
 Rules: an operation on shared memory the walk has no rule for, a synchronisation under a
 condition it cannot decide, or a loop it cannot bound is "not checked" with the reason,
 never "hazard"; a walk that raises is "not checked" too, never a failed variant. A new

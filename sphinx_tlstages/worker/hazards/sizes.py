@@ -20,8 +20,14 @@ is the verdict for a ``t`` below it: trip counts ``0 .. K0 + 2P`` cover every lo
 counts to each synchronised loop whose extent it sets (a binary search: an extent grows
 with its size). A size that sets no synchronised loop is fixed at one value: everything
 else it bounds (another loop's variable, a block index) is walked as an open range
-(:data:`.trace.OPEN`). Sizes read from a buffer, and trip counts that depend on the block
-index (causal attention), are not fixed here: the check says so.
+(:data:`.trace.OPEN`); a condition on such a size around a synchronisation is decided at
+that one value. The other places TileLang's lowering puts a size are the copies'
+predicates (which elements of a partial tile are fetched, not which bytes are written) and
+the epilogue's slots and parities, which the trip count sets; a shared index that uses a
+size in any other way is walked at the value chosen for each trip count. A trip count that
+depends on the block index (causal attention) or is read from memory (``s_cum[b + 1] -
+s_cum[b]``) is not a size: the walk meets it as a range and is repeated per count
+(:class:`.trace.Ranged`, ``verdict._every``), to the same bound.
 """
 
 from __future__ import annotations
