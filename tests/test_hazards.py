@@ -830,3 +830,40 @@ def test_a_phase_from_a_counter_is_followed_on_sm90a() -> None:
     flipped = check(mutated(after, _nth("mbarrier_wait_parity", 1, _flip)(), loop_only=False),
                     "sm_90a")
     assert flipped["verdict"] == "hazard", flipped
+
+
+# --- a trip count read from memory -------------------------------------------------------
+
+# Packed sequences of different lengths: each block's row count is ``starts[b + 1] -
+# starts[b]``, read from memory (each role of the sm_90a kernel reads it again).
+RAGGED_TOTALS = read("hazards/ragged_totals.py")
+RAGGED_CASES = [("sm_80", "clean"), ("sm_80", "the wait deleted in the first iteration"),
+                ("sm_80", "the barriers deleted when the loop runs once"),
+                ("sm_90a", "clean"), ("sm_90a", "the parity flipped when the loop runs once")]
+
+
+@pytest.mark.parametrize(("arch", "mutation"), RAGGED_CASES,
+                         ids=[f"{a}-{m}" for a, m in RAGGED_CASES])
+def test_a_trip_count_read_from_memory_is_checked_for_every_count(arch: str,
+                                                                  mutation: str) -> None:
+    """A length read from memory is a size like ``T.dynamic``'s (it was "not checked: a
+    synchronisation under the condition 0 < rows"): one verdict, equal to what each row
+    count gives on its own."""
+    after, _ = lowered(RAGGED_TOTALS, "ragged_totals", arch, batch=4, total_rows=4096, N=64,
+                       num_stages=2)
+    spec = next(((*change, when) for defect, change in DEFECTS[arch].items()
+                 for name, when in WHEN.items() if mutation == f"{defect} {name}"), None)
+    if spec is not None:
+        after = _when(after, *spec)
+    found = check(after, arch)
+    each = {rows: hazard_check.at_sizes(after, ir_facts.main_function,
+                                        ir_facts.device_function,
+                                        {"rows": rows, "first": 0})["verdict"]
+            for rows in range(0, TOTALS_ROWS * 24 + 1)}
+    racy = [rows for rows, said in each.items() if said == "hazard"]
+    if spec is None:
+        assert found["verdict"] == "none" and not racy, (found, racy)
+        assert "for every first, rows" in found["text"]
+    else:
+        assert racy and len(racy) < len(each), racy
+        assert found["verdict"] == "hazard", found

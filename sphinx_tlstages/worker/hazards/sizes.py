@@ -35,8 +35,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
-from tvm.tirx.stmt_functor import post_order_visit
+from tilelang import tvm
+from tvm.tirx.stmt_functor import post_order_visit, substitute
 
 from ..ir.walk import integer, kind
 from .intervals import Interval, Unbounded, interval
@@ -51,8 +51,45 @@ MAX_WALKS = 64
 
 
 def symbolic(func: Any) -> list[Any]:
-    """The device function's integer parameters: its symbolic sizes."""
-    return [var for var in func.params if str(var.dtype).startswith(("int", "uint"))]
+    """The kernel's symbolic sizes: the device function's integer parameters, and the
+    integer variables it binds to a value read from memory (``rows = starts[b + 1] -
+    starts[b]``: a length the data sets), in the order they appear."""
+    return [var for group in sized(func) for var in group]
+
+
+def sized(func: Any) -> list[list[Any]]:
+    """The symbolic sizes in groups that take one value: a parameter alone; variables
+    bound to the same value read from memory together (each role of a warp-specialised
+    kernel binds its own ``rows``, equal to the other's)."""
+    groups: list[list[Any]] = [[var] for var in func.params
+                               if str(var.dtype).startswith(("int", "uint"))]
+    keys: dict[int, list[Any]] = {}
+
+    def visit(node: Any) -> None:
+        if kind(node) in ("Bind", "LetStmt") and str(node.var.dtype).startswith(("int", "uint")):
+            loads: list[Any] = []
+            post_order_visit(node.value, lambda n: loads.append(n)
+                             if kind(n) == "BufferLoad" and _global(n.buffer) else None)
+            if not loads:
+                return
+            # The same value up to the sizes already grouped (each role binds its own
+            # ``first`` before ``rows = starts[b + 1] - first``).
+            same = {var: group[0] for group in groups for var in group[1:]}
+            key = int(tvm.ir.structural_hash(substitute(node.value, same) if same
+                                             else node.value))
+            if key not in keys:
+                keys[key] = []
+                groups.append(keys[key])
+            if not any(var.same_as(node.var) for var in keys[key]):
+                keys[key].append(node.var)
+
+    post_order_visit(func.body, visit)
+    return groups
+
+
+def _global(buffer: Any) -> bool:
+    scope = str(getattr(buffer.data.type_annotation, "storage_scope", ""))
+    return scope in ("", "global")
 
 
 def _uses(expr: Any, var: Any) -> bool:
@@ -123,38 +160,44 @@ def _trips(extent: Any, env: dict[Any, Interval]) -> int | None:
 def choices(func: Any, counts: list[int]) -> tuple[list[dict[Any, int]], int, int]:
     """The assignments of the symbolic sizes to walk (``[{}]``: none), and ``(K0, P)``
     (:class:`.trace.Undecided` where there are too many assignments)."""
-    sizes = symbolic(func)
+    groups = sized(func)
     warmup, cycle = period(func, counts)
-    if not sizes:
+    if not groups:
         return [{}], warmup, cycle
     top = warmup + 2 * cycle
     loops = synced_loops(func)
-    values: dict[Any, set[int]] = {}
-    for var in sizes:
-        env = {other: (FREE, FREE) for other in sizes if not other.same_as(var)}
+    values: list[set[int]] = []
+    for group in groups:
+        env = {other: (FREE, FREE) for each in groups if each is not group for other in each}
+
+        def at(value: int, extent: Any, env: dict[Any, Interval] = env,
+               group: list[Any] = group) -> int | None:
+            return _trips(extent, {**env, **{var: (value, value) for var in group}})
+
         found: set[int] = set()
         for loop in loops:
             extent = loop.extent
-            if not _uses(extent, var):
+            if not any(_uses(extent, var) for var in group):
                 continue
             for trips in range(top + 1):
                 lo, hi = 0, _TOP  # the least value whose trip count reaches ``trips``
-                if (_trips(extent, {**env, var: (hi, hi)}) or 0) < trips:
+                if (at(hi, extent) or 0) < trips:
                     break
                 while lo < hi:
                     mid = (lo + hi) // 2
-                    got = _trips(extent, {**env, var: (mid, mid)})
+                    got = at(mid, extent)
                     if got is None:
                         lo = hi
                         break
                     lo, hi = (mid + 1, hi) if got < trips else (lo, mid)
-                if _trips(extent, {**env, var: (lo, lo)}) == trips:
+                if at(lo, extent) == trips:
                     found.add(lo)
-        values[var] = found or {FREE}
+        values.append(found or {FREE})
     walks: list[dict[Any, int]] = [{}]
-    for var in sizes:
-        walks = [{**walk, var: value} for walk in walks for value in sorted(values[var])]
+    for group, chosen in zip(groups, values, strict=True):
+        walks = [{**walk, **{var: value for var in group}} for walk in walks
+                 for value in sorted(chosen)]
         if len(walks) > MAX_WALKS:
             raise Undecided(f"more than {MAX_WALKS} walks for the symbolic sizes "
-                            f"{', '.join(str(v.name) for v in sizes)}")
+                            f"{', '.join(str(g[0].name) for g in groups)}")
     return walks, warmup, cycle

@@ -215,6 +215,8 @@ class Trace:
             root, offset = self.base(value.args[0])
             extra = self.constant(value.args[1], f"the offset of {stmt.var.name}")
             self.bases[stmt.var] = (root, offset + extra)
+        elif stmt.var in self.sizes:
+            pass  # a length read from memory: fixed for this walk, as a symbolic size
         elif str(stmt.var.dtype).startswith(("int", "uint", "bool")):
             with contextlib.suppress(Unbounded):  # an index that uses it says so
                 self.env[stmt.var] = interval(value, self.env)

@@ -68,7 +68,8 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
         pending: list[dict[int, int]] = [{}]
         while pending:
             trips = pending.pop(0)
-            said = ", ".join([f"{var.name} = {value}" for var, value in walk.items()]
+            said = ", ".join([*dict.fromkeys(f"{var.name} = {value}"
+                                             for var, value in walk.items())]
                              + [f"{ranged[key][0]} running {n} times"
                                 for key, n in trips.items()])
             try:
@@ -99,7 +100,7 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
                 return found
     if not found:
         return not_checked("no asynchronous copy into shared memory")
-    names = ", ".join(str(var.name) for var in walks[0])
+    names = ", ".join(dict.fromkeys(str(var.name) for var in walks[0]))
     covered = [f"every {names}" if names else ""] + [
         f"{name} running {lo} to {top} times" for name, lo, top in ranged.values()]
     if found["verdict"] == "none" and (names or ranged):
