@@ -116,7 +116,7 @@ def period(func: Any, counts: list[int]) -> tuple[int, int]:
 
     def visit(node: Any) -> None:
         nonlocal warmup
-        if kind(node) == "For":
+        if kind(node) == "For" and has_call(node.body, _SYNC_OPS):  # a synchronised loop
             stages = integer((node.annotations or {}).get("tl_pipelined_num_stages", 0))
             if stages:
                 cycle.append(stages)
