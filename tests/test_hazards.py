@@ -880,3 +880,233 @@ def test_the_unneeded_barrier_is_a_row_of_the_hazards_table(build, buildername: 
     assert text.count("not needed by any") == 1, text[-3000:]
     assert re.search(r"__syncthreads: not needed by any .{0,120}it may still order global "
                      r"memory or registers \(CUDA line \d+", text), text[-3000:]
+
+
+# --- a symbolic trip count: every value covered, checked against each value ---------------
+
+# Column totals of a matrix whose row count is only known at launch (``T.dynamic``).
+COLUMN_TOTALS = read("hazards/column_totals.py")
+TOTALS_ROWS = 16  # the kernel's block_rows
+
+
+def _when(after: dict[str, Any], name: str, replace: Any, when: Any) -> dict[str, Any]:
+    """``after`` with every call ``name`` of each loop of a symbolic extent that issues no
+    TMA copy (the pipelined loop; on sm_90a, the consumer's) replaced by ``replace`` in the
+    iterations where ``when(k, trips)`` holds (k the loop variable, trips its extent): a
+    defect of some trip counts only."""
+
+    def in_loop(node: Any) -> Any:
+        if type(node).__name__ != "For" or type(node.extent).__name__ == "IntImm":
+            return None
+        copies: list[Any] = []
+        post_order_visit(node.body, lambda n: copies.append(n) if type(n).__name__ == "Call"
+                         and str(n.op.name).endswith("tma_load") else None)
+        if copies:
+            return None
+        def change(stmt: Any) -> Any:
+            if not _calls(stmt, name):
+                return None
+            return tvm.tirx.IfThenElse(when(node.loop_var, node.extent), replace(stmt), stmt)
+
+        body = ir_transform(node.body, None, change, ["tirx.Evaluate"])
+        return tvm.tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
+                            node.thread_binding, node.annotations)
+
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    body = ir_transform(device.body, None, in_loop, ["tirx.For"])
+    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
+
+
+def _eq(a: Any, b: int) -> Any:
+    return tvm.tirx.EQ(a, tvm.tirx.IntImm("int32", b))
+
+
+# When a defect shows: in some iterations (k the loop variable, n its trip count) only.
+WHEN = {
+    "in the first iteration": lambda k, n: _eq(k, 0),
+    "after the ring wrapped four times": lambda k, n: _eq(k, 9),
+    "when the loop runs once": lambda k, n: _eq(n, 1),
+    "in the last iteration of an even count": lambda k, n: tvm.tirx.And(
+        tvm.tirx.EQ(k + 1, n), _eq(tvm.tirx.floormod(n, 2), 0)),
+}
+# The defect, per target: a cp.async wait deleted, a barrier deleted (sm_80); a ring's
+# wait with the wrong parity (sm_90a).
+DEFECTS = {"sm_80": {"the wait deleted": ("ptx_wait_group", _no_op),
+                     "the barriers deleted": ("tvm_storage_sync", _no_op)},
+           "sm_90a": {"the parity flipped": ("mbarrier_wait_parity", _flip)}}
+TOTALS = [("sm_80", 1), ("sm_80", 2), ("sm_90a", 2)]
+COUNT_CASES = [(arch, stages, mutation) for arch, stages in TOTALS
+               for mutation in ["clean", *[f"{defect} {when}" for defect in DEFECTS[arch]
+                                           for when in WHEN]]]
+_TOTALS: dict[tuple[str, int], dict[str, Any]] = {}
+
+
+@pytest.mark.parametrize(("arch", "num_stages", "mutation"), COUNT_CASES,
+                         ids=[f"{a}-ns{n}-{m}" for a, n, m in COUNT_CASES])
+def test_a_symbolic_trip_count_is_checked_for_every_count(arch: str, num_stages: int,
+                                                          mutation: str) -> None:
+    """The verdict for every row count (one answer, from the periodic argument) equals
+    what each row count gives on its own, for every count up to far past the argument's
+    bound (every row count, not one per trip count)."""
+    if (arch, num_stages) not in _TOTALS:
+        _TOTALS[arch, num_stages], _ = lowered(COLUMN_TOTALS, "column_totals", arch, N=64,
+                                               num_stages=num_stages)
+    after = _TOTALS[arch, num_stages]
+    spec = next(((*change, when) for defect, change in DEFECTS[arch].items()
+                 for name, when in WHEN.items() if mutation == f"{defect} {name}"), None)
+    if spec is not None:
+        after = _when(after, *spec)
+    found = check(after, arch)
+    assert found["verdict"] in ("none", "hazard"), found
+    each = {rows: hazard_check.at_sizes(after, ir_facts.main_function,
+                                        ir_facts.device_function, {"rows": rows})["verdict"]
+            for rows in range(0, TOTALS_ROWS * 24 + 1)}
+    racy = sorted(rows for rows, said in each.items() if said == "hazard")
+    assert set(each.values()) <= {"none", "hazard", "not checked"}
+    assert "not checked" not in {v for r, v in each.items() if r > 0}, each
+    if spec is None:
+        assert found["verdict"] == "none" and not racy, (found, racy)
+        assert "for every rows" in found["text"]
+        return
+    # Each defect shows for some counts only, and the one verdict says so.
+    assert racy and len(racy) < len(each), (mutation, racy)
+    assert found["verdict"] == "hazard", (mutation, found, racy[:5])
+    shown = int(re.search(r"with rows = (\d+)", found["text"]).group(1))
+    assert each[shown] == "hazard"
+
+
+# --- TileLang's reduction template and its shared workspace -----------------------------
+
+# Row norms: tiles streamed through shared memory, then a sum across the 64 threads of a
+# row, which goes through ``tl::AllReduce`` and a workspace sharing the tile's bytes.
+ROW_NORMS = read("hazards/row_norms.py")
+NORM_ARGS = {"M": 1024, "N": 1024, "block_M": 2, "block_N": 256, "num_stages": 2}
+
+
+def _workspace_at(element: int) -> Any:
+    """A mutation: the reduction's workspace pointer moved ``element`` floats on."""
+
+    def change(stmt: Any) -> Any:
+        if type(stmt).__name__ != "BufferStore" or type(stmt.value).__name__ != "Call" \
+                or not str(stmt.value.args[0]).strip('"').startswith("tl::AllReduce<"):
+            return None
+        args = list(stmt.value.args)
+        load = args[2].args[0]
+        args[2] = tvm.tirx.address_of(tvm.tirx.BufferLoad(
+            load.buffer, [tvm.tirx.IntImm("int32", element)]))
+        return tvm.tirx.BufferStore(stmt.buffer, tvm.tirx.Call(stmt.value.dtype,
+                                                               stmt.value.op, args),
+                                    stmt.indices)
+
+    return change
+
+
+def _outside_loop(after: dict[str, Any], change: Any, kinds: list[str]) -> dict[str, Any]:
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    body = ir_transform(device.body, None, change, kinds)
+    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
+
+
+def test_a_reduction_workspace_is_followed_into_the_template() -> None:
+    """The workspace pointer passed to ``tl::AllReduce`` is read as the template reads it:
+    the kernel is checked (it was "not checked: a pointer into workspace is passed on"),
+    and a workspace over bytes a copy still fills is a RAW on it."""
+    after, code = lowered(ROW_NORMS, "row_norms", "sm_80", **NORM_ARGS)
+    assert "tl::AllReduce" in code
+    assert check(after)["verdict"] == "none", check(after)
+    # The workspace over the second slot of the tile, whose last copy the epilogue's
+    # wait<0> completes: still clean; with that wait raised to 1, the template's read races
+    # the copy.
+    moved = _outside_loop(after, _workspace_at(256), ["tirx.BufferStore"])
+    assert check(moved)["verdict"] == "none", check(moved)
+    seen = [0]
+
+    def epilogue_wait(stmt: Any) -> Any:
+        if not _calls(stmt, "ptx_wait_group") or stmt.value.args[0].value != 0:
+            return None
+        seen[0] += 1
+        return _wait_more(stmt)
+
+    racy = _outside_loop(moved, epilogue_wait, ["tirx.Evaluate"])
+    assert seen[0] == 1
+    found = check(racy)
+    assert found["verdict"] == "hazard", found
+    assert any(f["buffer"] == "workspace" and f["kind"] == "RAW" for f in found["findings"]), \
+        found
+
+
+# --- a ring whose slot and phase come from a counter the kernel keeps -------------------
+
+# A loader and a math warpgroup, each counting the tiles it has handled in a
+# ``T.alloc_var``; slot and phase follow from the count (``T.wait_wgmma`` retires the math).
+COUNTED_RING = read("hazards/counted_ring.py")
+
+
+def _count_by(step: int) -> Any:
+    """A mutation: the math side's counter advanced by ``step`` per tile."""
+
+    def change(stmt: Any) -> Any:
+        if type(stmt).__name__ != "BufferStore" or stmt.buffer.name != "uses" \
+                or type(stmt.value).__name__ != "Add":
+            return None
+        return tvm.tirx.BufferStore(stmt.buffer, stmt.value.a + step, stmt.indices)
+
+    return change
+
+
+def test_a_phase_from_a_counter_is_followed_on_sm90a() -> None:
+    """A wait's parity and a slot from a counter the kernel increments are known at each
+    iteration (they were "not checked"): the ring is clean; a counter that skips tiles, or
+    a flipped parity on the math side, is flagged."""
+    after, code = lowered(COUNTED_RING, "counted_ring", "sm_90a", M=1024, N=1024, K=1024)
+    assert "uses" in code
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "none", found
+    skipping = check(_outside_loop(after, _count_by(2), ["tirx.BufferStore"]), "sm_90a")
+    assert skipping["verdict"] == "hazard", skipping
+    flipped = check(mutated(after, _nth("mbarrier_wait_parity", 1, _flip)(), loop_only=False),
+                    "sm_90a")
+    assert flipped["verdict"] == "hazard", flipped
+
+
+# --- a trip count read from memory -------------------------------------------------------
+
+# Packed sequences of different lengths: each block's row count is ``starts[b + 1] -
+# starts[b]``, read from memory (each role of the sm_90a kernel reads it again).
+RAGGED_TOTALS = read("hazards/ragged_totals.py")
+RAGGED_CASES = [("sm_80", "clean"), ("sm_80", "the wait deleted in the first iteration"),
+                ("sm_80", "the barriers deleted when the loop runs once"),
+                ("sm_90a", "clean"), ("sm_90a", "the parity flipped when the loop runs once")]
+
+
+@pytest.mark.parametrize(("arch", "mutation"), RAGGED_CASES,
+                         ids=[f"{a}-{m}" for a, m in RAGGED_CASES])
+def test_a_trip_count_read_from_memory_is_checked_for_every_count(arch: str,
+                                                                  mutation: str) -> None:
+    """A length read from memory is a size like ``T.dynamic``'s (it was "not checked: a
+    synchronisation under the condition 0 < rows"): one verdict, equal to what each row
+    count gives on its own."""
+    after, _ = lowered(RAGGED_TOTALS, "ragged_totals", arch, batch=4, total_rows=4096, N=64,
+                       num_stages=2)
+    spec = next(((*change, when) for defect, change in DEFECTS[arch].items()
+                 for name, when in WHEN.items() if mutation == f"{defect} {name}"), None)
+    if spec is not None:
+        after = _when(after, *spec)
+    found = check(after, arch)
+    each = {rows: hazard_check.at_sizes(after, ir_facts.main_function,
+                                        ir_facts.device_function,
+                                        {"rows": rows, "first": 0})["verdict"]
+            for rows in range(0, TOTALS_ROWS * 24 + 1)}
+    racy = [rows for rows, said in each.items() if said == "hazard"]
+    if spec is None:
+        assert found["verdict"] == "none" and not racy, (found, racy)
+        assert "for every first, rows" in found["text"]
+    else:
+        assert racy and len(racy) < len(each), racy
+        assert found["verdict"] == "hazard", found

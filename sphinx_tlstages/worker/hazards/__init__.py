@@ -11,8 +11,24 @@ cp.async model; :mod:`...core.hazards.rings`, the mbarrier model). The verdict i
 finding is a ``tlstages.hazard`` warning (``ext/checks/run.py``), ``:expect-hazard:``
 makes it a note.
 
+Sizes known only at launch (:mod:`.sizes`): a synchronised loop's trip count matters to the
+check only through a ring's state (slots, parities, open cp.async groups), which repeats
+with a period ``P`` after a warm-up ``K0``; so trip counts ``0 .. K0 + 2P`` cover every
+longer loop. A symbolic size is walked at the least value giving each of those counts
+(elsewhere it leaves its ranges open: a grid, an unsynchronised loop), and a loop whose
+trip count is a range (set by the block index, as in causal attention) at each count of
+the range up to that bound (:class:`.trace.Ranged`); ``verdict.at_sizes`` walks one value,
+the brute-force reference of the tests.
+
+Beyond the intrinsics: a local integer scalar the kernel keeps (``T.alloc_var``: a ring's
+counter, a phase it flips) is followed in the walk's environment (``trace._scalar``;
+unknown after code walked once for many runs); ``T.wait_wgmma(n)`` retires wgmma reads as
+``warpgroup_wait`` does (both are ``cute::warpgroup_wait<n>``); TileLang's
+``tl::AllReduce`` template (``tl_templates/cuda/reduce.h``) reads its shared workspace at
+each butterfly level of offset 32 or more, between two barriers (``Trace.all_reduce``).
+
 Rules: an operation on shared memory the walk has no rule for, a synchronisation under a
-condition it cannot decide, or a loop of unknown length is "not checked" with the reason,
+condition it cannot decide, or a loop it cannot bound is "not checked" with the reason,
 never "hazard"; a walk that raises is "not checked" too, never a failed variant. A new
 TileLang that emits a new intrinsic shows up as "not checked: X accesses S, which the
 check does not model" on the book's pages: add its rule and a mutation test.

@@ -81,6 +81,8 @@ def interval(expr: Any, env: dict[Any, Interval]) -> Interval:
         return found
     if what == "Cast":
         return interval(expr.value, env)
+    if what == "BufferLoad" and (expr.buffer.data, "scalar") in env:
+        return env[expr.buffer.data, "scalar"]  # a local scalar the walk follows
     if what in ("Add", "Sub", "Mul", "Min", "Max", "FloorDiv", "Div", "FloorMod", "Mod"):
         a, b = interval(expr.a, env), interval(expr.b, env)
         if what == "Add":

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
+from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit
 
 from ..ir.walk import integer, kind, op_name, short
@@ -29,8 +30,7 @@ BARRIER_OPS = frozenset({
     "mbarrier_arrive", "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
     "tma_load_multicast",
     "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier", "ptx_fence_barrier_init",
-    "fence_proxy_async", "warpgroup_wait",
-    "warpgroup_commit_batch",
+    "fence_proxy_async", "warpgroup_wait", "wait_wgmma", "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
     "ptx_wgmma_rs"})
 
@@ -44,6 +44,16 @@ class Undecided(Exception):
     """The walk cannot say what the code does; the message says why."""
 
 
+class Ranged(Undecided):
+    """A synchronised loop whose trip count is a range (it depends on the block index,
+    as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`,
+    keyed by the extent's structural hash)."""
+
+    def __init__(self, key: int, lo: int, hi: int, name: str) -> None:
+        super().__init__(f"{name} has a trip count from {lo} to {hi}")
+        self.key, self.lo, self.hi = key, lo, hi
+
+
 def shared(var: Any) -> bool:
     """Whether a buffer's data lives in shared memory (barriers are not data)."""
     scope = getattr(getattr(var, "type_annotation", None), "storage_scope", "")
@@ -53,11 +63,14 @@ def shared(var: Any) -> bool:
 Record = dict[str, Any]
 # Loops unrolled in all, over the whole kernel: past this the check says "not checked".
 MAX_STEPS = 4096
+# The upper bound of a range a symbolic size leaves open: a loop variable or a block index
+# whose extent depends on one (:mod:`.sizes` fixes the size for the synchronised loops only).
+OPEN = 1 << 30
 _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                        "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
-                       "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier"})
+                       "wait_wgmma", "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier"})
 # Records that name the statement they come from (redundant synchronisation is found per
 # statement).
 SITE_OPS = frozenset({"sync", "wait", "bwait"})
@@ -71,8 +84,19 @@ _POINTER_STORES = frozenset({"ptx_stmatrix"})
 class Trace:
     """One walk of a device function; :attr:`records` is its output."""
 
-    def __init__(self, func: Any, boxes: dict[str, int] | None = None) -> None:
+    def __init__(self, func: Any, boxes: dict[str, int] | None = None,
+                 sizes: dict[Any, int] | None = None,
+                 trips: dict[int, int] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
+        # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
+        self.sizes = dict(sizes or {})
+        self.env.update({var: (value, value) for var, value in self.sizes.items()})
+        self.open: dict[int, bool] = {}  # whether an expression uses a symbolic size
+        # The trip count of each synchronised loop whose extent is a range, by the extent,
+        # for this walk (the driver tries each; see :class:`Ranged`).
+        self.trips = dict(trips or {})
+        # Inside code walked once for many runs: a scalar's store leaves it unknown.
+        self.summarised = 0
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
         self.records: list[Record] = []
         self.where: list[str] = []
@@ -105,6 +129,32 @@ class Trace:
         if lo != hi:
             raise Undecided(f"{what} is not known")
         return lo
+
+    def uses_size(self, expr: Any) -> bool:
+        """Whether an expression depends on one of the symbolic sizes."""
+        if not self.sizes:
+            return False
+        key = expr.__chandle__() if hasattr(expr, "__chandle__") else id(expr)
+        found = self.open.get(key)
+        if found is None:
+            hits: list[bool] = []
+            post_order_visit(expr, lambda node: hits.append(node in self.sizes)
+                             if kind(node) == "Var" else None)
+            found = self.open[key] = any(hits)
+        return found
+
+    def extent(self, expr: Any, what: str) -> Interval:
+        """A loop's trip count; one read from memory (a sequence's start in a cumulative
+        array, ``s_cum[b + 1] - s_cum[b]``) is any count, like a symbolic size's."""
+        try:
+            return self.bound(expr, what)
+        except Undecided:
+            loads: list[Any] = []
+            post_order_visit(expr, lambda node: loads.append(node)
+                             if kind(node) == "BufferLoad" else None)
+            if not loads:
+                raise
+            return 0, OPEN
 
     def base(self, var: Any) -> tuple[str, int]:
         return self.bases.get(var, (str(var.name), 0))
@@ -177,6 +227,11 @@ class Trace:
     def _AttrStmt(self, stmt: Any) -> None:
         if stmt.attr_key == "thread_extent":
             var = stmt.node.var
+            if str(stmt.node.thread_tag).startswith("blockIdx") and self.uses_size(stmt.value):
+                # A grid from a symbolic size: any block index, whatever size was fixed.
+                self.env[var] = (0, OPEN)
+                self.walk(stmt.body)
+                return
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
             if str(stmt.node.thread_tag) == "threadIdx.x":
@@ -189,6 +244,8 @@ class Trace:
             root, offset = self.base(value.args[0])
             extra = self.constant(value.args[1], f"the offset of {stmt.var.name}")
             self.bases[stmt.var] = (root, offset + extra)
+        elif stmt.var in self.sizes:
+            pass  # a length read from memory: fixed for this walk, as a symbolic size
         elif str(stmt.var.dtype).startswith(("int", "uint", "bool")):
             with contextlib.suppress(Unbounded):  # an index that uses it says so
                 self.env[stmt.var] = interval(value, self.env)
@@ -200,13 +257,30 @@ class Trace:
     def _For(self, stmt: Any) -> None:
         name = f"the loop over {stmt.loop_var.name}"
         if not self.has_sync(stmt.body):
-            lo, extent = self.bound(stmt.min, name), self.bound(stmt.extent, name)
+            lo, extent = self.bound(stmt.min, name), self.extent(stmt.extent, name)
+            if self.uses_size(stmt.extent):  # any trip count: the fixed size is one of many
+                extent = (extent[0], OPEN)
             if extent[1] <= 0:
                 return
             self.env[stmt.loop_var] = (lo[0], lo[1] + extent[1] - 1)
-            self.walk(stmt.body)
+            self.forget(stmt.body)
+            self.summarised += 1
+            try:
+                self.walk(stmt.body)
+            finally:
+                self.summarised -= 1
+            self.forget(stmt.body)
             return
-        lo_c, extent_c = self.constant(stmt.min, name), self.constant(stmt.extent, name)
+        lo_c = self.constant(stmt.min, name)
+        low, high = self.extent(stmt.extent, name)
+        if low != high:
+            # Loops of one extent run as often (a warp-specialised loop's two roles): one
+            # choice for both.
+            key = int(tvm.ir.structural_hash(stmt.extent))
+            if key not in self.trips:
+                raise Ranged(key, max(low, 0), max(high, 0), name)
+            low = high = self.trips[key]
+        extent_c = max(low, 0)
         self.steps += extent_c
         if self.steps > MAX_STEPS:
             raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")
@@ -235,6 +309,8 @@ class Trace:
             return
         # Accesses under a condition: those of both branches, each with what the
         # condition says of a variable's range (``tx < 64``: a copy by half the threads).
+        self.forget(stmt)
+        self.summarised += 1
         for case, holds in ((stmt.then_case, True), (stmt.else_case, False)):
             if case is None:
                 continue
@@ -245,6 +321,8 @@ class Trace:
                 self.walk(case)
             finally:
                 self.env.update(saved)
+        self.summarised -= 1
+        self.forget(stmt)
 
     def branch(self, stmt: Any) -> None:
         """A synchronisation under a condition on the thread index: one elected thread
@@ -257,10 +335,14 @@ class Trace:
         name = short(op_name(cond)) if kind(cond) == "Call" else kind(cond)
         if name in ("tl_shuffle_elect", "EQ") and stmt.else_case is None:
             outer, self.elected = self.elected, True
+            self.forget(stmt.then_case)  # one thread's scalars: the others' differ
+            self.summarised += 1
             try:
                 self.walk(stmt.then_case)
             finally:
                 self.elected = outer
+                self.summarised -= 1
+            self.forget(stmt.then_case)
             return
         # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
         # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself.
@@ -291,6 +373,14 @@ class Trace:
             self.reads(index)
         if shared(stmt.buffer.data):
             self.store(stmt.buffer, list(stmt.indices))
+        key = _scalar(stmt)
+        if key is not None:  # a counter or phase the kernel keeps (``T.alloc_var``)
+            try:
+                if self.summarised:
+                    raise Unbounded("stored in code walked once for many runs")
+                self.env[key] = interval(stmt.value, self.env)
+            except Unbounded:
+                self.env.pop(key, None)
 
     def store(self, buffer: Any, indices: list[Any], wide: bool = False) -> None:
         """A store the threads make into shared memory (outside the check's model: the
@@ -304,6 +394,16 @@ class Trace:
         except Undecided:
             name, (root, lo), hi = str(buffer.data.name), self.base(buffer.data), 1 << 62
         self.emit({"op": "store", "buffer": name, "root": root, "lo": lo, "hi": hi})
+
+    def forget(self, stmt: Any) -> None:
+        """Drop the values of the scalars ``stmt`` stores to: code walked once for many
+        runs (a summarised loop, both branches of a condition) leaves them unknown."""
+        found: list[Any] = []
+        post_order_visit(stmt, lambda node: found.append(_scalar(node))
+                         if kind(node) == "BufferStore" else None)
+        for key in found:
+            if key is not None:
+                self.env.pop(key, None)
 
     def has_sync(self, stmt: Any) -> bool:
         key = stmt.__chandle__()
@@ -410,13 +510,76 @@ class Trace:
                     and shared(node.args[0].buffer.data):
                 passed.append(str(node.args[0].buffer.name))
 
-        post_order_visit(expr, visit)
+        def template(node: Any) -> None:
+            if kind(node) == "Call" and short(op_name(node)) == "call_extern" \
+                    and kind(node.args[0]) == "StringImm" \
+                    and str(node.args[0].value).startswith("tl::AllReduce<"):
+                known.append(node)
+
+        known: list[Any] = []
+        post_order_visit(expr, template)
+        followed = {arg.__chandle__() for call in known for arg in call.args}
+        post_order_visit(expr, lambda node: visit(node)
+                         if node.__chandle__() not in followed else None)
         if passed:
-            raise Undecided(f"a pointer into {passed[0]} is passed on")
+            raise Undecided(f"a pointer into {passed[0]} is passed to a helper the check "
+                            "does not know")
+        for call in known:
+            self.all_reduce(call)
         for load in found:
             buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
                        "how": "load", "own": self.per_thread()})
+
+    def all_reduce(self, call: Any) -> None:
+        """TileLang's ``tl::AllReduce<Reducer, threads, scale, thread_offset[, Barrier[,
+        batch, stride]]>::run(x, red_buf)`` (``tl_templates/cuda/reduce.h``): at each level
+        of its butterfly whose offset (``threads / 2``, halved down to ``scale``) is 32 or
+        more, it synchronises, stores each thread's value at ``red_buf[tid - offset (+ i *
+        stride)]``, synchronises again and reads its partner's. Its stores are the threads'
+        own (outside the model, as every store); its reads of the workspace are records, and
+        its barrier is a ``__syncthreads`` for the model where it spans every thread running
+        the call (``SyncThreadsBarrier``, or ``NamedBarrier<n>`` with ``n`` those threads)."""
+        name = str(call.args[0].value)
+        inner = name[len("tl::AllReduce<"):name.rindex(">")]
+        parts = [part.strip() for part in inner.split(",")]
+        pointer = next((arg for arg in call.args[1:] if kind(arg) == "Call"
+                        and short(op_name(arg)) == "address_of"), None)
+        if pointer is None:
+            return  # no workspace: warp shuffles only
+        try:
+            threads, scale = int(parts[1]), int(parts[2])
+            offset = int(parts[3])
+        except (IndexError, ValueError):
+            raise Undecided(f"a pointer into a workspace is passed to {name}") from None
+        batch, stride = 1, 0
+        if len(parts) >= 7:
+            batch, stride = int(parts[5]), int(parts[6])
+        levels = 0
+        half = threads // 2
+        while half >= scale and half >= 32:
+            levels += 1
+            half //= 2
+        if not levels:
+            return
+        lo_t, hi_t = self.env.get(self.threads, (0, 0)) if self.threads is not None \
+            else (0, 0)
+        running = hi_t - lo_t + 1
+        barrier = parts[4] if len(parts) >= 5 else "tl::SyncThreadsBarrier"
+        whole = barrier == "tl::SyncThreadsBarrier" or barrier == f"tl::NamedBarrier<{running}>"
+        if barrier.startswith("tl::NamedBarrier<") and not barrier.endswith(">"):
+            raise Undecided(f"a pointer into a workspace is passed to {name}")
+        load = pointer.args[0]
+        first = max(hi_t - offset + 1, threads)
+        span = (1 << (first - 1).bit_length()) + (batch - 1) * stride
+        size = load.buffer.dtype.bits * load.buffer.dtype.lanes // 8
+        buffer, root, lo, _ = self.region(load.buffer, list(load.indices))
+        for _ in range(levels):
+            if whole:
+                self.emit({"op": "sync"})
+                self.emit({"op": "sync"})
+            self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
+                       "hi": lo + span * size - 1, "how": "tl::AllReduce"})
 
     # --- the barrier operations of TMA pipelines (Hopper, Blackwell): mbarrier
     # initialisation, waits with their parity, arrivals with their count, expected bytes,
@@ -517,7 +680,8 @@ class Trace:
             self.emit({"op": "fence"})
         elif name == "fence_proxy_async":
             self.emit({"op": "pfence"})
-        elif name == "warpgroup_wait":
+        elif name in ("warpgroup_wait", "wait_wgmma"):
+            # ``T.wait_wgmma(n)`` is ``tl::wait_wgmma<n>``: ``cute::warpgroup_wait<n>`` too.
             self.emit({"op": "wgwait", "n": self.constant(args[0], "a warpgroup wait")})
         elif name == "warpgroup_commit_batch":
             self.batch = set()
@@ -569,6 +733,18 @@ class Trace:
         if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
             raise Undecided(f"a synchronisation under the condition {stmt.condition}")
         self.records.extend(paths[0])
+
+
+def _scalar(stmt: Any) -> tuple[Any, str] | None:
+    """The key of a local integer scalar a store sets (``T.alloc_var``: a one-element
+    local buffer at index 0), in the walk's environment; None for any other store."""
+    buffer = stmt.buffer
+    scope = str(getattr(buffer.data.type_annotation, "storage_scope", ""))
+    if not scope.startswith("local") or not str(buffer.dtype).startswith(("int", "uint")):
+        return None
+    if len(stmt.indices) != 1 or integer(stmt.indices[0]) != 0:
+        return None
+    return buffer.data, "scalar"
 
 
 def branch_roles(cases: list[Any]) -> list[str]:

@@ -13,7 +13,8 @@ from ...core.hazards import needed
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, version_dims
-from .trace import Trace, Undecided, shared
+from .sizes import MAX_WALKS, choices, symbolic
+from .trace import Ranged, Trace, Undecided, shared
 
 
 def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
@@ -25,12 +26,18 @@ def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], 
     return found
 
 
+# Walks (values of the symbolic sizes, trip counts) past which no synchronisation is
+# named: each walk's search runs the check once per statement.
+_SEARCH_WALKS = 8
+
+
 def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
           device: Callable[[Any], Any]) -> dict[str, Any]:
     """The ``hazards`` fact and, where it found none, the ``unneeded_sync`` fact
     (:mod:`...core.hazards.needed`: each synchronisation statement no modelled dependence
     needs, by its ``op`` and ``site``, the statement's place among those of its kind in
-    the device code). Never raises."""
+    the device code). A kernel walked at several sizes or trip counts names a statement
+    only where every walk does. Never raises."""
     final = kept.get("final")
     if target.get("kind") != "cuda":
         return {"hazards": not_checked(
@@ -38,28 +45,128 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
             "unneeded_sync": []}
     if final is None:
         return {"hazards": not_checked("no final device code"), "unneeded_sync": []}
+    clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
     try:
-        func = device(final)
-        trace = Trace(func, _boxes(kept))
-        buffers = _buffers(trace, kept, main)
-        records = _sized(trace.records, buffers)
-        found = verdict(records, buffers)
+        func, boxes = device(final), _boxes(kept)
+        buffers = _buffers({}, kept, main)
+        walks, warmup, cycle = choices(func, [count for info in buffers.values()
+                                              for count in (info["versions"], info["tiles"])])
+        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean)
     except Undecided as exc:
         return {"hazards": not_checked(str(exc)), "unneeded_sync": []}
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
         return {"hazards": not_checked(
             f"the check failed ({type(exc).__name__}: {exc})"[:300]), "unneeded_sync": []}
     named: list[dict[str, Any]] = []
-    if found["verdict"] == "none":
+    if found["verdict"] == "none" and 0 < len(clean) <= _SEARCH_WALKS:
         try:
-            numbered, counts = sites(func, records)
-            # Each named statement with how many of its kind the code has: the page
-            # finds its CUDA line only where the listing prints as many.
-            named = [{**entry, "of": counts[entry["op"]]}
-                     for entry in needed.unneeded(numbered, buffers, clean=True)]
+            named = _named_in_every(func, clean)
         except Exception:  # a search that fails names nothing; the verdict stands
             named = []
     return {"hazards": found, "unneeded_sync": named}
+
+
+def _named_in_every(func: Any, clean: list[tuple[list[dict[str, Any]], dict[str, Any]]]
+                    ) -> list[dict[str, Any]]:
+    """What :func:`needed.unneeded` names in every clean walk (each with how many
+    statements of its kind the code has: the page finds its CUDA line only where the
+    listing prints as many). Fewer deletions race no more (the check's findings only grow
+    with what is deleted), so a subset of what each walk may delete together is still
+    deletable together; of a wait weakened differently, the least weakening is kept."""
+    common: dict[tuple[str, Any], dict[str, Any]] | None = None
+    for records, buffers in clean:
+        numbered, counts = sites(func, records)
+        here = {(entry["op"], entry["site"]): {**entry, "of": counts[entry["op"]]}
+                for entry in needed.unneeded(numbered, buffers, clean=True)}
+        if common is None:
+            common = here
+            continue
+        both: dict[tuple[str, Any], dict[str, Any]] = {}
+        for key, entry in common.items():
+            other = here.get(key)
+            if other is None:
+                continue
+            weaker = [e for e in (entry, other) if "suffices" in e]
+            both[key] = min(weaker, key=lambda e: e["suffices"]) if weaker else entry
+        common = both
+    return list((common or {}).values())
+
+
+def at_sizes(kept: dict[str, Any], main: Callable[[Any], Any], device: Callable[[Any], Any],
+             values: dict[str, int]) -> dict[str, Any]:
+    """The verdict with the symbolic sizes fixed by name (``{"K": 96}``): what
+    :func:`hazards` answers for every value at once, for one value (a brute-force reference
+    for the argument of :mod:`.sizes`)."""
+    func = device(kept["final"])
+    walk = {var: values[str(var.name)] for var in symbolic(func)}
+    try:
+        return _every(func, _boxes(kept), [walk], (1 << 20, 0), kept, main)
+    except Undecided as exc:
+        return not_checked(str(exc))
+
+
+def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
+           argument: tuple[int, int], kept: dict[str, Any], main: Callable[[Any], Any],
+           clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] | None = None
+           ) -> dict[str, Any]:
+    """The verdict over every value of the kernel's symbolic sizes and every trip count of
+    its synchronised loops: one walk per value :func:`.sizes.choices` picks, and per trip
+    count of a loop whose trip count is a range (:class:`.trace.Ranged`), each up to the
+    bound of the argument of :mod:`.sizes` (``argument``: its ``K0`` and ``P``), which
+    covers every longer loop. The first walk not clean gives the verdict, said with the
+    sizes and trip counts that show it. ``clean`` gets each clean walk's records and
+    buffers."""
+    warmup, cycle = argument
+    found: dict[str, Any] = {}
+    ranged: dict[int, tuple[str, int, int]] = {}  # loop -> (name, least, greatest trips)
+    count = 0
+    for walk in walks:
+        pending: list[dict[int, int]] = [{}]
+        while pending:
+            trips = pending.pop(0)
+            said = ", ".join([*dict.fromkeys(f"{var.name} = {value}"
+                                             for var, value in walk.items())]
+                             + [f"{ranged[key][0]} running {n} times"
+                                for key, n in trips.items()])
+            try:
+                trace = Trace(func, boxes, walk, trips)
+            except Ranged as exc:
+                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle)
+                ranged[exc.key] = (str(exc).split(" has ")[0], exc.lo, top)
+                pending += [{**trips, exc.key: n} for n in range(exc.lo, top + 1)]
+                count += top + 1 - exc.lo
+                if count > MAX_WALKS * 4:
+                    raise Undecided(f"more than {MAX_WALKS * 4} walks: {exc}") from None
+                continue
+            except Undecided as exc:
+                return not_checked(f"{exc} (with {said})" if said else str(exc))
+            buffers = _buffers(trace.bases, kept, main)
+            records = _sized(trace.records, buffers)
+            this = verdict(records, buffers)
+            if clean is not None and this["verdict"] == "none":
+                clean.append((records, buffers))
+            if this["verdict"] == "not checked" and "no asynchronous copy" in this["text"] \
+                    and (walk or trips) and found:
+                continue  # no trip at all: another walk has the copies
+            found = this
+            if found["verdict"] == "not checked" and "no asynchronous copy" in found["text"]:
+                continue
+            if found["verdict"] != "none":
+                if said:
+                    found["text"] += f" (with {said})"
+                    for finding in found["findings"]:
+                        finding["text"] += f" (with {said})"
+                return found
+    if not found:
+        return not_checked("no asynchronous copy into shared memory")
+    names = ", ".join(dict.fromkeys(str(var.name) for var in walks[0]))
+    covered = [f"every {names}" if names else ""] + [
+        f"{name} running {lo} to {top} times" for name, lo, top in ranged.values()]
+    if found["verdict"] == "none" and (names or ranged):
+        top = warmup + 2 * cycle
+        found["text"] += (f"; for {', '.join(c for c in covered if c)} (every synchronised "
+                          f"loop's trip count to {top}: longer loops repeat their states)")
+    return found
 
 
 # The calls each synchronisation record comes from, as the code generator prints them
@@ -132,7 +239,8 @@ def _boxes(kept: dict[str, Any]) -> dict[str, int]:
     return {}
 
 
-def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> dict[str, Any]:
+def _buffers(bases_of: dict[Any, tuple[str, int]], kept: dict[str, Any],
+             main: Callable[[Any], Any]) -> dict[str, Any]:
     """Per shared buffer: its byte offset in its allocation, its bytes and its versions
     (the leading dimension the pipeliner gave it), for naming slots."""
     # Hopper's warp specialisation versions the buffers before pipeline planning runs.
@@ -154,7 +262,7 @@ def _buffers(trace: Trace, kept: dict[str, Any], main: Callable[[Any], Any]) -> 
                         tiles[str(buffer.name)] = integer(buffer.shape[0]) or 1
 
         post_order_visit(main(injected).body, visit)
-    bases = {str(var.name): offset for var, (_, offset) in trace.bases.items()}
+    bases = {str(var.name): offset for var, (_, offset) in bases_of.items()}
     return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name),
                    "tiles": tiles.get(name)}
             for name, size in sizes.items()}
