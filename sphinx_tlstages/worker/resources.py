@@ -23,12 +23,16 @@ everywhere. ``verification/resources_on_gpu`` checks the figures against a GPU's
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -79,37 +83,186 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
     """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``;
     ``keep_cubin``: where to copy the cubin the figures were read from (the hardware
     check loads it on a GPU)."""
-    nvcc = toolkit["nvcc"]
+    request = Request(cuda, arch, flags(arch, pass_configs), toolkit, threads, dynamic_shared,
+                      tensor_memory)
+    return compile_group([request], keep_cubin)[0]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One variant's compile, as the worker that lowered it asks for it: its normalised
+    CUDA and nvcc's flags (:func:`flags`, worked out where TileLang is imported), and what
+    the occupancy needs."""
+
+    cuda: str
+    arch: str
+    flags: list[str]
+    toolkit: dict[str, str]
+    threads: int
+    dynamic_shared: int
+    tensor_memory: int = 0
+
+    def encode(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# Where a variant's kernel begins: everything above it (TileLang's includes) is what the
+# front end spends its time on, and is shared by the variants of a group.
+_KERNELS = re.compile(r'^extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(',
+                      re.M)
+# ptxas's report and cuobjdump's listing, one function at a time.
+_ENTRY = re.compile(r"^ptxas info\s*: Compiling entry function '([^']+)'", re.M)
+_FUNCTION = re.compile(r"^\t+Function : (\S+)\n", re.M)
+
+
+def _split(cuda: str) -> tuple[str, str, str] | None:
+    """(the includes, the kernel's code, its name), or None where the CUDA is not one
+    kernel after its includes (then it is compiled alone, as it is)."""
+    names = {match[1] for match in _KERNELS.finditer(cuda)}
+    first = _KERNELS.search(cuda)
+    if first is None or len(names) != 1:
+        return None
+    body = cuda[first.start():]
+    # Anything at the top level but the kernel's declaration and definition would be
+    # defined once per variant in a shared file: such CUDA is compiled alone.
+    for line in body.splitlines():
+        if line and not line[0].isspace() and not line.startswith(
+                ('extern "C" __global__', "}", "#")):
+            return None
+    return cuda[:first.start()], body, names.pop()
+
+
+def _group_key(request: Request) -> tuple[Any, ...]:
+    split = _split(request.cuda)
+    if split is None:
+        return (id(request),)
+    return (request.toolkit["nvcc"], request.arch, tuple(request.flags), split[0])
+
+
+def compile_group(requests: list[Request], keep_cubin: Path | None = None
+                  ) -> list[dict[str, Any]]:
+    """Each request's part (as :func:`compile_variant` returns it), in order. Variants with
+    the same flags and includes are compiled by one nvcc, as TileLang's autotuner compiles
+    a group of configurations: the front end parses TileLang's and CUTLASS's headers once
+    for all of them. Each kernel is renamed in the shared file (``NAME__tlsN``) and its
+    name given back in its report and listing; ptxas compiles every entry function on its
+    own, so the figures are those of a compile of the variant alone
+    (``tests/test_resources_group.py`` holds them equal)."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for index, request in enumerate(requests):
+        groups.setdefault(_group_key(request), []).append(index)
+    out: list[dict[str, Any]] = [{} for _ in requests]
+    for members in groups.values():
+        found = _compile([requests[i] for i in members], keep_cubin)
+        for index, result in zip(members, found, strict=True):
+            out[index] = result
+    return out
+
+
+def _compile(group: list[Request], keep_cubin: Path | None) -> list[dict[str, Any]]:
+    """One nvcc and one ``cuobjdump -sass`` for ``group`` (variants that share their
+    flags and includes, or one variant alone)."""
+    first = group[0]
+    nvcc = first.toolkit["nvcc"]
     # Beside nvcc in the wheel and in a CUDA install; a PATH nvcc may be a wrapper.
     beside = Path(nvcc).with_name("cuobjdump")
     cuobjdump = str(beside) if beside.is_file() else shutil.which("cuobjdump")
+    names: list[tuple[str, str]] = []  # (the kernel's name, its name in the shared file)
     with tempfile.TemporaryDirectory(prefix="tlstages-nvcc-") as folder:
         source, cubin = Path(folder, "kernel.cu"), Path(folder, "kernel.cubin")
-        source.write_text(cuda, encoding="utf-8")
-        command = [nvcc, f"-ccbin={os.environ.get('CXX', 'g++')}", *flags(arch, pass_configs),
+        if len(group) == 1:
+            text = first.cuda
+        else:
+            splits = [_split(request.cuda) for request in group]
+            parts = [splits[0][0]] if splits[0] is not None else []
+            for index, (request, split) in enumerate(zip(group, splits, strict=True)):
+                assert split is not None  # grouped by _group_key
+                head, body, name = split
+                renamed = f"{name}__tls{index}"
+                names.append((name, renamed))
+                # The variant's own line numbers for what no #line of TileLang's covers.
+                line = head.count("\n") + 1
+                parts.append(f'#line {line} "{source}"\n'
+                             + re.sub(rf"\b{re.escape(name)}\b", renamed, body))
+            text = "".join(part if part.endswith("\n") else part + "\n" for part in parts)
+        source.write_text(text, encoding="utf-8")
+        command = [nvcc, f"-ccbin={os.environ.get('CXX', 'g++')}", *first.flags,
                    "-o", str(cubin), str(source)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
                                   check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            return {"resources_error": f"nvcc could not run: {type(exc).__name__}: {exc}"}
+            return [{"resources_error": f"nvcc could not run: {type(exc).__name__}: {exc}"}
+                    for _ in group]
         report = done.stdout + done.stderr
         if done.returncode != 0:
+            if len(group) > 1:  # one variant's failure must not cost the others theirs
+                return [_compile([request], None)[0] for request in group]
             tail = "\n".join(report.strip().splitlines()[-6:])
-            return {"resources_error": f"nvcc failed (exit {done.returncode}): {tail}"}
+            return [{"resources_error": f"nvcc failed (exit {done.returncode}): {tail}"}]
         sass: str | None = None
         if cuobjdump is not None:
             listed = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
                                     text=True, timeout=TIMEOUT, check=False)
             sass = listed.stdout if listed.returncode == 0 else None
-        if keep_cubin is not None:
+        if keep_cubin is not None and len(group) == 1:
             shutil.copyfile(cubin, keep_cubin)
+        # Read while the cubin exists: the kernel of a variant is ``renamed`` in it.
+        if len(group) == 1:
+            return [_read(first, report, sass)]
+        return [_read(request, _report_of(report, name, renamed),
+                      None if sass is None else _listing_of(sass, name, renamed))
+                for request, (name, renamed) in zip(group, names, strict=True)]
+
+
+def _report_of(report: str, name: str, renamed: str) -> str:
+    """ptxas's report as a compile of this kernel alone prints it: the lines before the
+    first entry function, then this one's."""
+    starts = [match.start() for match in _ENTRY.finditer(report)]
+    head = report[:starts[0]] if starts else report
+    for start, end in zip(starts, [*starts[1:], len(report)], strict=True):
+        chunk = report[start:end]
+        if f"'{renamed}'" in chunk.split("\n", 1)[0]:
+            return head + chunk.replace(renamed, name)
+    return head
+
+
+def _listing_of(sass: str, name: str, renamed: str) -> str:
+    """``cuobjdump -sass`` as a cubin of this kernel alone lists it: the header, then this
+    function's code."""
+    starts = [match.start() for match in _FUNCTION.finditer(sass)]
+    head = sass[:starts[0]] if starts else sass
+    for start, end in zip(starts, [*starts[1:], len(sass)], strict=True):
+        chunk = sass[start:end]
+        if _FUNCTION.match(chunk) and _FUNCTION.match(chunk)[1] == renamed:  # type: ignore[index]
+            tail = "" if end == len(sass) else "\n\n\n"
+            return head + chunk.replace(renamed, name).rstrip("\n") + "\n" + tail
+    return head
+
+
+def _read(request: Request, report: str, sass: str | None) -> dict[str, Any]:
+    """The part, read off one variant's report and listing."""
     try:
-        found = resources.resources(report, sass, arch, threads, dynamic_shared, cuda,
-                                    tensor_memory)
+        found = resources.resources(report, sass, request.arch, request.threads,
+                                    request.dynamic_shared, request.cuda,
+                                    request.tensor_memory)
     except resources.ReportError as exc:
         return {"resources_error": str(exc)}
-    out: dict[str, Any] = {"resources": found, "toolkit": version(nvcc)}
+    out: dict[str, Any] = {"resources": found, "toolkit": version(request.toolkit["nvcc"])}
     if sass is not None:
         out["sass"] = resources.strip_encodings(sass)
     return out
+
+
+def main() -> int:
+    """``python -m sphinx_tlstages.worker.resources``: compile the requests read as JSON on
+    stdin (a list of :meth:`Request.encode`), write their parts as a JSON list. Run by the
+    pool once a group of variants is lowered, apart from the workers, so that lowering
+    goes on meanwhile; it needs no TileLang (the flags come with the requests)."""
+    requests = [Request(**data) for data in json.load(sys.stdin)]
+    json.dump(compile_group(requests), sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
