@@ -23,6 +23,7 @@ everywhere. ``verification/resources_on_gpu`` checks the figures against a GPU's
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -83,8 +84,8 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
     """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``;
     ``keep_cubin``: where to copy the cubin the figures were read from (the hardware
     check loads it on a GPU)."""
-    request = Request(cuda, arch, flags(arch, pass_configs), toolkit, threads, dynamic_shared,
-                      tensor_memory)
+    request = Request.of(cuda, arch, pass_configs, toolkit, threads, dynamic_shared,
+                         tensor_memory)
     return compile_group([request], keep_cubin)[0]
 
 
@@ -96,14 +97,30 @@ class Request:
 
     cuda: str
     arch: str
-    flags: list[str]
-    toolkit: dict[str, str]
+    flags: tuple[str, ...]
+    toolkit: tuple[tuple[str, str], ...]  # the Task's toolkit payload, as items
     threads: int
     dynamic_shared: int
     tensor_memory: int = 0
 
+    @property
+    def nvcc(self) -> str:
+        return dict(self.toolkit)["nvcc"]
+
     def encode(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def decode(cls, data: dict[str, Any]) -> Request:
+        return cls(**{**data, "flags": tuple(data["flags"]),
+                      "toolkit": tuple(tuple(item) for item in data["toolkit"])})
+
+    @classmethod
+    def of(cls, cuda: str, arch: str, pass_configs: dict[str, Any], toolkit: dict[str, str],
+           threads: int, dynamic_shared: int, tensor_memory: int = 0) -> Request:
+        """A variant's compile with TileLang's flags for its pass configs."""
+        return cls(cuda, arch, tuple(flags(arch, pass_configs)), tuple(sorted(toolkit.items())),
+                   threads, dynamic_shared, tensor_memory)
 
 
 # Where a variant's kernel begins: everything above it (TileLang's includes) is what the
@@ -136,7 +153,7 @@ def _group_key(request: Request) -> tuple[Any, ...]:
     split = _split(request.cuda)
     if split is None:
         return (id(request),)
-    return (request.toolkit["nvcc"], request.arch, tuple(request.flags), split[0])
+    return (request.nvcc, request.arch, request.flags, split[0])
 
 
 def compile_group(requests: list[Request], keep_cubin: Path | None = None
@@ -148,14 +165,19 @@ def compile_group(requests: list[Request], keep_cubin: Path | None = None
     name given back in its report and listing; ptxas compiles every entry function on its
     own, so the figures are those of a compile of the variant alone
     (``tests/test_resources_group.py`` holds them equal)."""
-    groups: dict[tuple[Any, ...], list[int]] = {}
+    # Identical CUDA with identical flags (two depths TileLang lowers alike, two
+    # directives showing one kernel) is compiled once.
+    unique: dict[Request, list[int]] = {}
     for index, request in enumerate(requests):
-        groups.setdefault(_group_key(request), []).append(index)
+        unique.setdefault(request, []).append(index)
+    groups: dict[tuple[Any, ...], list[Request]] = {}
+    for request in unique:
+        groups.setdefault(_group_key(request), []).append(request)
     out: list[dict[str, Any]] = [{} for _ in requests]
-    for members in groups.values():
-        found = _compile([requests[i] for i in members], keep_cubin)
-        for index, result in zip(members, found, strict=True):
-            out[index] = result
+    for group in groups.values():
+        for request, result in zip(group, _compile(group, keep_cubin), strict=True):
+            for index in unique[request]:
+                out[index] = copy.deepcopy(result)
     return out
 
 
@@ -163,7 +185,7 @@ def _compile(group: list[Request], keep_cubin: Path | None) -> list[dict[str, An
     """One nvcc and one ``cuobjdump -sass`` for ``group`` (variants that share their
     flags and includes, or one variant alone)."""
     first = group[0]
-    nvcc = first.toolkit["nvcc"]
+    nvcc = first.nvcc
     # Beside nvcc in the wheel and in a CUDA install; a PATH nvcc may be a wrapper.
     beside = Path(nvcc).with_name("cuobjdump")
     cuobjdump = str(beside) if beside.is_file() else shutil.which("cuobjdump")
@@ -175,7 +197,7 @@ def _compile(group: list[Request], keep_cubin: Path | None) -> list[dict[str, An
         else:
             splits = [_split(request.cuda) for request in group]
             parts = [splits[0][0]] if splits[0] is not None else []
-            for index, (request, split) in enumerate(zip(group, splits, strict=True)):
+            for index, split in enumerate(splits):
                 assert split is not None  # grouped by _group_key
                 head, body, name = split
                 renamed = f"{name}__tls{index}"
@@ -248,7 +270,7 @@ def _read(request: Request, report: str, sass: str | None) -> dict[str, Any]:
                                     request.tensor_memory)
     except resources.ReportError as exc:
         return {"resources_error": str(exc)}
-    out: dict[str, Any] = {"resources": found, "toolkit": version(request.toolkit["nvcc"])}
+    out: dict[str, Any] = {"resources": found, "toolkit": version(request.nvcc)}
     if sass is not None:
         out["sass"] = resources.strip_encodings(sass)
     return out
@@ -259,7 +281,7 @@ def main() -> int:
     stdin (a list of :meth:`Request.encode`), write their parts as a JSON list. Run by the
     pool once a group of variants is lowered, apart from the workers, so that lowering
     goes on meanwhile; it needs no TileLang (the flags come with the requests)."""
-    requests = [Request(**data) for data in json.load(sys.stdin)]
+    requests = [Request.decode(data) for data in json.load(sys.stdin)]
     json.dump(compile_group(requests), sys.stdout)
     return 0
 
