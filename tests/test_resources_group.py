@@ -80,9 +80,8 @@ _BROKEN = """
 import json, sys
 from sphinx_tlstages.worker import resources
 good = resources.Request.decode(json.loads(sys.argv[1]))
-broken = resources.Request.decode({**json.loads(sys.argv[1]),
-                                   "cuda": good.cuda.replace("__syncthreads();",
-                                                             "__syncthreads(); no_such_call();", 1)})
+wrong = good.cuda.replace("__syncthreads();", "__syncthreads(); no_such_call();", 1)
+broken = resources.Request.decode({**json.loads(sys.argv[1]), "cuda": wrong})
 print(json.dumps(resources.compile_group([good, broken, good])))
 """
 

@@ -7,6 +7,12 @@ while Sphinx still reads (:func:`.launch.start_server`), or a kept one that outl
 interpreter (``python -m sphinx_tlstages.worker``) paying the TileLang import itself, and
 only as many are started as the work is worth.
 
+A variant whose page shows the resources part comes back lowered, with its compile asked
+for: it is held until the other variants of its directive (on its target) are lowered, and
+then the group is compiled by one ``python -m sphinx_tlstages.worker.resources`` running
+beside the workers (:mod:`..worker.resources`), so that the compiler's front end parses
+TileLang's headers once for the group while the workers lower on.
+
 A variant's time limit counts from the worker's "start" message for it, not from the
 worker's start-up. A worker that hangs is killed and replaced; one that dies is reported
 as a crash and replaced; a worker grown past its memory mark retires after its variant
@@ -94,7 +100,15 @@ class _Batch:
         # Longest first, so that no worker is left with a long variant at the end while
         # the others idle; deeper pipelines unroll more IR, so num_stages stands in for
         # the cost (stable: otherwise in the order given).
-        self.pending = deque(sorted(jobs, key=lambda job: -job.stages))
+        ordered = sorted(jobs, key=lambda job: -job.stages)
+        if any(job.task.toolkit for job in jobs):
+            # A directive's variants one after the other: its compile starts while the
+            # next directive lowers, rather than every compile at the end.
+            rank: dict[str, int] = {}
+            for job in ordered:
+                rank.setdefault(_group(job), len(rank))
+            ordered.sort(key=lambda job: rank[_group(job)])
+        self.pending = deque(ordered)
         self.limit = max(1, workers)
         self.on_done = on_done
         self.server = server
