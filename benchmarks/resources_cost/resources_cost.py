@@ -158,6 +158,8 @@ def book_scenario(work: Path, repeat: int) -> dict[str, Any]:
         shutil.rmtree(cache, ignore_errors=True)
         wall, cpu = sphinx(src, out, environment(cache), "-W")
         into.append({"wall": wall, "cpu": cpu})
+        print(f"  {src.name}: {wall:.1f} s wall, {cpu:.1f} s CPU, load "
+              f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
 
     loads = []
     for run in range(repeat):
