@@ -14,9 +14,14 @@
   (num_stages 1-4 each) built cold (empty output and lowering cache) with ``:show:``
   naming ``resources`` against the same book without it, alternately, ``--repeat`` times:
   what turning the part on costs a cold build.
+* ``real-book``: the book (``book/``) built cold as its chapters show it, against the
+  same book with ``resources`` removed from every ``:show:``, alternately.
+
+A build's CPU time is that of every process it started, the workers a fork server
+leaves behind included (:func:`sphinx_tree`).
 
     python benchmarks/resources_cost/resources_cost.py [--rounds 3] [--repeat 3]
-        [--only compile,book] [--json FILE]
+        [--only compile,book,real-book] [--json FILE]
 """
 
 from __future__ import annotations
