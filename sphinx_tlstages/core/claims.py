@@ -63,6 +63,10 @@ _READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
         # No counts where the SASS could not be listed: a claim on them is skipped.
         "sass": lambda r: dict(r["sass"]) if r.get("sass") else _ABSENT,
     },
+    # Kernel lines as the kernel file numbers them (the listing's numbers for a kernel
+    # read from a file), by the classes core.hardware.sass_lines names.
+    "sass_lines": {"sass_line": lambda found: {
+        int(line): dict(counts) for line, counts in found["lines"].items()}},
     # Pass records say what each run changed only where the variant recorded them (see
     # reads_passes); a page built from a snapshot has the counts its claims name.
     "hazards": {"hazards": lambda found: SimpleNamespace(
@@ -127,6 +131,11 @@ NAMES: tuple[Name, ...] = (
          "occupancy.blocks_per_sm >= 1"),
     Name("sass", "dict[str, int]", "static SASS instruction counts (``:show: resources``)",
          'sass["HMMA"] > 0'),
+    Name("sass_line", "dict[int, dict[str, int]]", "static SASS counts by kernel line, "
+         "numbered as the kernel file numbers it, by class: ``mma``, ``global``, "
+         "``shared``, ``async`` (cp.async, TMA), ``sync``, ``spill`` (local memory), "
+         "``total``; lines with no instruction are absent (``:show: resources``)",
+         'sass_line[18]["async"] > 0'),
 )
 BUILTIN_NAMES = tuple(sorted(_BUILTINS))
 

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..core.hardware import resources
+from ..core.hardware import resources, sass_lines
 
 # Seconds one compile may take (the GEMMs here take 2-5 s on two loaded cores).
 TIMEOUT = 300
@@ -75,22 +75,26 @@ def version(nvcc: str) -> str:
 
 def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit: dict[str, str],
                     threads: int, dynamic_shared: int, tensor_memory: int = 0,
-                    keep_cubin: Path | None = None) -> dict[str, Any]:
-    """``{"resources": ..., "sass": ..., "toolkit": ...}``, or ``{"resources_error": ...}``;
+                    keep_cubin: Path | None = None,
+                    kernel: tuple[str, int] | None = None) -> dict[str, Any]:
+    """``{"resources": ..., "sass": ..., "sass_lines": ..., "toolkit": ...}``, or
+    ``{"resources_error": ...}``;
     ``keep_cubin``: where to copy the cubin the figures were read from (the hardware
-    check loads it on a GPU)."""
+    check loads it on a GPU); ``kernel``: the kernel's file name as its ``#line``
+    directives spell it and its number of lines (SASS by kernel line; without it, every
+    file the CUDA's directives name but TileLang's, unbounded)."""
     nvcc = toolkit["nvcc"]
     # Beside nvcc in the wheel and in a CUDA install; a PATH nvcc may be a wrapper.
-    beside = Path(nvcc).with_name("cuobjdump")
-    cuobjdump = str(beside) if beside.is_file() else shutil.which("cuobjdump")
+    cuobjdump = _beside(nvcc, "cuobjdump")
     with tempfile.TemporaryDirectory(prefix="tlstages-nvcc-") as folder:
         source, cubin = Path(folder, "kernel.cu"), Path(folder, "kernel.cubin")
         source.write_text(cuda, encoding="utf-8")
         command = [nvcc, f"-ccbin={os.environ.get('CXX', 'g++')}", *flags(arch, pass_configs),
                    "-o", str(cubin), str(source)]
         try:
+            # Run in the folder: the kernel's relative #line paths resolve under it.
             done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
-                                  check=False)
+                                  check=False, cwd=folder)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return {"resources_error": f"nvcc could not run: {type(exc).__name__}: {exc}"}
         report = done.stdout + done.stderr
@@ -102,6 +106,11 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
             listed = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
                                     text=True, timeout=TIMEOUT, check=False)
             sass = listed.stdout if listed.returncode == 0 else None
+        lines = None
+        if sass is not None:
+            files = {kernel[0]} if kernel else kernel_files(cuda)
+            lines = line_counts(cubin, _entry(report), files, _beside(nvcc, "nvdisasm"),
+                                folder, kernel[1] if kernel else None)
         if keep_cubin is not None:
             shutil.copyfile(cubin, keep_cubin)
     try:
@@ -112,4 +121,50 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
     out: dict[str, Any] = {"resources": found, "toolkit": version(nvcc)}
     if sass is not None:
         out["sass"] = resources.strip_encodings(sass)
+        if lines is not None:
+            out["sass_lines"] = lines
     return out
+
+
+def _beside(nvcc: str, tool: str) -> str | None:
+    """``tool`` beside nvcc (the wheel, a CUDA install), else on PATH: a PATH nvcc may be
+    a wrapper."""
+    beside = Path(nvcc).with_name(tool)
+    return str(beside) if beside.is_file() else shutil.which(tool)
+
+
+def _entry(report: str) -> str | None:
+    """The entry function ptxas compiled (TileLang's device code has one)."""
+    match = re.search(r"Compiling entry function '([^']+)'", report)
+    return match[1] if match else None
+
+
+_LINE_PATH = re.compile(r'^\s*#line\s+\d+\s+"(?P<path>[^"]*)"', re.M)
+
+
+def kernel_files(cuda: str) -> set[str]:
+    """The kernel's own files as the (normalised) CUDA's ``#line`` directives name them:
+    every one but TileLang's, TVM's and their macro generators'."""
+    return {m["path"] for m in _LINE_PATH.finditer(cuda)
+            if not m["path"].startswith(("tilelang/", "tvm/", "tvm_ffi/"))}
+
+
+def line_counts(cubin: Path, kernel: str | None, files: set[str], nvdisasm: str | None,
+                root: str, length: int | None = None) -> dict[str, Any] | None:
+    """SASS counts by kernel line of ``kernel`` (an entry function of ``cubin``, which
+    may hold several), from its line table (:func:`..core.hardware.sass_lines.by_line`);
+    None where nvdisasm is missing or fails. ``root``: the folder nvcc ran in;
+    ``length``: the kernel file's lines (a row of the table past it is no kernel line)."""
+    if nvdisasm is None or kernel is None:
+        return None
+    try:
+        listed = subprocess.run([nvdisasm, "-gi", "-c", str(cubin)], capture_output=True,
+                                text=True, timeout=TIMEOUT, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if listed.returncode != 0:
+        return None
+    try:
+        return sass_lines.by_line(listed.stdout, kernel, files, root, length)
+    except ValueError:
+        return None
