@@ -208,7 +208,7 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
                 cuda, str(task.target["arch"]), pass_configs, task.toolkit,
                 result["threads"], result["dynamic_shared_bytes"],
                 sum(buffer.get("columns") or 0 for buffer in result["tmem"]), keep_cubin,
-                kernel=(name, len(source.splitlines()))))
+                kernel=(name, source)))
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result

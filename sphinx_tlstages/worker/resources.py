@@ -6,11 +6,14 @@ for that variant (its pass configs included), ptxas's ``--verbose`` report and
 ``cuobjdump -sass`` are read by :mod:`..core.hardware.resources`. A compiler that fails costs the
 variant its part (said on the page), never its lowering.
 
-Its input is the normalised CUDA, its output ptxas's ``--verbose`` report and ``cuobjdump
--sass``. :func:`flags` mirrors ``tilelang/cuda/backend.py``: read it again when TileLang is
-bumped. A failure puts ``resources_error`` in the result (the page says it,
-``tlstages.toolkit`` warns). The toolkit comes with the ``resources`` extra, and so with
-the ``docs`` extra (Read the Docs and a book's CI build the part) and ``nox -s tests``;
+Its input is the normalised CUDA (compiled with its ``#line`` directives left empty, which
+changes no instruction: see :func:`..core.hardware.sass_lines.compiled_text`), its output
+ptxas's ``--verbose`` report, ``cuobjdump -sass`` and the SASS by kernel line (``nvdisasm
+-gi``, read by :mod:`..core.hardware.sass_lines`). :func:`flags` mirrors
+``tilelang/cuda/backend.py``: read it again when TileLang is bumped. A failure puts
+``resources_error`` in the result (the page says it, ``tlstages.toolkit`` warns). The
+toolkit comes with the ``resources`` extra, and so with the ``docs`` extra (Read the Docs
+and a book's CI build the part) and ``nox -s tests``;
 nvcc needs a host ``g++`` on ``PATH`` (or ``CXX``), which is all a ``--cubin`` compile runs
 (g++ finds ``cc1plus`` by an absolute path, assembles and links nothing; ``.ci/bare-path``
 links the fresh image's). The Sphinx builds in ``tests/test_resources.py`` skip where the
@@ -76,25 +79,23 @@ def version(nvcc: str) -> str:
 def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit: dict[str, str],
                     threads: int, dynamic_shared: int, tensor_memory: int = 0,
                     keep_cubin: Path | None = None,
-                    kernel: tuple[str, int] | None = None) -> dict[str, Any]:
+                    kernel: tuple[str, str] | None = None) -> dict[str, Any]:
     """``{"resources": ..., "sass": ..., "sass_lines": ..., "toolkit": ...}``, or
     ``{"resources_error": ...}``;
     ``keep_cubin``: where to copy the cubin the figures were read from (the hardware
-    check loads it on a GPU); ``kernel``: the kernel's file name as its ``#line``
-    directives spell it and its number of lines (SASS by kernel line; without it, every
-    file the CUDA's directives name but TileLang's, unbounded)."""
+    check loads it on a GPU); ``kernel``: the kernel's file name, as its ``#line``
+    directives spell it, and its source (for the SASS by kernel line, none without)."""
     nvcc = toolkit["nvcc"]
     # Beside nvcc in the wheel and in a CUDA install; a PATH nvcc may be a wrapper.
     cuobjdump = _beside(nvcc, "cuobjdump")
     with tempfile.TemporaryDirectory(prefix="tlstages-nvcc-") as folder:
         source, cubin = Path(folder, "kernel.cu"), Path(folder, "kernel.cubin")
-        source.write_text(cuda, encoding="utf-8")
+        source.write_text(sass_lines.compiled_text(cuda), encoding="utf-8")
         command = [nvcc, f"-ccbin={os.environ.get('CXX', 'g++')}", *flags(arch, pass_configs),
                    "-o", str(cubin), str(source)]
         try:
-            # Run in the folder: the kernel's relative #line paths resolve under it.
             done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
-                                  check=False, cwd=folder)
+                                  check=False)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return {"resources_error": f"nvcc could not run: {type(exc).__name__}: {exc}"}
         report = done.stdout + done.stderr
@@ -107,10 +108,10 @@ def compile_variant(cuda: str, arch: str, pass_configs: dict[str, Any], toolkit:
                                     text=True, timeout=TIMEOUT, check=False)
             sass = listed.stdout if listed.returncode == 0 else None
         lines = None
-        if sass is not None:
-            files = {kernel[0]} if kernel else kernel_files(cuda)
-            lines = line_counts(cubin, _entry(report), files, _beside(nvcc, "nvdisasm"),
-                                folder, kernel[1] if kernel else None)
+        if sass is not None and kernel is not None:
+            places = sass_lines.cuda_places(cuda, kernel[1], kernel[0])
+            lines = line_counts(cubin, _entry(report), places, _beside(nvcc, "nvdisasm"),
+                                folder)
         if keep_cubin is not None:
             shutil.copyfile(cubin, keep_cubin)
     try:
@@ -139,22 +140,14 @@ def _entry(report: str) -> str | None:
     return match[1] if match else None
 
 
-_LINE_PATH = re.compile(r'^\s*#line\s+\d+\s+"(?P<path>[^"]*)"', re.M)
-
-
-def kernel_files(cuda: str) -> set[str]:
-    """The kernel's own files as the (normalised) CUDA's ``#line`` directives name them:
-    every one but TileLang's, TVM's and their macro generators'."""
-    return {m["path"] for m in _LINE_PATH.finditer(cuda)
-            if not m["path"].startswith(("tilelang/", "tvm/", "tvm_ffi/"))}
-
-
-def line_counts(cubin: Path, kernel: str | None, files: set[str], nvdisasm: str | None,
-                root: str, length: int | None = None) -> dict[str, Any] | None:
+def line_counts(cubin: Path, kernel: str | None,
+                places: dict[int, sass_lines.Place], nvdisasm: str | None,
+                root: str) -> dict[str, Any] | None:
     """SASS counts by kernel line of ``kernel`` (an entry function of ``cubin``, which
     may hold several), from its line table (:func:`..core.hardware.sass_lines.by_line`);
-    None where nvdisasm is missing or fails. ``root``: the folder nvcc ran in;
-    ``length``: the kernel file's lines (a row of the table past it is no kernel line)."""
+    None where nvdisasm is missing or fails. ``places``: where the CUDA's lines come from
+    in the kernel (:func:`..core.hardware.sass_lines.cuda_places`); ``root``: the folder
+    of the CUDA compiled (``kernel.cu``), which the line table names it by."""
     if nvdisasm is None or kernel is None:
         return None
     try:
@@ -165,6 +158,6 @@ def line_counts(cubin: Path, kernel: str | None, files: set[str], nvdisasm: str 
     if listed.returncode != 0:
         return None
     try:
-        return sass_lines.by_line(listed.stdout, kernel, files, root, length)
+        return sass_lines.by_line(listed.stdout, kernel, places, root)
     except ValueError:
         return None

@@ -1,14 +1,14 @@
 """SASS by kernel line: the compiler's line table, read off ``nvdisasm -gi``.
 
 The cubin the ``resources`` part compiles carries a line table (``-lineinfo``) that maps
-each instruction to a source line, and the chain of inlined calls it came through. The
-generated CUDA carries TileLang's ``#line`` directives, so that table names the kernel's
-own file and line for the statements TileLang lowered, and TileLang's headers
-(``gemm_sm80.h``) for the templates those statements call: the frame such a header is
-inlined at is the kernel line of the call site. An instruction is given to the outermost
-frame of its chain that is in the kernel's own file, and to the first template frame
-called from there; one whose chain never reaches the kernel's file (code outside every
-``#line`` region, or a region TileLang's own Python macro generators claim) is counted as
+each instruction to a line of the CUDA compiled, and the chain of inlined calls it came
+through (a TileLang header such as ``copy.h``, inlined at the CUDA line that calls it).
+The CUDA is compiled with its ``#line`` directives left empty (:func:`compiled_text`), so
+the table names the CUDA's own lines, and each of those has the kernel line the page's
+listing links it to (:func:`cuda_places`): the kernel statement whose ``#line`` region
+it is in or, marked inferred, the one tile operation that explains a region of
+TileLang's own files (``T.gemm``'s MMA macro). An instruction on a CUDA line with no
+kernel line (what the pipeliner inserted outside every region) is counted as
 unattributed, never guessed at. Per class, the lines' counts plus the unattributed equal
 the kernel's whole count (:func:`class_counts` on the ``cuobjdump -sass`` listing; a test
 holds the two tools equal).
@@ -20,8 +20,10 @@ worker runs ``nvdisasm``.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any
+
+from ..results.cuda import source_map
+from ..results.line_links import attribute
 
 # The classes a reader of a pipeline asks about, in the order the page shows them.
 CLASSES = ("mma", "global", "shared", "async", "sync", "spill")
@@ -88,46 +90,77 @@ def class_counts(sass: str, kernel: str | None = None) -> dict[str, int]:
     return counts
 
 
-def _is_kernel(path: str, number: int, root: str, kernel_files: frozenset[str],
-               length: int | None) -> bool:
-    relative = path[len(root):].lstrip("/") if root and path.startswith(root) else path
-    # A row past the file's end (seen inside TileLang's macro-generated regions) is no
-    # line of the kernel.
-    return relative in kernel_files and (length is None or 0 < number <= length)
+# (kernel line or None, inferred, the TileLang file the listing infers it through) of one
+# line of the CUDA compiled.
+Place = tuple[int | None, bool, str | None]
+
+_DIRECTIVE = re.compile(r"^\s*#line\s")
 
 
-def _template(path: str) -> str:
-    return path.rsplit("/", 1)[-1]
+def compiled_text(cuda: str) -> str:
+    """The CUDA as the part compiles it: each ``#line`` directive an empty line.
+
+    The directives say only where a line came from: the SASS is the same with or
+    without them (``tests/test_resources.py`` holds it so), but with them the line table
+    numbers the lines after a directive on from it (``#line 17`` before a loop makes the
+    loop's next statement "line 18"), which no reader can tell from the real line 18.
+    Empty, the table gives the CUDA's own line numbers, the same as the page's listing
+    with its directives, which :func:`cuda_places` maps to kernel lines exactly."""
+    return "".join("\n" if _DIRECTIVE.match(line) else line
+                   for line in cuda.splitlines(True))
 
 
-def by_line(listing: str, kernel: str, kernel_files: Iterable[str],
-            root: str = "", length: int | None = None) -> dict[str, Any]:
+def cuda_places(cuda: str, source: str, source_name: str) -> dict[int, Place]:
+    """Each line of the CUDA (numbered with its directives, as :func:`compiled_text`
+    keeps them) and the kernel line it comes from: the listing's line links
+    (:func:`..results.line_links.attribute`: the kernel region TileLang's ``#line``
+    directives open or, marked inferred, the one tile operation that explains a region
+    of TileLang's own files, such as ``T.gemm``'s MMA macro)."""
+    links = attribute(source_map(cuda, source_name), source)
+    places: dict[int, Place] = {}
+    index = 0  # among the lines that are no directive, as source_map counts them
+    for physical, text in enumerate(cuda.splitlines(), start=1):
+        if _DIRECTIVE.match(text):
+            continue
+        link = links[index]
+        places[physical] = (link.line, link.inferred, link.template)
+        index += 1
+    return places
+
+
+def _relative(path: str, root: str) -> str:
+    return path[len(root):].lstrip("/") if root and path.startswith(root + "/") else path
+
+
+def by_line(listing: str, kernel: str, places: dict[int, Place], root: str = "",
+            unit: str = "kernel.cu") -> dict[str, Any]:
     """The kernel's instructions by kernel line, from ``nvdisasm -gi`` (``listing``).
 
-    ``kernel``: the entry function's name (the cubin may hold several); ``kernel_files``:
-    the kernel's own file names as its ``#line`` directives spell them (relative to
-    ``root``, the folder nvcc ran in), ``length`` the kernel file's lines. Returns
-    ``{"lines": {line: counts}, "templates": {line: {template: counts}}, "unattributed":
-    counts, "unattributed_files": {file: counts}}`` (the file the table names for the
-    unattributed), each ``counts`` by class with ``total``; lines are JSON keys
-    (strings), the kernel's own numbers.
+    ``kernel``: the entry function's name (the cubin may hold several); ``places``: what
+    :func:`cuda_places` makes of the CUDA compiled, ``unit`` (in ``root``, the folder nvcc
+    ran in). Returns ``{"lines": {line: counts}, "inferred": {line:
+    counts}, "templates": {line: {template: counts}}, "unattributed": counts,
+    "unattributed_files": {file: counts}}``, each ``counts`` by class with ``total``:
+    ``inferred``, the part of a line's counts given to it through a TileLang template's
+    region, as the listing infers it; ``templates``, through which header (inlined) or
+    TileLang file a line's instructions came; ``unattributed_files``, where the table
+    puts those no kernel line takes. Lines are JSON keys (strings), the kernel's own numbers.
     """
-    files = frozenset(kernel_files)
     lines: dict[str, dict[str, int]] = {}
+    inferred: dict[str, dict[str, int]] = {}
     templates: dict[str, dict[str, dict[str, int]]] = {}
     unattributed = _zero()
-    loose: dict[str, dict[str, int]] = {}  # the unattributed, by the file the table names
+    loose: dict[str, dict[str, int]] = {}
     inside, found = False, False
     frames: list[tuple[str, int]] = []  # the block being read, innermost first
-    # (kernel line, template) in force; for no kernel line, (None, the file the table names)
-    at: tuple[str | None, str | None] = (None, None)
+    at: tuple[str | None, bool, str] = (None, False, "no line")  # in force
     reading_block = False
     for text in listing.splitlines():
         section = _SECTION.match(text)
         if section:
             inside = section["name"] == kernel
             found = found or inside
-            at, frames, reading_block = (None, None), [], False
+            at, frames, reading_block = (None, False, "no line"), [], False
             continue
         if not inside:
             continue
@@ -135,48 +168,51 @@ def by_line(listing: str, kernel: str, kernel_files: Iterable[str],
         if frame:
             if not reading_block:
                 frames, reading_block = [], True
-            frames.append((frame["path"], int(frame["line"])))
+            frames.append((_relative(frame["path"], root), int(frame["line"])))
             continue
         match = _INSTRUCTION.match(text)
         if match is None:
             continue
         if reading_block:
-            at, reading_block = _attribute(frames, root, files, length), False
-        line, template = at
+            at, reading_block = _attribute(frames, places, unit), False
+        line, guessed, template = at
         if line is None:
             _add(unattributed, match["op"])
-            _add(loose.setdefault(template or "no line", _zero()), match["op"])
+            _add(loose.setdefault(template, _zero()), match["op"])
             continue
         _add(lines.setdefault(line, _zero()), match["op"])
-        if template is not None:
+        if guessed:
+            _add(inferred.setdefault(line, _zero()), match["op"])
+        if template:
             _add(templates.setdefault(line, {}).setdefault(template, _zero()), match["op"])
     if not found:
         raise ValueError(f"nvdisasm listed no function {kernel!r}")
     order = sorted(lines, key=int)
     return {"lines": {k: lines[k] for k in order},
+            "inferred": {k: inferred[k] for k in order if k in inferred},
             "templates": {k: dict(sorted(templates[k].items())) for k in order
                           if k in templates},
             "unattributed": unattributed,
             "unattributed_files": dict(sorted(loose.items()))}
 
 
-def _attribute(frames: list[tuple[str, int]], root: str, files: frozenset[str],
-               length: int | None) -> tuple[str | None, str | None]:
-    """(kernel line, template) of one block of frames, innermost first: the outermost
-    frame in the kernel's file, and the frame it inlined (a TileLang header)."""
-    for index in range(len(frames) - 1, -1, -1):
-        path, number = frames[index]
-        if _is_kernel(path, number, root, files, length):
-            inner = frames[index - 1] if index > 0 else None
-            template = None if inner is None \
-                or _is_kernel(*inner, root, files, length) else _template(inner[0])
-            return str(number), template
-    # No kernel line: the outermost file, named as a reader knows it (the generated CUDA
-    # nvcc compiled, or TileLang's file).
-    if not frames:
-        return None, None
-    outer = frames[-1][0]
-    return None, "generated CUDA" if outer.endswith(".cu") else _template(outer)
+def _name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def _attribute(frames: list[tuple[str, int]], places: dict[int, Place],
+               unit: str) -> tuple[str | None, bool, str]:
+    """(kernel line, inferred, template) of one block of frames, innermost first: the
+    outermost frame is the line of the CUDA compiled, the one inside it the header the
+    instruction was inlined from."""
+    if not frames or frames[-1][0] != unit:
+        return None, False, _name(frames[-1][0]) if frames else "no line"
+    line, inferred, through = places.get(frames[-1][1], (None, False, None))
+    inner = frames[-2][0] if len(frames) > 1 else None
+    template = _name(inner) if inner else _name(through) if through else ""
+    if line is None:
+        return None, False, template or "generated CUDA"
+    return str(line), inferred, template
 
 
 def summed(found: dict[str, Any]) -> dict[str, int]:

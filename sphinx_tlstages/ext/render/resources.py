@@ -184,8 +184,12 @@ def _heading(spec: DirectiveSpec, key: str,
         cell.append(code(text))
     templates = sorted({name for _, f in per if f
                         for name in f.get("templates", {}).get(key) or {}})
+    inferred = any(key in (f.get("inferred") or {}) for _, f in per if f)
     if templates:
-        cell.append(nodes.Text(f" (through {', '.join(templates)})"))
+        cell.append(nodes.Text(f" (through {', '.join(templates)}"
+                               f"{'; inferred' if inferred else ''})"))
+    elif inferred:
+        cell.append(nodes.Text(" (inferred)"))
     return cell
 
 
@@ -211,12 +215,13 @@ def lines_part(spec: DirectiveSpec, per: list[tuple[VariantSpec, dict[str, Any] 
                                    widths=[32, *[20] * len(per)], key_columns=1)]
     words = [sentence for sentence in (_gains(spec, per), _spills(spec, per)) if sentence]
     more = len(keys) - MAX_LINE_ROWS
-    note = ("Static SASS counts per kernel line, as the compiler's line table "
-            "(-lineinfo, read with nvdisasm) gives them: an instruction inlined from "
-            "a TileLang template counts at the kernel line that calls it; one the table "
-            "puts on no kernel line (code outside every #line region, or in a region "
-            "TileLang's macro generators claim) is counted as not attributed, never "
-            "guessed. Lines whose counts differ between variants come first")
+    note = ("Static SASS counts by kernel line: the compiler's line table (-lineinfo, "
+            "read with nvdisasm) gives each instruction's CUDA line, and the CUDA "
+            "listing's links give that line's kernel line (inferred: through a TileLang "
+            "template's region that one tile operation explains); an instruction inlined "
+            "from a TileLang header counts at the line that calls it. One on a CUDA line "
+            "no kernel line produced is counted as not attributed, never guessed. Lines "
+            "whose counts differ between variants come first")
     note += f"; {more} more line{'s' if more != 1 else ''} not shown." if more > 0 else "."
     out.append(nodes.paragraph(text=" ".join([*words, note]), classes=["tl-note"]))
     return out
