@@ -210,9 +210,10 @@ def lines_part(spec: DirectiveSpec, per: list[tuple[VariantSpec, dict[str, Any] 
     where = f" (the table names {', '.join(files)})" if files else ""
     rows.append([f"not attributed to a kernel line{where}",
                  *(_line_counts(found["unattributed"]) if found else "—" for _, found in per)])
-    out: list[nodes.Node] = [table(["SASS by kernel line", *(v.heading for v, _ in per)],
-                                   rows, ["tl-table", "tl-sass-lines"],
-                                   widths=[32, *[20] * len(per)], key_columns=1)]
+    shown = table(["SASS by kernel line", *(v.heading for v, _ in per)], rows, ["tl-table"],
+                  widths=[32, *[20] * len(per)], key_columns=1)
+    shown["classes"].append("tl-sass-lines")
+    out: list[nodes.Node] = [shown]
     words = [sentence for sentence in (_gains(spec, per), _spills(spec, per)) if sentence]
     more = len(keys) - MAX_LINE_ROWS
     note = ("Static SASS counts by kernel line: the compiler's line table (-lineinfo, "
@@ -238,7 +239,8 @@ def _gains(spec: DirectiveSpec, per: list[tuple[VariantSpec, dict[str, Any] | No
             key = (variant.target.label, tuple(sorted(dict(variant.params).items())))
             groups.setdefault(key, []).append((variant, found))
     said = []
-    for group in groups.values():
+    targets = {target for target, _ in groups}
+    for (target, _), group in groups.items():
         if len(group) < 2:
             continue
         (low, before), (high, after) = min(group, key=lambda g: g[0].num_stages), \
@@ -249,15 +251,19 @@ def _gains(spec: DirectiveSpec, per: list[tuple[VariantSpec, dict[str, Any] | No
                  for line, gain in sass_lines.gained(before, after)]
         gains = [(line, gain) for line, gain in gains if gain]
         first = spec.kernel_line or 1
+        where = f" on {target}" if len(targets) > 1 else ""
+        span = f"From num_stages={low.num_stages} to num_stages={high.num_stages}{where}"
+        if len(group) < len([v for v, _ in per if v.target.label == target]):
+            span += f" ({', '.join(f'{k}={v}' for k, v in sorted(dict(low.params).items()))})"
         if not gains:
-            said.append(f"From {low.heading} to {high.heading}, no kernel line gained "
-                        "tensor-core, memory, async or sync instructions.")
+            said.append(f"{span}, no kernel line gained tensor-core, memory, async or "
+                        "sync instructions.")
             continue
         parts = [f"line {line + first - 1} "
                  f"({', '.join(f'+{n} {_SHORT[c]}' for c, n in gain.items())})"
                  for line, gain in gains]
-        said.append(f"From {low.heading} to {high.heading}, these kernel lines gained "
-                    f"instructions: {'; '.join(parts)}.")
+        said.append(f"{span}, these kernel lines gained instructions: "
+                    f"{'; '.join(parts)}.")
     return " ".join(said) or None
 
 
