@@ -264,7 +264,7 @@ AMPERE_HOPPER = rst(GEMM, "Seed GEMM, what each depth costs", num_stages="1 2 3 
                     show="shared resources", assert_=CLAIMS)
 SPILLS = rst(GEMM, "A tile too large for the registers", num_stages="2", target="sm_80",
              params=GEMM_PARAMS.replace("block_M=128", "block_M=256")
-             .replace("block_K=64", "block_K=32"), name="spills", show="resources")
+             .replace("block_K=64", "block_K=32"), name="spills", show="source resources cuda")
 AMD = rst(GEMM, "Seed GEMM on MI300", num_stages="2", target="gfx942", params=GEMM_PARAMS,
           name="amd", show="shared resources")
 PAGE = "Cost\n====\n\n" + "\n".join((AMPERE_HOPPER, SPILLS, AMD))
@@ -364,6 +364,18 @@ def test_the_lines_that_changed_between_depths_are_shown_first(built: Built) -> 
     line = int(re.search(r"line (\d+) T\.gemm", " ".join(r[0] for r in rows))[1])
     assert re.search(rf"From num_stages=1 to num_stages=4 on sm_80, these kernel lines gained "
                      rf"instructions: [^.]*line {line} \(\+256 MMA, \+64 shared", text)
+
+
+@needs_toolkit
+@pytest.mark.skipif(not SASS, reason="no cuobjdump: no SASS listing")
+def test_the_kernel_listing_says_what_each_line_became_in_sass(built: Built) -> None:
+    source = built.part("tl-linked-source")
+    gemm = next(el for el in source.iter(cls="tl-src-line") if "T.gemm(" in el.astext())
+    assert re.fullmatch(r"line \d+: num_stages=2: \d+ CUDA lines, [\d,]+ SASS instructions "
+                        r"\(MMA 256, shared \d+, spill \d+\)", gemm.attrs["title"])
+    # The SASS listing beside the CUDA listing stays SASS (it was once made a CUDA one).
+    (sass,) = built.part("tl-resources", index=1).iter("details", cls="tl-sass-item")
+    assert "HMMA" in sass.astext() and "#include" not in sass.astext()
 
 
 @needs_toolkit

@@ -250,3 +250,22 @@ def gained(before: dict[str, Any], after: dict[str, Any]) -> list[tuple[int, dic
         if gain:
             out.append((int(key), gain))
     return out
+
+
+# How a tooltip or a table cell names the classes.
+SHORT = {"mma": "MMA", "global": "global", "shared": "shared", "async": "async/TMA",
+         "sync": "sync", "spill": "spill"}
+
+
+def in_words(counts: dict[str, int]) -> str:
+    """``678 SASS instructions (MMA 512, shared 128)``: the counted classes not zero."""
+    said = [f"{SHORT[c]} {counts[c]:,}" for c in CLASSES if counts.get(c)]
+    whole = f"{counts['total']:,} SASS instruction{'' if counts['total'] == 1 else 's'}"
+    return f"{whole} ({', '.join(said)})" if said else whole
+
+
+def sass_words(found: dict[str, Any] | None) -> dict[int, str]:
+    """Each kernel line's SASS counts in words (the listing's tooltips), none without."""
+    if not found:
+        return {}
+    return {int(line): in_words(counts) for line, counts in found["lines"].items()}

@@ -154,8 +154,7 @@ def _resources(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | Non
 # Rows of the by-line table: the lines that differ between variants come first, and a
 # page shows at most this many (the rest are counted in a sentence).
 MAX_LINE_ROWS = 12
-_SHORT = {"mma": "MMA", "global": "global", "shared": "shared", "async": "async/TMA",
-          "sync": "sync", "spill": "spill"}
+_SHORT = sass_lines.SHORT
 
 
 def _line_counts(counts: dict[str, int] | None) -> str:
