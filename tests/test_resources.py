@@ -496,6 +496,45 @@ print(json.dumps(found["resources"]["registers"]))
 """
 
 
+_BOTH = """
+import gzip, json, subprocess, sys
+from pathlib import Path
+from sphinx_tlstages.core.hardware.resources import strip_encodings
+from sphinx_tlstages.core.hardware.sass_lines import compiled_text
+from sphinx_tlstages.worker.resources import flags
+cuda = gzip.decompress(Path(sys.argv[1]).read_bytes()).decode()
+nvcc = json.loads(sys.argv[2])["nvcc"]
+listings = []
+for name, text in (("as-tilelang.cu", cuda), ("compiled.cu", compiled_text(cuda))):
+    source = Path(sys.argv[3], name)
+    source.write_text(text)
+    cubin = source.with_suffix(".cubin")
+    subprocess.run([nvcc, *flags("sm_90a", {}), "-o", str(cubin), str(source)], check=True,
+                   capture_output=True)
+    listings.append(strip_encodings(subprocess.run(
+        [str(Path(nvcc).with_name("cuobjdump")), "-sass", str(cubin)], check=True,
+        capture_output=True, text=True).stdout))
+print(json.dumps([listings[0] == listings[1], listings[0].count("HGMMA")]))
+"""
+
+
+@needs_toolkit
+@pytest.mark.skipif(not SASS, reason="no cuobjdump: no SASS listing")
+def test_the_cuda_without_its_line_directives_compiles_to_the_same_sass(
+        tmp_path: Path) -> None:
+    """What lets the part read the line table by the CUDA's own lines: the directives
+    change where instructions are said to come from, not the instructions."""
+    import json
+    import subprocess
+    import sys
+
+    assert TOOLKIT is not None
+    done = subprocess.run([sys.executable, "-c", _BOTH, str(FIXTURES / "sm_90a-ns3.cu.gz"),
+                           json.dumps(TOOLKIT.payload), str(tmp_path)],
+                          capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [True, 16]
+
+
 @needs_toolkit
 def test_the_cubin_the_figures_come_from_can_be_kept(tmp_path: Path) -> None:
     """What the GPU check loads (``verification/resources_on_gpu``): the cubin compiled,
