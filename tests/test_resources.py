@@ -483,6 +483,12 @@ def test_a_changed_register_count_is_drift_in_words() -> None:
     said = [c.words for c in variant_changes("1", {"resources": before}, {"resources": after})]
     assert "registers 225 -> 255" in said and "spill stores 0 -> 1212" in said
     assert variant_changes("1", {"resources": before}, {"resources": before}) == []
+    # Per kernel line: which line's counts moved, by class.
+    shallow, deep = _by_line(1), _by_line(4)
+    said = [c.words for c in variant_changes("1", {"sass_lines": shallow},
+                                             {"sass_lines": deep})]
+    assert "SASS at line 20 mma 256 -> 512" in said
+    assert variant_changes("1", {"sass_lines": deep}, {"sass_lines": deep}) == []
 
 
 _KEEP = """
