@@ -4,6 +4,9 @@ part, and the SASS listing a page shows, must be those of a compile of the varia
 with TileLang's flags; a variant that breaks the shared compile must not cost the others
 their part.
 
+The same holds for the SASS by kernel line: each variant's lines are numbered in the
+shared file as in its own CUDA.
+
 The variants are lowered for real, in a process of their own (this one does not import
 TileLang), and compiled both ways with the real nvcc."""
 
@@ -17,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from sphinx_tlstages.core.hardware.sass_lines import class_counts, summed
 from sphinx_tlstages.core.plan.toolkit import find
 
 from .kernels import GEMM, GEMM_PARAMS
@@ -32,6 +36,7 @@ _BOTH_WAYS = """
 import json, sys
 from sphinx_tlstages.core.plan import options
 from sphinx_tlstages.core.plan.targets import parse_target
+from sphinx_tlstages.core.hardware.sass_lines import class_counts, summed
 from sphinx_tlstages.core.plan.toolkit import find
 from sphinx_tlstages.core.plan.variants import matrix, with_toolkit
 from sphinx_tlstages.worker import resources
@@ -50,7 +55,7 @@ for arch, params, depth in cases:
     requests.append(request)
     alone.append(resources.compile_variant(
         request.cuda, arch, {}, dict(request.toolkit), request.threads,
-        request.dynamic_shared, request.tensor_memory))
+        request.dynamic_shared, request.tensor_memory, kernel=request.kernel))
 print(json.dumps({"alone": alone, "grouped": resources.compile_group(requests)}))
 """
 
@@ -66,13 +71,19 @@ def test_a_group_compile_gives_every_variant_the_figures_of_its_own_compile() ->
                           capture_output=True, text=True, check=True)
     found = json.loads(done.stdout)
     for case, alone, grouped in zip(CASES, found["alone"], found["grouped"], strict=True):
-        assert "resources" in alone, (case, alone)
+        assert "resources" in alone and "sass_lines" in alone, (case, alone)
         # registers, spills, stack, shared memory, barriers, occupancy, SASS family
-        # counts, setmaxnreg budgets: every figure, and the listing a page shows.
+        # counts, setmaxnreg budgets: every figure, the listing a page shows, and the
+        # SASS by kernel line (read off the renamed kernel's section of the shared
+        # cubin, its lines numbered as the variant's own CUDA).
         assert grouped == alone, case
+        # Per class, the lines and the unattributed add up to the kernel's listing.
+        assert summed(grouped["sass_lines"]) == class_counts(grouped["sass"]), case
     spilled = found["grouped"][2]["resources"]
     assert spilled["spill_stores"] > 0 and spilled["stack"] > 0
     assert [f["resources"]["sass"]["HMMA"] for f in found["grouped"][:2]] == [256, 384]
+    # The T.gemm line (20 in tests/kernels' GEMM) holds the MMA of both depths.
+    assert [f["sass_lines"]["lines"]["20"]["mma"] for f in found["grouped"][:2]] == [256, 384]
     assert "Function : kernel_kernel" in found["grouped"][3]["sass"]
 
 

@@ -211,7 +211,8 @@ def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool 
             request = resources.Request.of(
                 cuda, arch, pass_configs, task.toolkit,
                 result["threads"], result["dynamic_shared_bytes"],
-                sum(buffer.get("columns") or 0 for buffer in result["tmem"]))
+                sum(buffer.get("columns") or 0 for buffer in result["tmem"]),
+                kernel=(name, source))
             if compile_now:
                 result.update(resources.compile_group(  # type: ignore[typeddict-item]
                     [request], keep_cubin)[0])

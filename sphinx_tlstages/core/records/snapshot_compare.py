@@ -124,6 +124,21 @@ def _resources(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return said or ["resources changed"]
 
 
+def _sass_lines(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Which kernel lines' SASS counts moved, by class (``line 20 mma 256 -> 384``)."""
+    said = []
+    for key in sorted(old.get("lines", {}).keys() | new.get("lines", {}).keys(), key=int):
+        before, after = old.get("lines", {}).get(key, {}), new.get("lines", {}).get(key, {})
+        said += [f"SASS at line {key} {name} {before.get(name, 0)} -> {after.get(name, 0)}"
+                 for name in sorted(before.keys() | after.keys())
+                 if before.get(name, 0) != after.get(name, 0)]
+    before, after = old.get("unattributed", {}), new.get("unattributed", {})
+    said += [f"SASS on no kernel line {name} {before.get(name, 0)} -> {after.get(name, 0)}"
+             for name in sorted(before.keys() | after.keys())
+             if before.get(name, 0) != after.get(name, 0)]
+    return said or ["SASS by kernel line changed"]
+
+
 _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     "pipeline": _pipeline,
     "shared": _buffers,
@@ -140,6 +155,7 @@ _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     "pass_counts": _pass_counts,
     "hazards": lambda a, b: [f"hazards {a.get('text')!r} -> {b.get('text')!r}"],
     "resources": _resources,
+    "sass_lines": _sass_lines,
     "cuda": _cuda,
 }
 # The order a variant's changes are said in: the schedule first, the code last.
