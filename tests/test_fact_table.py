@@ -52,7 +52,10 @@ def _lowered() -> Result:
             "schedule": {"loops": []},
             "hazards": {"verdict": "none", "text": "none found", "findings": []},
             "unneeded_sync": [],
-            "resources": resources.resources(_PTXAS, "", "sm_80", 128, 32), "sass": ""}
+            "resources": resources.resources(_PTXAS, "", "sm_80", 128, 32), "sass": "",
+            "sass_lines": {"lines": {"3": {"mma": 1, "total": 1}}, "inferred": {},
+                           "templates": {}, "unattributed": {"mma": 0, "total": 0},
+                           "unattributed_files": {}}}
 
 
 # What ptxas --verbose says of a small kernel.
@@ -257,3 +260,13 @@ def test_a_claim_alone_makes_a_fact_read_and_says_so() -> None:
     said = snapshots.unguarded(spec, recorded, Path("d.json"))
     assert said == ("d: d.json does not keep gemm (read by :assert: gemm), so nothing "
                     "checks what the page shows")
+
+
+def test_sass_line_is_numbered_as_the_listing_numbers_the_kernel() -> None:
+    """A kernel written in the page is listed with the page's line numbers: its line 3,
+    written from the page's line 40 on, is ``sass_line[42]``."""
+    variant = _spec().variants[0]
+    assert assertions.namespace(_lowered(), variant)["sass_line"] == {3: {"mma": 1,
+                                                                          "total": 1}}
+    names = assertions.namespace(_lowered(), variant, first_line=40)
+    assert assertions.check('sass_line[42]["mma"] == 1', names) is None

@@ -15,9 +15,11 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from sphinx_tlstages.core.hardware import sass_lines
 from sphinx_tlstages.core.hardware.occupancy import LIMITS, limits_for, occupancy
 from sphinx_tlstages.core.hardware.resources import (
     ReportError,
@@ -107,6 +109,70 @@ def test_listing_keeps_the_instructions_and_drops_the_encodings() -> None:
     assert sass_counts(shown) == sass_counts(raw)
 
 
+# -- SASS by kernel line: nvdisasm -gi of the seed GEMM (gemm.py) on sm_80 -------------------
+
+def _by_line(depth: int, kernel: str = "kernel_kernel") -> dict[str, Any]:
+    """The recorded listing read as the worker reads it (the folder nvcc compiled in is
+    where the line table says kernel.cu is)."""
+    listing = recorded(f"sm_80-ns{depth}.nvdisasm-gi.gz")
+    root = re.search(r'File "([^"]*)/kernel\.cu"', listing)
+    assert root is not None
+    places = sass_lines.cuda_places(recorded(f"sm_80-ns{depth}.cu.gz"), GEMM, "gemm.py")
+    return sass_lines.by_line(listing, kernel, places, root[1])
+
+
+def test_each_lines_counts_and_the_unattributed_add_up_to_the_kernels() -> None:
+    """The invariant, per class, against the other tool's listing of the same cubin."""
+    for depth in (1, 4):
+        found = _by_line(depth)
+        whole = sass_lines.class_counts(recorded(f"sm_80-ns{depth}.sass.gz"))
+        assert sass_lines.summed(found) == whole
+        assert whole["mma"] == sass_counts(recorded(f"sm_80-ns{depth}.sass.gz"))["HMMA"]
+        assert found["unattributed"]["total"] < whole["total"] // 10
+
+
+def test_instructions_land_on_the_kernel_lines_that_made_them() -> None:
+    lines = _by_line(4)["lines"]
+    # T.copy of A and of B (lines 18, 19): the cp.async copies, inlined from copy.h.
+    assert (lines["18"]["async"], lines["19"]["async"]) == (32, 32)
+    assert _by_line(4)["templates"]["18"].keys() == {"copy.h"}
+    # T.gemm (line 20): every tensor-core MMA and shared load, through TileLang's MMA
+    # macro, which the listing's links give to the one T.gemm of the loop (inferred).
+    assert (lines["20"]["mma"], lines["20"]["shared"]) == (512, 128)
+    assert _by_line(4)["inferred"]["20"]["mma"] == 512
+    # The epilogue's T.copy (line 21): the global stores.
+    assert lines["21"]["global"] == 64
+    assert all(counts["spill"] == 0 for counts in lines.values())
+
+
+def test_what_each_line_gained_from_depth_one_to_four() -> None:
+    gained = dict(sass_lines.gained(_by_line(1), _by_line(4)))
+    assert gained[20]["mma"] == 256 and gained[18]["async"] == 15
+    assert 21 not in gained or "global" not in gained[21]
+    assert sass_lines.differing([_by_line(1), _by_line(4)])[:3] == ["17", "18", "19"]
+
+
+def test_a_kernel_the_cubin_lacks_is_refused() -> None:
+    with pytest.raises(ValueError, match="no function 'other'"):
+        _by_line(1, "other")
+
+
+def test_the_classes_of_the_instructions() -> None:
+    assert [sass_lines.classify(op) for op in (
+        "HMMA", "HGMMA", "UTCHMMA", "LDG", "STG", "LDS", "LDSM", "LDGSTS", "UTMALDG",
+        "BAR", "SYNCS", "DEPBAR", "LDL", "STL", "IMAD")] == [
+        "mma", "mma", "mma", "global", "global", "shared", "shared", "async", "async",
+        "sync", "sync", "sync", "spill", "spill", None]
+
+
+def test_the_cuda_compiled_keeps_every_line_where_it_was() -> None:
+    cuda = recorded("sm_80-ns4.cu.gz")
+    compiled = sass_lines.compiled_text(cuda)
+    assert "#line" not in compiled and "#line" in cuda
+    assert [len(line) for line in compiled.splitlines()] == [
+        0 if line.lstrip().startswith("#line") else len(line) for line in cuda.splitlines()]
+
+
 # -- occupancy, cuda_occupancy.h's rules ------------------------------------------------------
 
 def test_occupancy_of_the_seed_gemm_on_ampere() -> None:
@@ -190,13 +256,15 @@ def test_none_turns_the_toolkit_off_and_a_path_that_is_no_file_finds_none(
 # -- real builds -----------------------------------------------------------------------------
 
 CLAIMS = ("spills == 0\n      registers <= 240\n      occupancy.blocks_per_sm >= 1\n"
-          '      sass["HMMA"] == 128 * max(num_stages, 2) or target != "sm_80"')
+          '      sass["HMMA"] == 128 * max(num_stages, 2) or target != "sm_80"\n'
+          '      sum(line["mma"] for line in sass_line.values()) == sass["HMMA"]'
+          ' or target != "sm_80"')
 AMPERE_HOPPER = rst(GEMM, "Seed GEMM, what each depth costs", num_stages="1 2 3 4",
                     target="sm_80 sm_90a", params=GEMM_PARAMS, name="cost",
                     show="shared resources", assert_=CLAIMS)
 SPILLS = rst(GEMM, "A tile too large for the registers", num_stages="2", target="sm_80",
              params=GEMM_PARAMS.replace("block_M=128", "block_M=256")
-             .replace("block_K=64", "block_K=32"), name="spills", show="resources")
+             .replace("block_K=64", "block_K=32"), name="spills", show="source resources cuda")
 AMD = rst(GEMM, "Seed GEMM on MI300", num_stages="2", target="gfx942", params=GEMM_PARAMS,
           name="amd", show="shared resources")
 PAGE = "Cost\n====\n\n" + "\n".join((AMPERE_HOPPER, SPILLS, AMD))
@@ -265,9 +333,58 @@ def test_each_sass_listing_is_one_click_away_and_downloadable(built: Built) -> N
 
 
 @needs_toolkit
+@pytest.mark.skipif(not SASS, reason="no cuobjdump: no SASS listing")
+def test_sass_by_kernel_line_adds_up_and_is_kept(built: Built) -> None:
+    """Per variant, per class: the kept lines plus the unattributed are the counts of the
+    SASS listing offered for download (another tool's view of the same cubin)."""
+    import json
+
+    snapshot = json.loads((Path(built.app.srcdir) / "_tlstages" / "snapshots" / "cost.json")
+                          .read_text(encoding="utf-8"))
+    links = {a.astext(): a.attrs["href"] for a in built.part("tl-resources").iter("a")
+             if "tl-download" in a.classes}
+    for key, variant in snapshot["variants"].items():
+        named = dict(pair.split("=") for pair in key.split(","))
+        label = f"{named['target']}-ns{named['num_stages']}"
+        listing = (built.outdir / links[f"download cost-{label}.sass"]).read_text("utf-8")
+        assert sass_lines.summed(variant["sass_lines"]) == sass_lines.class_counts(listing)
+
+
+@needs_toolkit
+@pytest.mark.skipif(not SASS, reason="no cuobjdump: no SASS listing")
+def test_the_lines_that_changed_between_depths_are_shown_first(built: Built) -> None:
+    rows = built.table("tl-sass-lines")
+    assert rows[0][0] == "SASS by kernel line" and rows[0][1:3] == ["sm_80, num_stages=1",
+                                                                   "sm_80, num_stages=2"]
+    gemm = next(row for row in rows if "T.gemm(" in row[0])
+    assert gemm[1].startswith("MMA 256,") and gemm[4].startswith("MMA 512,")
+    assert "inferred" in gemm[0]
+    assert rows[-1][0].startswith("not attributed to a kernel line")
+    text = built.part("tl-resources").astext()
+    line = int(re.search(r"line (\d+) T\.gemm", " ".join(r[0] for r in rows))[1])
+    assert re.search(rf"From num_stages=1 to num_stages=4 on sm_80, these kernel lines gained "
+                     rf"instructions: [^.]*line {line} \(\+256 MMA, \+64 shared", text)
+
+
+@needs_toolkit
+@pytest.mark.skipif(not SASS, reason="no cuobjdump: no SASS listing")
+def test_the_kernel_listing_says_what_each_line_became_in_sass(built: Built) -> None:
+    source = built.part("tl-linked-source")
+    gemm = next(el for el in source.iter(cls="tl-src-line") if "T.gemm(" in el.astext())
+    assert re.fullmatch(r"line \d+: num_stages=2: \d+ CUDA lines, [\d,]+ SASS instructions "
+                        r"\(MMA 256, shared \d+, spill \d+\)", gemm.attrs["title"])
+    # The SASS listing beside the CUDA listing stays SASS (it was once made a CUDA one).
+    (sass,) = built.part("tl-resources", index=1).iter("details", cls="tl-sass-item")
+    assert "HMMA" in sass.astext() and "#include" not in sass.astext()
+
+
+@needs_toolkit
 def test_spills_are_pointed_out_in_words(built: Built) -> None:
     text = built.part("tl-resources", index=1).astext()
     assert "num_stages=2 spills 1212 bytes to local memory" in text
+    if SASS:  # and where: the lines the line table gives the spill loads and stores
+        assert re.search(r"num_stages=2: spill loads and stores occur at line \d+ \(\d+\)",
+                         text)
     # One variant: nothing to compare, no occupancy figure.
     assert built.part("tl-resources", index=1).iter("div", cls="tl-occupancy-figure") == []
 
@@ -351,6 +468,8 @@ def test_tlstages_lower_shows_the_part(tmp_path: Path) -> None:
     text = out.getvalue()
     assert status == 0
     assert re.search(r"registers per thread +232\n", text)
+    if SASS:
+        assert re.search(r"line 20 T\.gemm\(.*MMA 256, shared 64", text)
     assert "limited by registers and shared memory" in text
 
 
@@ -364,6 +483,12 @@ def test_a_changed_register_count_is_drift_in_words() -> None:
     said = [c.words for c in variant_changes("1", {"resources": before}, {"resources": after})]
     assert "registers 225 -> 255" in said and "spill stores 0 -> 1212" in said
     assert variant_changes("1", {"resources": before}, {"resources": before}) == []
+    # Per kernel line: which line's counts moved, by class.
+    shallow, deep = _by_line(1), _by_line(4)
+    said = [c.words for c in variant_changes("1", {"sass_lines": shallow},
+                                             {"sass_lines": deep})]
+    assert "SASS at line 20 mma 256 -> 512" in said
+    assert variant_changes("1", {"sass_lines": deep}, {"sass_lines": deep}) == []
 
 
 _KEEP = """
@@ -375,6 +500,45 @@ found = compile_variant(cuda, "sm_90a", {}, json.loads(sys.argv[2]), 256, 98304,
                         keep_cubin=Path(sys.argv[3]))
 print(json.dumps(found["resources"]["registers"]))
 """
+
+
+_BOTH = """
+import gzip, json, subprocess, sys
+from pathlib import Path
+from sphinx_tlstages.core.hardware.resources import strip_encodings
+from sphinx_tlstages.core.hardware.sass_lines import compiled_text
+from sphinx_tlstages.worker.resources import flags
+cuda = gzip.decompress(Path(sys.argv[1]).read_bytes()).decode()
+nvcc = json.loads(sys.argv[2])["nvcc"]
+listings = []
+for name, text in (("as-tilelang.cu", cuda), ("compiled.cu", compiled_text(cuda))):
+    source = Path(sys.argv[3], name)
+    source.write_text(text)
+    cubin = source.with_suffix(".cubin")
+    subprocess.run([nvcc, *flags("sm_90a", {}), "-o", str(cubin), str(source)], check=True,
+                   capture_output=True)
+    listings.append(strip_encodings(subprocess.run(
+        [str(Path(nvcc).with_name("cuobjdump")), "-sass", str(cubin)], check=True,
+        capture_output=True, text=True).stdout))
+print(json.dumps([listings[0] == listings[1], listings[0].count("HGMMA")]))
+"""
+
+
+@needs_toolkit
+@pytest.mark.skipif(not SASS, reason="no cuobjdump: no SASS listing")
+def test_the_cuda_without_its_line_directives_compiles_to_the_same_sass(
+        tmp_path: Path) -> None:
+    """What lets the part read the line table by the CUDA's own lines: the directives
+    change where instructions are said to come from, not the instructions."""
+    import json
+    import subprocess
+    import sys
+
+    assert TOOLKIT is not None
+    done = subprocess.run([sys.executable, "-c", _BOTH, str(FIXTURES / "sm_90a-ns3.cu.gz"),
+                           json.dumps(TOOLKIT.payload), str(tmp_path)],
+                          capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == [True, 16]
 
 
 @needs_toolkit

@@ -124,7 +124,7 @@ def _claims(report: Report, here: Directive, spec: DirectiveSpec,
             result = None if stored is None else snapshots.as_result(stored, variant.num_stages)
             if result is None or not result.get("ok"):
                 continue
-            why = check(expression, namespace(result, variant))
+            why = check(expression, namespace(result, variant, spec.kernel_line or 1))
             if why is not None:
                 report.add(here, "assert", variant.heading,
                            f"{expression!r} {one_line(why)}", line)

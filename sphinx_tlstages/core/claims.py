@@ -63,6 +63,10 @@ _READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
         # No counts where the SASS could not be listed: a claim on them is skipped.
         "sass": lambda r: dict(r["sass"]) if r.get("sass") else _ABSENT,
     },
+    # By the classes core.hardware.sass_lines names; numbered as the kernel's listing
+    # numbers its lines in names_of.
+    "sass_lines": {"sass_line": lambda found: {
+        int(line): dict(counts) for line, counts in found["lines"].items()}},
     # Pass records say what each run changed only where the variant recorded them (see
     # reads_passes); a page built from a snapshot has the counts its claims name.
     "hazards": {"hazards": lambda found: SimpleNamespace(
@@ -127,19 +131,29 @@ NAMES: tuple[Name, ...] = (
          "occupancy.blocks_per_sm >= 1"),
     Name("sass", "dict[str, int]", "static SASS instruction counts (``:show: resources``)",
          'sass["HMMA"] > 0'),
+    Name("sass_line", "dict[int, dict[str, int]]", "static SASS counts by kernel line, "
+         "numbered as the kernel's listing numbers it (a kernel written in the page: the "
+         "page's line numbers), by class: ``mma``, ``global``, "
+         "``shared``, ``async`` (cp.async, TMA), ``sync``, ``spill`` (local memory), "
+         "``total``; lines with no instruction are absent (``:show: resources``)",
+         'max(c["mma"] for c in sass_line.values()) == sass["HMMA"]'),
 )
 BUILTIN_NAMES = tuple(sorted(_BUILTINS))
 
 
-def namespace(result: Result, variant: VariantSpec) -> dict[str, Any]:
-    """The names ``result`` gives an expression on ``variant``: see :data:`NAMES`."""
-    return names_of(result, variant.num_stages, dict(variant.params), variant.target.label)
+def namespace(result: Result, variant: VariantSpec, first_line: int = 1) -> dict[str, Any]:
+    """The names ``result`` gives an expression on ``variant``: see :data:`NAMES`;
+    ``first_line``: the number the kernel's listing gives its first line (a kernel
+    written in the page is numbered as the page's lines)."""
+    return names_of(result, variant.num_stages, dict(variant.params), variant.target.label,
+                    first_line)
 
 
 def names_of(result: Result, num_stages: int, params: dict[str, str],
-             target: str) -> dict[str, Any]:
+             target: str, first_line: int = 1) -> dict[str, Any]:
     """The names of :data:`NAMES` a result has (a page built from an older snapshot may
-    lack some), for a variant of ``num_stages``, ``params`` (as written) and ``target``."""
+    lack some), for a variant of ``num_stages``, ``params`` (as written) and ``target``,
+    whose kernel's listing numbers its first line ``first_line``."""
     names: dict[str, Any] = {}
     for fact in FACTS:
         if fact.name not in result:
@@ -148,6 +162,9 @@ def names_of(result: Result, num_stages: int, params: dict[str, str],
             value = read(result[fact.name])  # type: ignore[literal-required]
             if value is not _ABSENT and name not in names:
                 names[name] = value
+    if "sass_line" in names:  # numbered as the listing numbers the kernel's lines
+        names["sass_line"] = {line + first_line - 1: counts
+                              for line, counts in names["sass_line"].items()}
     return {**names,
             "num_stages": num_stages,
             "params": {k: literal_value(v) for k, v in params.items()},

@@ -7,6 +7,12 @@ while Sphinx still reads (:func:`.launch.start_server`), or a kept one that outl
 interpreter (``python -m sphinx_tlstages.worker``) paying the TileLang import itself, and
 only as many are started as the work is worth.
 
+A variant whose page shows the resources part comes back lowered, with its compile asked
+for: it is held until the other variants of its directive (on its target) are lowered, and
+then the group is compiled by one ``python -m sphinx_tlstages.worker.resources`` running
+beside the workers (:mod:`..worker.resources`), so that the compiler's front end parses
+TileLang's headers once for the group while the workers lower on.
+
 A variant's time limit counts from the worker's "start" message for it, not from the
 worker's start-up. A worker that hangs is killed and replaced; one that dies is reported
 as a crash and replaced; a worker grown past its memory mark retires after its variant
@@ -17,16 +23,20 @@ had in hand is lowered again by spawned workers.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import selectors
 import shutil
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import IO, Any
 
 from ..core.protocol import messages as protocol
 from ..core.results.result import Result, failure
@@ -47,6 +57,25 @@ _STATUS_WAIT = 5.0
 # lowering of the seed GEMM takes about 0.7 s. Another spawned worker is started only
 # for every this many variants, so that the import it costs is worth it.
 _VARIANTS_PER_SPAWN = 2
+
+
+def _group(job: Job) -> str:
+    """What the variants of one directive on one target share: all of the task but its
+    depth. Their resources part is compiled together once the last of them is lowered."""
+    task = job.task.canonical()
+    task.pop("num_stages", None)
+    return json.dumps(task, sort_keys=True)
+
+
+@dataclass(eq=False)
+class _Compile:
+    """A running ``python -m sphinx_tlstages.worker.resources``: the resources part of a
+    group of lowered variants, compiled apart from the workers so that they lower on."""
+
+    proc: subprocess.Popen[bytes]
+    members: list[tuple[Job, Result]]
+    stderr: IO[bytes]
+    buffer: bytes = b""
 
 
 @dataclass
@@ -71,7 +100,15 @@ class _Batch:
         # Longest first, so that no worker is left with a long variant at the end while
         # the others idle; deeper pipelines unroll more IR, so num_stages stands in for
         # the cost (stable: otherwise in the order given).
-        self.pending = deque(sorted(jobs, key=lambda job: -job.stages))
+        ordered = sorted(jobs, key=lambda job: -job.stages)
+        if any(job.task.toolkit for job in jobs):
+            # A directive's variants one after the other: its compile starts while the
+            # next directive lowers, rather than every compile at the end.
+            rank: dict[str, int] = {}
+            for job in ordered:
+                rank.setdefault(_group(job), len(rank))
+            ordered.sort(key=lambda job: rank[_group(job)])
+        self.pending = deque(ordered)
         self.limit = max(1, workers)
         self.on_done = on_done
         self.server = server
@@ -83,6 +120,9 @@ class _Batch:
         self.env = worker_environment()
         self.fork_failures = 0
         self.unnamed: list[Worker] = []  # forked workers whose pid is not known yet
+        # Lowered variants whose resources part waits for the rest of their group.
+        self.held: dict[str, list[tuple[Job, Result]]] = {}
+        self.compiles: list[_Compile] = []
         if server is not None:
             self.selector.register(server.sock, selectors.EVENT_READ, server)
 
@@ -150,7 +190,71 @@ class _Batch:
         job = worker.job
         assert job is not None
         worker.job = None
-        self.on_done(job, result)
+        if "resources_request" in result:
+            self.held.setdefault(_group(job), []).append((job, result))
+        else:
+            self.on_done(job, result)
+        self.compile_ready()
+
+    # -- the resources part, compiled a group at a time -----------------------------------
+
+    def compile_ready(self) -> None:
+        """Start the compile of every held group none of whose variants is still to lower."""
+        if not self.held:
+            return
+        waiting = {_group(job) for job in self.pending}
+        waiting |= {_group(w.job) for w in self.live if w.job is not None}
+        for group in [g for g in self.held if g not in waiting]:
+            self.start_compile(self.held.pop(group))
+
+    def start_compile(self, members: list[tuple[Job, Result]]) -> None:
+        requests = [result.pop("resources_request")  # type: ignore[typeddict-item]
+                    for _, result in members]
+        with tempfile.NamedTemporaryFile("w", dir=self.workdir, suffix=".json",
+                                         delete=False) as handle:
+            json.dump(requests, handle)
+        stderr = tempfile.TemporaryFile(dir=self.workdir)  # noqa: SIM115 - the process outlives this call
+        try:
+            with open(handle.name, "rb") as stdin:
+                proc = subprocess.Popen(
+                    [self.python or sys.executable, "-m", "sphinx_tlstages.worker.resources"],
+                    stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, env=self.env)
+        except OSError as exc:
+            stderr.close()
+            self.compiled(members, None, f"{type(exc).__name__}: {exc}")
+            return
+        assert proc.stdout is not None
+        running = _Compile(proc, members, stderr)
+        self.compiles.append(running)
+        self.selector.register(proc.stdout, selectors.EVENT_READ, running)
+
+    def compile_event(self, running: _Compile) -> None:
+        assert running.proc.stdout is not None
+        chunk = os.read(running.proc.stdout.fileno(), 1 << 20)
+        if chunk:
+            running.buffer += chunk
+            return
+        self.selector.unregister(running.proc.stdout)
+        running.proc.stdout.close()
+        code = running.proc.wait()
+        self.compiles.remove(running)
+        found: list[dict[str, Any]] | None = None
+        with contextlib.suppress(ValueError):
+            found = json.loads(running.buffer) if code == 0 else None
+        running.stderr.seek(0)
+        detail = running.stderr.read().decode(errors="replace").strip()[-500:]
+        running.stderr.close()
+        self.compiled(running.members, found, f"{exit_reason(code)}: {detail}")
+
+    def compiled(self, members: list[tuple[Job, Result]], found: list[dict[str, Any]] | None,
+                 why: str) -> None:
+        """Hand each member its part (or the reason there is none) and its result on."""
+        if found is None or len(found) != len(members):
+            found = [{"resources_error": f"the compile of its group failed ({why})"}
+                     for _ in members]
+        for (job, result), part in zip(members, found, strict=True):
+            result.update(part)  # type: ignore[typeddict-item]
+            self.on_done(job, result)
 
     def fail_remaining(self, message: str) -> None:
         self.stats.unavailable = message
@@ -276,11 +380,20 @@ class _Batch:
     def run(self) -> PoolStats:
         try:
             self.fill()
-            while self.live:
+            while self.live or self.compiles or self.held:
+                if not self.live:  # nothing left to lower: what is held is complete
+                    for group in list(self.held):
+                        self.start_compile(self.held.pop(group))
+                    if not self.compiles:
+                        break
                 self.step()
         finally:
             for worker in list(self.live):
                 self.retire(worker, kill=True)
+            for running in list(self.compiles):
+                running.proc.kill()
+                running.proc.wait()
+                running.stderr.close()
             self.selector.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
         return self.stats
@@ -295,6 +408,9 @@ class _Batch:
             if isinstance(key.data, ForkServer):
                 if key.data is self.server and self._forking():
                     self.server_event()
+                continue
+            if isinstance(key.data, _Compile):
+                self.compile_event(key.data)
                 continue
             worker = key.data
             if worker not in self.live or worker.closed_at is not None:

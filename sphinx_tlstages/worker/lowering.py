@@ -163,9 +163,12 @@ def _message(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {tail}" if tail else type(exc).__name__
 
 
-def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
+def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool = True
+                  ) -> Result:
     """Lower one variant and return its result (``keep_cubin``: where to copy the cubin
-    of the resources part, for a check on a GPU)."""
+    of the resources part, for a check on a GPU). ``compile_now`` false: the resources
+    part's compile is not run but asked for (``resources_request``, a
+    :class:`.resources.Request`): the pool compiles a group of variants at once."""
     source, name = task.source, task.source_name
     started = time.perf_counter()
     imported: list[dict[str, str]] = []
@@ -208,10 +211,17 @@ def lower_variant(task: Task, keep_cubin: Path | None = None) -> Result:
         result["templates"] = template_digest(source_cuda)
         if task.toolkit and task.target.get("kind") == "cuda":
             # The cubin's resources, from the CUDA as the page offers it.
-            result.update(resources.compile_variant(  # type: ignore[typeddict-item]
-                cuda, str(task.target["arch"]), pass_configs, task.toolkit,
+            arch = str(task.target["arch"])
+            request = resources.Request.of(
+                cuda, arch, pass_configs, task.toolkit,
                 result["threads"], result["dynamic_shared_bytes"],
-                sum(buffer.get("columns") or 0 for buffer in result["tmem"]), keep_cubin))
+                sum(buffer.get("columns") or 0 for buffer in result["tmem"]),
+                kernel=(name, source))
+            if compile_now:
+                result.update(resources.compile_group(  # type: ignore[typeddict-item]
+                    [request], keep_cubin)[0])
+            else:
+                result["resources_request"] = request.encode()  # type: ignore[typeddict-unknown-key]
     if imported:  # what the cache must re-check before it reuses this result
         result["imports"] = sorted(imported, key=lambda entry: entry["path"])
     return result

@@ -124,6 +124,31 @@ def _resources(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return said or ["resources changed"]
 
 
+def _sass_lines(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Which kernel lines' SASS counts moved, by class (``line 20 mma 256 -> 384``); a
+    part not shaped as this version records it is said to have changed, no more."""
+    def part(found: Any, name: str) -> dict[str, Any]:
+        value = found.get(name) if isinstance(found, dict) else None
+        return value if isinstance(value, dict) else {}
+
+    def moved(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
+        before = before if isinstance(before, dict) else {}
+        after = after if isinstance(after, dict) else {}
+        return [(name, before.get(name, 0), after.get(name, 0))
+                for name in sorted(before.keys() | after.keys())
+                if before.get(name, 0) != after.get(name, 0)]
+
+    said = []
+    lines = [part(old, "lines"), part(new, "lines")]
+    for key in sorted(lines[0].keys() | lines[1].keys(),
+                      key=lambda k: (0, int(k)) if str(k).isdigit() else (1, 0)):
+        said += [f"SASS at line {key} {name} {a} -> {b}"
+                 for name, a, b in moved(lines[0].get(key), lines[1].get(key))]
+    said += [f"SASS on no kernel line {name} {a} -> {b}"
+             for name, a, b in moved(part(old, "unattributed"), part(new, "unattributed"))]
+    return said or ["SASS by kernel line changed"]
+
+
 _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     "pipeline": _pipeline,
     "shared": _buffers,
@@ -144,6 +169,7 @@ _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
         f"{', '.join(e.get('what', '?') for e in a) or 'none'} -> "
         f"{', '.join(e.get('what', '?') for e in b) or 'none'}"],
     "resources": _resources,
+    "sass_lines": _sass_lines,
     "cuda": _cuda,
 }
 # The order a variant's changes are said in: the schedule first, the code last.

@@ -139,22 +139,27 @@ _SPAN = re.compile(r'<span id="(?P<prefix>[^"]+)-(?P<number>\d+)">')
 
 
 def source_html(highlighted: str, prefix: str, first_line: int,
-                per_variant: Sequence[tuple[str, dict[int, int], str]]) -> str:
+                per_variant: Sequence[tuple[str, dict[int, int], str]],
+                sass: Sequence[dict[int, str]] | None = None) -> str:
     """Pygments output with ``linespans`` made into linkable lines: each line that
     produced code is focusable and carries, as a tooltip, its line counts per variant
-    (``per_variant``: heading, counts by kernel line, ``CUDA`` or ``HIP``)."""
+    (``per_variant``: heading, counts by kernel line, ``CUDA`` or ``HIP``) and, where
+    ``sass`` has them (one per variant), its SASS counts in words."""
 
     def replace(match: re.Match[str]) -> str:
         if match.group("prefix") != prefix:
             return match.group(0)
         shown = int(match.group("number"))
         line = shown - first_line + 1
-        made = [(heading, found[line], language) for heading, found, language in per_variant
+        words = sass or [{} for _ in per_variant]
+        made = [(heading, found[line], language, said.get(line))
+                for (heading, found, language), said in zip(per_variant, words, strict=True)
                 if line in found]
         if not made:
             return f'<span class="tl-src-line" data-tl-line="{line}">'
         tip = "; ".join(f"{heading}: {n} {language} line{'' if n == 1 else 's'}"
-                        for heading, n, language in made)
+                        + (f", {said}" if said else "")
+                        for heading, n, language, said in made)
         return (f'<span class="tl-src-line tl-has-cuda" data-tl-line="{line}" tabindex="0" '
                 f'role="button" aria-pressed="false" title="line {shown}: {html.escape(tip)}">')
 

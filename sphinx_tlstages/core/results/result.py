@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 8
+RESULT_SCHEMA = 9
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -188,6 +188,8 @@ class Result(TypedDict, total=False):
     # the CUDA (core/hardware/resources.py), the SASS listing, the compiler's version
     # (provenance), or why it could not compile.
     resources: dict[str, Any]
+    # Since schema 9, with the listing: its counts by kernel line (core/hardware/sass_lines.py).
+    sass_lines: dict[str, Any]
     sass: str
     toolkit: str
     resources_error: str

@@ -18,6 +18,7 @@ from docutils.utils import new_document
 from sphinx.util.osutil import relative_uri
 
 from ...core.files import write_if_changed
+from ...core.hardware.sass_lines import sass_words
 from ...core.kernel.listing import Listing
 from ...core.plan.variants import merge_unchanged
 from ...core.results import line_links
@@ -144,7 +145,10 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
                   max_lines: int) -> None:
     """Make the kernel listing and every full CUDA listing linked line by line."""
     ok = {v.label: (v, r) for v, r in merge_unchanged(rows)[0] if r.get("ok")}
-    listings = [node for node in holder.findall(tl_collapsible) if node.get("variant") in ok]
+    # The CUDA listings only: the SASS listings of the resources part name their variant
+    # too, and their text is no CUDA.
+    listings = [node for node in holder.findall(tl_collapsible) if node.get("variant") in ok
+                and "tl-cuda-item" in node["classes"]]
     source = next((c for c in holder.findall(nodes.container) if "tl-source" in c["classes"]),
                   None)
     if not listings or source is None:
@@ -153,11 +157,13 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
     kernel = spec.variants[0].source
     listing = spec.listing or Listing(kernel)
     per_variant = []
+    sass: list[dict[int, str]] = []
     for node in listings:
         variant, result = ok[node["variant"]]
         mapped = source_map(result["cuda"], variant.source_name)[:max_lines]
         links = line_links.attribute(mapped, kernel)
         per_variant.append((variant.heading, line_links.counts(links), variant.target.language))
+        sass.append(sass_words(result.get("sass_lines")))
         block = next(iter(node.findall(nodes.literal_block)))
         unshown = None if not listing.cut else (variant.source_name, listing.shows)
         block.replace_self(nodes.raw("", line_links.cuda_html(mapped, links, first,
@@ -170,7 +176,7 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
     highlighted = app.builder.highlighter.highlight_block(  # type: ignore[attr-defined]
         listing.text, "python", linenos="inline", linenostart=first + listing.start - 1,
         linespans=prefix, location=block, hl_lines=list(listing.emphasize))
-    html = line_links.source_html(highlighted, prefix, first, per_variant)
+    html = line_links.source_html(highlighted, prefix, first, per_variant, sass)
     hint = _UNSHOWN_HINT if listing.cut else ""
     block.replace_self(nodes.raw(
         "", f'<div class="highlight-python notranslate tl-linked-source">{html}</div>\n'

@@ -190,7 +190,7 @@ def _check_asserts(specs: list[DirectiveSpec], state: BuildState) -> None:
                 if not result.get("ok"):
                     continue
                 if index not in names:
-                    names[index] = namespace(result, variant)
+                    names[index] = namespace(result, variant, spec.kernel_line or 1)
                 why = check(expression, dict(names[index]))
                 if why is not None and not (why.startswith("uses ") and why in said):
                     said.add(why)  # an unknown name: once, not once per variant

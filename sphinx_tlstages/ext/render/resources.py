@@ -8,6 +8,7 @@ from typing import Any
 from docutils import nodes
 
 from ...core.figures import occupancy as occupancy_figure
+from ...core.hardware import sass_lines
 from ...core.hardware.resources import FAMILIES, spill_sentence
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.results.result import Result
@@ -121,6 +122,8 @@ def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
                                  "found beside nvcc")
                         + "; occupancy follows cuda_occupancy.h with the default carveout.")
     found.append(intro)
+    found.extend(lines_part(spec, [(v, r.get("sass_lines")) for v, r in cuda
+                                   if r.get("resources")]))
     for variant, result in cuda:
         if result.get("sass"):
             text, hidden = _capped(result["sass"], max_lines)
@@ -146,3 +149,137 @@ def _resources(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | Non
         return None
     found = resources_part(spec, rows, context.max_lines, context.downloads)
     return Drawn(found) if found else None
+
+
+# Rows of the by-line table: the lines that differ between variants come first, and a
+# page shows at most this many (the rest are counted in a sentence).
+MAX_LINE_ROWS = 12
+_SHORT = sass_lines.SHORT
+
+
+def _line_counts(counts: dict[str, int] | None) -> str:
+    """``MMA 256, shared 64 (412 in all)``: the counted classes that are not zero."""
+    if not counts or not counts.get("total"):
+        return "—"
+    said = [f"{_SHORT[c]} {number(counts[c])}" for c in sass_lines.CLASSES if counts.get(c)]
+    return ", ".join([*said, f"{number(counts['total'])} in all"]) if said \
+        else f"{number(counts['total'])} in all"
+
+
+def _source_line(spec: DirectiveSpec, line: int) -> str:
+    lines = spec.variants[0].source.splitlines()
+    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    return text if len(text) <= 48 else text[:47] + "…"
+
+
+def _heading(spec: DirectiveSpec, key: str,
+             per: list[tuple[VariantSpec, dict[str, Any] | None]]) -> list[nodes.Node]:
+    """``line 30`` (numbered as the listing numbers it), its code, and the templates
+    its instructions come through."""
+    line = int(key)
+    cell: list[nodes.Node] = [nodes.Text(f"line {line + (spec.kernel_line or 1) - 1} ")]
+    text = _source_line(spec, line)
+    if text:
+        cell.append(code(text))
+    templates = sorted({name for _, f in per if f
+                        for name in f.get("templates", {}).get(key) or {}})
+    inferred = any(key in (f.get("inferred") or {}) for _, f in per if f)
+    if templates:
+        cell.append(nodes.Text(f" (through {', '.join(templates)}"
+                               f"{'; inferred' if inferred else ''})"))
+    elif inferred:
+        cell.append(nodes.Text(" (inferred)"))
+    return cell
+
+
+def lines_part(spec: DirectiveSpec, per: list[tuple[VariantSpec, dict[str, Any] | None]]
+               ) -> list[nodes.Node]:
+    """SASS by kernel line: a table of the lines that matter (those whose counts differ
+    between variants first), what the deepest variant gained over the shallowest, and
+    where the spills are; nothing where no variant has the line table's counts."""
+    if not any(found for _, found in per):
+        return []
+    keys = sass_lines.differing([found for _, found in per])
+    rows: list[list[Cell]] = []
+    for key in keys[:MAX_LINE_ROWS]:
+        rows.append([_heading(spec, key, per),
+                     *(_line_counts((found or {}).get("lines", {}).get(key))
+                       if found else "—" for _, found in per)])
+    files = sorted({name for _, f in per if f for name in f.get("unattributed_files", {})})
+    where = f" (the table names {', '.join(files)})" if files else ""
+    rows.append([f"not attributed to a kernel line{where}",
+                 *(_line_counts(found["unattributed"]) if found else "—" for _, found in per)])
+    shown = table(["SASS by kernel line", *(v.heading for v, _ in per)], rows, ["tl-table"],
+                  widths=[32, *[20] * len(per)], key_columns=1)
+    shown["classes"].append("tl-sass-lines")
+    out: list[nodes.Node] = [shown]
+    words = [sentence for sentence in (_gains(spec, per), _spills(spec, per)) if sentence]
+    more = len(keys) - MAX_LINE_ROWS
+    note = ("Static SASS counts by kernel line: the compiler's line table (-lineinfo, "
+            "read with nvdisasm) gives each instruction's CUDA line, and the CUDA "
+            "listing's links give that line's kernel line (inferred: through a TileLang "
+            "template's region that one tile operation explains); an instruction inlined "
+            "from a TileLang header counts at the line that calls it. One on a CUDA line "
+            "no kernel line produced is counted as not attributed, never guessed. Lines "
+            "whose counts differ between variants come first")
+    note += f"; {more} more line{'s' if more != 1 else ''} not shown." if more > 0 else "."
+    out.append(nodes.paragraph(text=" ".join([*words, note]), classes=["tl-note"]))
+    return out
+
+
+def _gains(spec: DirectiveSpec, per: list[tuple[VariantSpec, dict[str, Any] | None]]
+           ) -> str | None:
+    """What the deepest variant of each target and parameters gained over the shallowest,
+    by kernel line (the counted classes)."""
+    groups: dict[tuple[str, tuple[tuple[str, str], ...]], list[tuple[VariantSpec,
+                                                                     dict[str, Any]]]] = {}
+    for variant, found in per:
+        if found:
+            key = (variant.target.label, tuple(sorted(dict(variant.params).items())))
+            groups.setdefault(key, []).append((variant, found))
+    said = []
+    targets = {target for target, _ in groups}
+    for (target, _), group in groups.items():
+        if len(group) < 2:
+            continue
+        (low, before), (high, after) = min(group, key=lambda g: g[0].num_stages), \
+            max(group, key=lambda g: g[0].num_stages)
+        if low.num_stages == high.num_stages:
+            continue
+        gains = [(line, {c: n for c, n in gain.items() if c != "total"})
+                 for line, gain in sass_lines.gained(before, after)]
+        gains = [(line, gain) for line, gain in gains if gain]
+        first = spec.kernel_line or 1
+        where = f" on {target}" if len(targets) > 1 else ""
+        span = f"From num_stages={low.num_stages} to num_stages={high.num_stages}{where}"
+        if len(group) < len([v for v, _ in per if v.target.label == target]):
+            span += f" ({', '.join(f'{k}={v}' for k, v in sorted(dict(low.params).items()))})"
+        if not gains:
+            said.append(f"{span}, no kernel line gained tensor-core, memory, async or "
+                        "sync instructions.")
+            continue
+        parts = [f"line {line + first - 1} "
+                 f"({', '.join(f'+{n} {_SHORT[c]}' for c, n in gain.items())})"
+                 for line, gain in gains]
+        said.append(f"{span}, these kernel lines gained instructions: "
+                    f"{'; '.join(parts)}.")
+    return " ".join(said) or None
+
+
+def _spills(spec: DirectiveSpec, per: list[tuple[VariantSpec, dict[str, Any] | None]]
+            ) -> str | None:
+    """Where the line table puts each variant's spill loads and stores."""
+    said = []
+    first = spec.kernel_line or 1
+    for variant, found in per:
+        if not found:
+            continue
+        at = [f"line {int(k) + first - 1} ({counts['spill']})"
+              for k, counts in found["lines"].items() if counts.get("spill")]
+        loose = found["unattributed"].get("spill", 0)
+        if at or loose:
+            where = "; ".join(at) if at else "no kernel line"
+            tail = f", and {loose} on no kernel line" if at and loose else ""
+            said.append(f"{variant.heading}: spill loads and stores occur at {where}{tail}, "
+                        "as the line table gives them.")
+    return " ".join(said) or None
