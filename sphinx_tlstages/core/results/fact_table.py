@@ -98,8 +98,8 @@ FACTS: tuple[Fact, ...] = (
     Fact("resources", dict, parts=("resources",), kept=True, compared=True, since=4,
          names=("registers", "spills", "stack", "occupancy", "sass"),
          about="registers, spills, occupancy and SASS counts of the compiled cubin"),
-    # The same cubin's SASS by kernel line, from its line table (core/hardware/sass_lines.py): counts
-    # by class per line, through which templates, and those on no kernel line.
+    # The same cubin's SASS by kernel line, from its line table (hardware/sass_lines.py):
+    # counts by class per line, through which templates, and those on no kernel line.
     Fact("sass_lines", dict, parts=("resources",), kept=True, compared=True, since=9,
          names=("sass_line",),
          about="static SASS counts by class per kernel line, and those on no kernel line"),
