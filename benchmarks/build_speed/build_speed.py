@@ -170,6 +170,16 @@ def sphinx(src: Path, out: Path, env: dict[str, str], *extra: str) -> tuple[floa
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def cold_build(src: Path, work: Path, *extra: str) -> dict[str, float]:
+    """One cold build of ``src`` (its output folder and lowering cache in ``work``, emptied
+    first): ``{"wall": s, "cpu": s}``, the CPU of its whole process tree (:func:`sphinx`)."""
+    out, cache = work / f"{src.name}-out", work / f"{src.name}-cache"
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    wall, cpu = sphinx(src, out, environment(cache), *extra)
+    return {"wall": wall, "cpu": cpu}
+
+
 def edited(text: str, m: int = 2048) -> str:
     """One directive's params changed (in the plain book, its page's text). M, because
     no chapter's :assert: claims depend on it."""
@@ -241,15 +251,9 @@ def page_scenario(work: Path, repeat: int) -> dict[str, Any]:
     ours: list[dict[str, float]] = []
     theirs: list[dict[str, float]] = []
 
-    def cold(src: Path, into: list[dict[str, float]]) -> None:
-        out, cache = work / f"{src.name}-out", work / f"{src.name}-cache"
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(cache, ignore_errors=True)
-        wall, cpu = sphinx(src, out, environment(cache))
-        into.append({"wall": wall, "cpu": cpu})
-
     for run in range(repeat):
-        alternate(run, lambda: cold(ours_src, ours), lambda: cold(peer_src, theirs))
+        alternate(run, lambda: ours.append(cold_build(ours_src, work)),
+                  lambda: theirs.append(cold_build(peer_src, work)))
     report = {"seconds": medians(ours), "programoutput_seconds": medians(theirs),
               "ratio": ratios(ours, theirs)}
     print(f"page: cold {report['seconds']['wall']:.2f} s against programoutput's "

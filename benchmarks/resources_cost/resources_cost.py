@@ -18,7 +18,7 @@
   same book with ``resources`` removed from every ``:show:``, alternately.
 
 A build's CPU time is that of every process it started, the workers a fork server
-leaves behind included (:func:`sphinx_tree`).
+leaves behind included (``build_speed.sphinx``).
 
     python benchmarks/resources_cost/resources_cost.py [--rounds 3] [--repeat 3]
         [--only compile,book,real-book] [--json FILE]
@@ -45,7 +45,7 @@ ROOT = BENCH.parent
 # The package from this checkout, and build_speed's helpers (one way to time a build).
 sys.path[:0] = [str(ROOT), str(BENCH / "build_speed")]
 
-from build_speed import alternate, environment, medians, ratios, sphinx  # noqa: E402
+from build_speed import alternate, cold_build, medians, ratios  # noqa: E402
 
 GEMM = (ROOT / "book" / "kernels" / "gemm.py").read_text(encoding="utf-8")
 PARAMS = "M=1024 N=1024 K=1024 block_M=128 block_N=128 block_K=64 threads=128"
@@ -158,13 +158,7 @@ def book_scenario(work: Path, repeat: int) -> dict[str, Any]:
     theirs: list[dict[str, float]] = []
 
     def cold(src: Path, into: list[dict[str, float]]) -> None:
-        out, cache = work / f"{src.name}-out", work / f"{src.name}-cache"
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(cache, ignore_errors=True)
-        wall, cpu = sphinx_tree(src, out, environment(cache), "-W")
-        into.append({"wall": wall, "cpu": cpu})
-        print(f"  {src.name}: {wall:.1f} s wall, {cpu:.1f} s CPU, load "
-              f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+        into.append(_said(src, cold_build(src, work, "-W")))
 
     loads = []
     for run in range(repeat):
@@ -177,33 +171,11 @@ def book_scenario(work: Path, repeat: int) -> dict[str, Any]:
     return report
 
 
-def _adopt_orphans() -> None:
-    """Make this process the reaper of its descendants' orphans (Linux): a fork server's
-    last workers may outlive it, and their CPU time is then counted nowhere. The
-    resources part compiles in a direct child of Sphinx, the lowering in the workers:
-    without this, a build's CPU time leaves out much of the lowering and none of the
-    compile, and the CPU ratio comes out too high."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-
-
-def sphinx_tree(src: Path, out: Path, env: dict[str, str], *extra: str) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of every process the build started) of one build:
-    :func:`build_speed.sphinx`, then the orphans it left are waited for."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    wall, _ = sphinx(src, out, env, *extra)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            pid, _status = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            break
-        if pid == 0:
-            time.sleep(0.05)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+def _said(src: Path, built: dict[str, float]) -> dict[str, float]:
+    """``built``, once printed with the load average (the runs are long)."""
+    print(f"  {src.name}: {built['wall']:.1f} s wall, {built['cpu']:.1f} s CPU, load "
+          f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+    return built
 
 
 _SHOW = re.compile(r"^(\s*:show:.*?)\s+resources\b", re.M)
@@ -230,13 +202,7 @@ def real_book_scenario(work: Path, repeat: int) -> dict[str, Any]:
     theirs: list[dict[str, float]] = []
 
     def cold(src: Path, into: list[dict[str, float]]) -> None:
-        out, cache = work / f"{src.name}-out", work / f"{src.name}-cache"
-        shutil.rmtree(out, ignore_errors=True)
-        shutil.rmtree(cache, ignore_errors=True)
-        wall, cpu = sphinx_tree(src, out, environment(cache))
-        into.append({"wall": wall, "cpu": cpu})
-        print(f"  {src.name}: {wall:.1f} s wall, {cpu:.1f} s CPU, load "
-              f"{os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
+        into.append(_said(src, cold_build(src, work)))
 
     loads = []
     for run in range(repeat):
@@ -261,7 +227,6 @@ def main() -> None:
     from sphinx_tlstages.core.results.stamps import tilelang_version
     from sphinx_tlstages.worker.resources import version
 
-    _adopt_orphans()
     toolkit = find("auto")
     report: dict[str, Any] = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
