@@ -86,7 +86,8 @@ class Trace:
 
     def __init__(self, func: Any, boxes: dict[str, int] | None = None,
                  sizes: dict[Any, int] | None = None,
-                 trips: dict[int, int] | None = None) -> None:
+                 trips: dict[int, int] | None = None,
+                 memo: dict[str, dict[int, Any]] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
         self.sizes = dict(sizes or {})
@@ -109,12 +110,20 @@ class Trace:
         self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
         self.fallback = False  # inside the else of a cluster rank's multicast branch
         self.last: Any = None  # the last region bounded: (index, env, offset, size, lanes)
-        # Whether a statement holds a synchronisation, by its address: an unrolled loop
-        # asks it of the same inner statements once per iteration (the IR outlives the walk).
-        self.synced: dict[int, bool] = {}
-        self.calls: dict[int, tuple[str, list[Any]]] = {}  # a call's name and arguments
-        self.seqs: dict[int, list[Any]] = {}  # a sequence's statements
-        self.parts: dict[int, Any] = {}
+        # What the walk reads of the IR's structure, by a node's address: an unrolled loop
+        # asks it of the same inner statements once per iteration, and the walks of one
+        # function at several sizes or trip counts share ``memo`` (the IR outlives them;
+        # nothing here depends on the values a walk gives its variables).
+        memo = {} if memo is None else memo
+        # Whether a statement holds a synchronisation.
+        self.synced: dict[int, bool] = memo.setdefault("synced", {})
+        # A call's name and arguments.
+        self.calls: dict[int, tuple[str, list[Any]]] = memo.setdefault("calls", {})
+        self.seqs: dict[int, list[Any]] = memo.setdefault("seqs", {})  # a sequence's items
+        self.parts: dict[int, Any] = memo.setdefault("parts", {})
+        # An expression's shared loads, pointers passed on, TileLang templates followed.
+        self.loads: dict[int, Any] = memo.setdefault("loads", {})
+        self.stored: dict[int, list[Any]] = memo.setdefault("stored", {})  # scalars set
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -398,9 +407,12 @@ class Trace:
     def forget(self, stmt: Any) -> None:
         """Drop the values of the scalars ``stmt`` stores to: code walked once for many
         runs (a summarised loop, both branches of a condition) leaves them unknown."""
-        found: list[Any] = []
-        post_order_visit(stmt, lambda node: found.append(_scalar(node))
-                         if kind(node) == "BufferStore" else None)
+        handle = stmt.__chandle__()
+        found = self.stored.get(handle)
+        if found is None:
+            found = self.stored[handle] = []
+            post_order_visit(stmt, lambda node: found.append(_scalar(node))
+                             if kind(node) == "BufferStore" else None)
         for key in found:
             if key is not None:
                 self.env.pop(key, None)
@@ -500,27 +512,11 @@ class Trace:
 
     def reads(self, expr: Any) -> None:
         """Every shared element an expression loads."""
-        found: list[Any] = []
-        passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
-
-        def visit(node: Any) -> None:
-            if kind(node) == "BufferLoad" and shared(node.buffer.data):
-                found.append(node)
-            elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
-                    and shared(node.args[0].buffer.data):
-                passed.append(str(node.args[0].buffer.name))
-
-        def template(node: Any) -> None:
-            if kind(node) == "Call" and short(op_name(node)) == "call_extern" \
-                    and kind(node.args[0]) == "StringImm" \
-                    and str(node.args[0].value).startswith("tl::AllReduce<"):
-                known.append(node)
-
-        known: list[Any] = []
-        post_order_visit(expr, template)
-        followed = {arg.__chandle__() for call in known for arg in call.args}
-        post_order_visit(expr, lambda node: visit(node)
-                         if node.__chandle__() not in followed else None)
+        handle = expr.__chandle__()
+        cached = self.loads.get(handle)
+        if cached is None:
+            cached = self.loads[handle] = _loads(expr)
+        found, passed, known = cached
         if passed:
             raise Undecided(f"a pointer into {passed[0]} is passed to a helper the check "
                             "does not know")
@@ -733,6 +729,33 @@ class Trace:
         if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
             raise Undecided(f"a synchronisation under the condition {stmt.condition}")
         self.records.extend(paths[0])
+
+
+def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
+    """An expression's shared loads, the shared buffers it passes a pointer to, and the
+    calls of TileLang's templates it makes whose arguments the check follows itself."""
+    found: list[Any] = []
+    passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
+
+    def visit(node: Any) -> None:
+        if kind(node) == "BufferLoad" and shared(node.buffer.data):
+            found.append(node)
+        elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
+                and shared(node.args[0].buffer.data):
+            passed.append(str(node.args[0].buffer.name))
+
+    def template(node: Any) -> None:
+        if kind(node) == "Call" and short(op_name(node)) == "call_extern" \
+                and kind(node.args[0]) == "StringImm" \
+                and str(node.args[0].value).startswith("tl::AllReduce<"):
+            known.append(node)
+
+    known: list[Any] = []
+    post_order_visit(expr, template)
+    followed = {arg.__chandle__() for call in known for arg in call.args}
+    post_order_visit(expr, lambda node: visit(node)
+                     if node.__chandle__() not in followed else None)
+    return found, passed, known
 
 
 def _scalar(stmt: Any) -> tuple[Any, str] | None:

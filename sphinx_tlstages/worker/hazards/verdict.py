@@ -120,6 +120,7 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
     found: dict[str, Any] = {}
     ranged: dict[int, tuple[str, int, int]] = {}  # loop -> (name, least, greatest trips)
     count = 0
+    memo: dict[str, dict[int, Any]] = {}  # what every walk reads of the IR, read once
     for walk in walks:
         pending: list[dict[int, int]] = [{}]
         while pending:
@@ -129,7 +130,7 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
                              + [f"{ranged[key][0]} running {n} times"
                                 for key, n in trips.items()])
             try:
-                trace = Trace(func, boxes, walk, trips)
+                trace = Trace(func, boxes, walk, trips, memo)
             except Ranged as exc:
                 top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle)
                 ranged[exc.key] = (str(exc).split(" has ")[0], exc.lo, top)
