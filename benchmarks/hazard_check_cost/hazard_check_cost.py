@@ -2,12 +2,12 @@
 """What the hazard check costs against the lowering it checks, on one CPU.
 
 For each variant of the seed GEMM (num_stages 1-4, on sm_80 and sm_90a) or of the book's
-flash attention, ``--rounds`` times, alternately: the variant is lowered as a worker lowers it (the pass instrument
-keeping the modules the facts are read from), then the hazard check runs on what that
-lowering kept (with, where it finds no race, the search for synchronisation no
-dependence needs: ``core/hazards/needed.py``). Times are the process's CPU seconds
-(``time.process_time``), medians per variant; the ratio is the sum of the check's
-medians over the sum of the lowering's (the goal: at most 5 %).
+flash attention, ``--rounds`` times, alternately: the variant is lowered as a worker
+lowers it (the pass instrument keeping the modules the facts are read from), then the
+hazard check runs on what that lowering kept (with, where it finds no race, the search
+for synchronisation no dependence needs: ``core/hazards/needed.py``). Times are the
+process's CPU seconds (``time.process_time``), medians per variant; the ratio is the sum
+of the check's medians over the sum of the lowering's (the goal: at most 5 %).
 
     python benchmarks/hazard_check_cost/hazard_check_cost.py [--rounds 5] [--cpu N] [--json FILE]
         [--kernel gemm|attention]

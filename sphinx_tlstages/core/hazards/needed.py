@@ -72,7 +72,7 @@ def _found(records: list[Json], buffers: dict[str, Json]) -> bool:
         return True
     if any(r["op"] in ("tma", "init") for r in records):
         try:
-            found, _ = check_rings(records)
+            found, _ = check_rings(records, first=True)
         except Unchecked:
             return True
         return bool(found)

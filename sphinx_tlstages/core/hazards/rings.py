@@ -72,15 +72,34 @@ def _slot_words(record: Json) -> str:
     return f" at {record['at']}" if record.get("at") else ""
 
 
-def check_rings(records: list[Json]) -> tuple[list[Json], Json]:
-    """Findings of the mbarrier model, and what was checked (barriers, roles)."""
+class _First(Exception):
+    """A first finding, where only whether there is one is asked."""
+
+
+def check_rings(records: list[Json], first: bool = False) -> tuple[list[Json], Json]:
+    """Findings of the mbarrier model, and what was checked (barriers, roles).
+    ``first``: stop at the first finding (the search of :mod:`.needed` asks only
+    whether there is one)."""
     findings: list[Json] = []
     init = {r["bar"]: r["count"] for r in records if r["op"] == "init"}
 
     def add(kind: str, record: Json, text: str) -> None:
         findings.append({"kind": kind, "buffer": record.get("buffer") or record.get("bar"),
                          "at": record.get("at", ""), "text": text})
+        if first:
+            raise _First
 
+    if first:
+        try:
+            return _check(records, init, add, findings)
+        except _First:
+            return findings, {}
+    return _check(records, init, add, findings)
+
+
+def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[Json]
+           ) -> tuple[list[Json], Json]:
+    """:func:`check_rings`'s rules in turn, each finding given to ``add``."""
     _check_init(records, add)
     _check_multicast(records)
     sequences = _sequences(records)

@@ -377,17 +377,22 @@ class Trace:
             self.reads(value)
 
     def _BufferStore(self, stmt: Any) -> None:
-        self.reads(stmt.value)
-        for index in stmt.indices:
+        handle = stmt.__chandle__()
+        known = self.parts.get(handle)
+        if known is None:  # read from TVM once: an unrolled loop stores here each time
+            known = self.parts[handle] = (stmt.value, list(stmt.indices),
+                                          shared(stmt.buffer.data), _scalar(stmt))
+        value, indices, into_shared, key = known
+        self.reads(value)
+        for index in indices:
             self.reads(index)
-        if shared(stmt.buffer.data):
-            self.store(stmt.buffer, list(stmt.indices))
-        key = _scalar(stmt)
+        if into_shared:
+            self.store(stmt.buffer, indices)
         if key is not None:  # a counter or phase the kernel keeps (``T.alloc_var``)
             try:
                 if self.summarised:
                     raise Unbounded("stored in code walked once for many runs")
-                self.env[key] = interval(stmt.value, self.env)
+                self.env[key] = interval(value, self.env)
             except Unbounded:
                 self.env.pop(key, None)
 
