@@ -124,6 +124,8 @@ class Trace:
         # An expression's shared loads, pointers passed on, TileLang templates followed.
         self.loads: dict[int, Any] = memo.setdefault("loads", {})
         self.stored: dict[int, list[Any]] = memo.setdefault("stored", {})  # scalars set
+        # An access's flat index and element, by its buffer's and indices' addresses.
+        self.flats: dict[Any, Any] = memo.setdefault("flats", {})
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -170,6 +172,20 @@ class Trace:
 
     def region(self, buffer: Any, indices: list[Any]) -> tuple[str, str, int, int]:
         """(buffer, allocation, first byte, last byte) of a load or store's elements."""
+        key = (buffer.__chandle__(), *[index.__chandle__() for index in indices])
+        known = self.flats.get(key)
+        if known is None:  # the flat index built once (TVM nodes): an unrolled loop asks again
+            known = self.flats[key] = self.flat(buffer, indices)
+        flat, size, lanes, name, data = known
+        lo, hi = self.bound(flat, str(buffer.name))
+        root, offset = self.base(data)
+        self.last = (flat, dict(self.env), offset, size, lanes)
+        return name, root, offset + lo * size, offset + (hi + lanes) * size - 1
+
+    @staticmethod
+    def flat(buffer: Any, indices: list[Any]) -> tuple[Any, int, int, str, Any]:
+        """A load or store's element offset in its buffer's data (an expression), its
+        element's bytes, its lanes, and its data's name and variable."""
         size = buffer.dtype.bits * buffer.dtype.lanes // 8
         lanes = 1
         if len(indices) == 1:
@@ -182,10 +198,7 @@ class Trace:
             if integer(index.stride) != 1:
                 raise Undecided(f"a strided vector access to {buffer.name}")
             lanes, index = int(index.lanes), index.base
-        lo, hi = self.bound(buffer.elem_offset + index, str(buffer.name))
-        root, offset = self.base(buffer.data)
-        self.last = (buffer.elem_offset + index, dict(self.env), offset, size, lanes)
-        return str(buffer.data.name), root, offset + lo * size, offset + (hi + lanes) * size - 1
+        return buffer.elem_offset + index, size, lanes, str(buffer.data.name), buffer.data
 
     def per_thread(self, extra: int = 0) -> Callable[[], list[Interval] | None]:
         """The bytes each thread touches in the last region bounded, as a function the
