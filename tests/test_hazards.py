@@ -1110,3 +1110,50 @@ def test_a_trip_count_read_from_memory_is_checked_for_every_count(arch: str,
     else:
         assert racy and len(racy) < len(each), racy
         assert found["verdict"] == "hazard", found
+
+
+# --- the search's shortcuts answer as the full check (benchmarks/hazard_check_cost) ---------
+
+def _records(after: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The sized records and buffers of one walk of ``after``'s final device function."""
+    from sphinx_tlstages.worker.hazards.trace import Trace
+
+    func = ir_facts.device_function(after["final"])
+    trace = Trace(func, hazard_check._boxes(after))
+    buffers = hazard_check._buffers(trace.bases, after, ir_facts.main_function)
+    return hazard_check._sized(trace.records, buffers), buffers
+
+
+def _finds(records: list[dict[str, Any]], first: bool) -> bool:
+    from sphinx_tlstages.core.hazards.rings import Unchecked, check_rings
+
+    try:
+        return bool(check_rings(records, first=first)[0])
+    except Unchecked:
+        return True
+
+
+def test_the_ring_check_stopped_at_its_first_finding_answers_as_the_whole(
+        gemm90: tuple[dict[str, Any], str, int]) -> None:
+    """``check_rings(first=True)`` (the search asks only whether there is a finding) finds
+    one exactly where the whole check does: on each mutation of the ring, and with each
+    synchronisation statement of the clean ring deleted."""
+    from sphinx_tlstages.core.hazards import needed
+    from sphinx_tlstages.core.hazards.rings import init_findings
+
+    after, _, _ = gemm90
+    answers = []
+    for mutation in sorted(RING_MUTATIONS):
+        records, _ = _records(mutated(after, RING_MUTATIONS[mutation](), loop_only=False))
+        answers.append((mutation, _finds(records, True), _finds(records, False)))
+    records, _ = _records(after)
+    sites = {(r["op"], r["site"]) for r in records if r["op"] in needed.KINDS}
+    assert any(op == "sync" for op, _ in sites), sites
+    for op, site in sorted(sites, key=str):
+        trial = needed._without(records, op, site, None)
+        whole = _finds(trial, False)
+        answers.append(((op, site), _finds(trial, True), whole))
+        if op == "sync":  # no cp.async here: only the initialisation rule reads a barrier
+            assert bool(init_findings(trial)) == whole, (op, site)
+    assert all(first == whole for _, first, whole in answers), answers
+    assert any(whole for _, _, whole in answers) and not _finds(records, False), answers

@@ -48,6 +48,7 @@ checked), arrivals on other CTAs' barriers.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 Json = dict[str, Any]
@@ -71,15 +72,34 @@ def _slot_words(record: Json) -> str:
     return f" at {record['at']}" if record.get("at") else ""
 
 
-def check_rings(records: list[Json]) -> tuple[list[Json], Json]:
-    """Findings of the mbarrier model, and what was checked (barriers, roles)."""
+class _First(Exception):
+    """A first finding, where only whether there is one is asked."""
+
+
+def check_rings(records: list[Json], first: bool = False) -> tuple[list[Json], Json]:
+    """Findings of the mbarrier model, and what was checked (barriers, roles).
+    ``first``: stop at the first finding (the search of :mod:`.needed` asks only
+    whether there is one)."""
     findings: list[Json] = []
     init = {r["bar"]: r["count"] for r in records if r["op"] == "init"}
 
     def add(kind: str, record: Json, text: str) -> None:
         findings.append({"kind": kind, "buffer": record.get("buffer") or record.get("bar"),
                          "at": record.get("at", ""), "text": text})
+        if first:
+            raise _First
 
+    if first:
+        try:
+            return _check(records, init, add, findings)
+        except _First:
+            return findings, {}
+    return _check(records, init, add, findings)
+
+
+def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[Json]
+           ) -> tuple[list[Json], Json]:
+    """:func:`check_rings`'s rules in turn, each finding given to ``add``."""
     _check_init(records, add)
     _check_multicast(records)
     sequences = _sequences(records)
@@ -224,6 +244,14 @@ def _check_progress(sequences: dict[str, list[tuple[int, Json]]], init: dict[str
             return
 
 
+def init_findings(records: list[Json]) -> list[str]:
+    """The findings of the initialisation rule alone (:func:`_check_init`): the only part
+    of :func:`check_rings` a ``__syncthreads`` or named barrier takes part in."""
+    found: list[str] = []
+    _check_init(records, lambda kind, record, text: found.append(text))
+    return found
+
+
 def _check_init(records: list[Json], add: Any) -> None:
     """Initialisation fenced, then ``__syncthreads``, before the first use."""
     state = "none"
@@ -249,16 +277,29 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
     copies = [(i, dict(r, bar=r["signal"]["bar"]) if r["op"] == "copy" else r)
               for i, r in enumerate(records)
               if r["op"] in ("tma", "copy") and i in phase]
-    reads = [(i, r) for i, r in enumerate(records) if r["op"] == "read"]
-    # Arrivals after each read retired, per role: (index, barrier, phase).
-    arrivals = {role: [(i, r["bar"], phase[i]) for i, r in seq
-                       if r["op"] in ("arrive", "expect") and r.get("n") and i in phase]
-                for role, seq in sequences.items()}
+    # Reads by allocation, in trace order, with their bytes (the pairs below are many).
+    reads: dict[Any, list[tuple[int, int, int, Json]]] = {}
+    for i, r in enumerate(records):
+        if r["op"] == "read":
+            reads.setdefault(r["root"], []).append((i, r["lo"], r["hi"], r))
+    # Arrivals after each read retired, per role: the indices of its arrivals, and from
+    # each one on, the least phase arrived on per barrier (a copier that knows a later
+    # phase of a barrier waited for an arrival after the read: only the least matters).
+    arrivals: dict[str, tuple[list[int], list[dict[str, int]]]] = {}
+    for role, seq in sequences.items():
+        made = [(i, r["bar"], phase[i]) for i, r in seq
+                if r["op"] in ("arrive", "expect") and r.get("n") and i in phase]
+        least: list[dict[str, int]] = [{}]
+        for _, bar, number in reversed(made):
+            here = dict(least[-1])
+            here[bar] = min(here.get(bar, number), number)
+            least.append(here)
+        arrivals[role] = ([i for i, _, _ in made], least[::-1])
     reported: set[tuple[str, str]] = set()
     for ci, copy in copies:
-        for ri, read in reads:
-            if copy["root"] != read["root"] or copy["hi"] < read["lo"] \
-                    or read["hi"] < copy["lo"]:
+        first, last = copy["lo"], copy["hi"]
+        for ri, lo, hi, read in reads.get(copy["root"], ()):
+            if last < lo or hi < first:
                 continue
             reader = read["role"] if read["role"] != "all" else next(iter(known))
             who = "every thread" if read["role"] == "all" else f"the {read['role']}"
@@ -281,8 +322,10 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             done = retired.get(ri, ri)
             if copy["role"] == read["role"] and done < ci and read["role"] != "all":
                 continue  # one role, program order (a TMA is issued after the read)
-            after = [(bar, p) for i, bar, p in arrivals.get(read["role"], []) if i > done]
-            if any(known[copier].get(ci, {}).get(bar, 0) > p for bar, p in after):
+            indices, least = arrivals.get(read["role"], ([], [{}]))
+            after = least[bisect_right(indices, done)]
+            sees = known[copier].get(ci, {})
+            if any(sees.get(bar, 0) > p for bar, p in after.items()):
                 continue  # the copier waited for an arrival made after the read
             kind = "WAR" if _iteration(copy) > _iteration(read) else "RAW"
             if (kind, read["buffer"]) in reported:

@@ -86,7 +86,8 @@ class Trace:
 
     def __init__(self, func: Any, boxes: dict[str, int] | None = None,
                  sizes: dict[Any, int] | None = None,
-                 trips: dict[int, int] | None = None) -> None:
+                 trips: dict[int, int] | None = None,
+                 memo: dict[str, dict[int, Any]] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
         self.sizes = dict(sizes or {})
@@ -109,12 +110,22 @@ class Trace:
         self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
         self.fallback = False  # inside the else of a cluster rank's multicast branch
         self.last: Any = None  # the last region bounded: (index, env, offset, size, lanes)
-        # Whether a statement holds a synchronisation, by its address: an unrolled loop
-        # asks it of the same inner statements once per iteration (the IR outlives the walk).
-        self.synced: dict[int, bool] = {}
-        self.calls: dict[int, tuple[str, list[Any]]] = {}  # a call's name and arguments
-        self.seqs: dict[int, list[Any]] = {}  # a sequence's statements
-        self.parts: dict[int, Any] = {}
+        # What the walk reads of the IR's structure, by a node's address: an unrolled loop
+        # asks it of the same inner statements once per iteration, and the walks of one
+        # function at several sizes or trip counts share ``memo`` (the IR outlives them;
+        # nothing here depends on the values a walk gives its variables).
+        memo = {} if memo is None else memo
+        # Whether a statement holds a synchronisation.
+        self.synced: dict[int, bool] = memo.setdefault("synced", {})
+        # A call's name and arguments.
+        self.calls: dict[int, tuple[str, list[Any]]] = memo.setdefault("calls", {})
+        self.seqs: dict[int, list[Any]] = memo.setdefault("seqs", {})  # a sequence's items
+        self.parts: dict[int, Any] = memo.setdefault("parts", {})
+        # An expression's shared loads, pointers passed on, TileLang templates followed.
+        self.loads: dict[int, Any] = memo.setdefault("loads", {})
+        self.stored: dict[int, list[Any]] = memo.setdefault("stored", {})  # scalars set
+        # An access's flat index and element, by its buffer's and indices' addresses.
+        self.flats: dict[Any, Any] = memo.setdefault("flats", {})
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -161,6 +172,20 @@ class Trace:
 
     def region(self, buffer: Any, indices: list[Any]) -> tuple[str, str, int, int]:
         """(buffer, allocation, first byte, last byte) of a load or store's elements."""
+        key = (buffer.__chandle__(), *[index.__chandle__() for index in indices])
+        known = self.flats.get(key)
+        if known is None:  # the flat index built once (TVM nodes): an unrolled loop asks again
+            known = self.flats[key] = self.flat(buffer, indices)
+        flat, size, lanes, name, data = known
+        lo, hi = self.bound(flat, str(buffer.name))
+        root, offset = self.base(data)
+        self.last = (flat, dict(self.env), offset, size, lanes)
+        return name, root, offset + lo * size, offset + (hi + lanes) * size - 1
+
+    @staticmethod
+    def flat(buffer: Any, indices: list[Any]) -> tuple[Any, int, int, str, Any]:
+        """A load or store's element offset in its buffer's data (an expression), its
+        element's bytes, its lanes, and its data's name and variable."""
         size = buffer.dtype.bits * buffer.dtype.lanes // 8
         lanes = 1
         if len(indices) == 1:
@@ -173,10 +198,7 @@ class Trace:
             if integer(index.stride) != 1:
                 raise Undecided(f"a strided vector access to {buffer.name}")
             lanes, index = int(index.lanes), index.base
-        lo, hi = self.bound(buffer.elem_offset + index, str(buffer.name))
-        root, offset = self.base(buffer.data)
-        self.last = (buffer.elem_offset + index, dict(self.env), offset, size, lanes)
-        return str(buffer.data.name), root, offset + lo * size, offset + (hi + lanes) * size - 1
+        return buffer.elem_offset + index, size, lanes, str(buffer.data.name), buffer.data
 
     def per_thread(self, extra: int = 0) -> Callable[[], list[Interval] | None]:
         """The bytes each thread touches in the last region bounded, as a function the
@@ -368,17 +390,22 @@ class Trace:
             self.reads(value)
 
     def _BufferStore(self, stmt: Any) -> None:
-        self.reads(stmt.value)
-        for index in stmt.indices:
+        handle = stmt.__chandle__()
+        known = self.parts.get(handle)
+        if known is None:  # read from TVM once: an unrolled loop stores here each time
+            known = self.parts[handle] = (stmt.value, list(stmt.indices),
+                                          shared(stmt.buffer.data), _scalar(stmt))
+        value, indices, into_shared, key = known
+        self.reads(value)
+        for index in indices:
             self.reads(index)
-        if shared(stmt.buffer.data):
-            self.store(stmt.buffer, list(stmt.indices))
-        key = _scalar(stmt)
+        if into_shared:
+            self.store(stmt.buffer, indices)
         if key is not None:  # a counter or phase the kernel keeps (``T.alloc_var``)
             try:
                 if self.summarised:
                     raise Unbounded("stored in code walked once for many runs")
-                self.env[key] = interval(stmt.value, self.env)
+                self.env[key] = interval(value, self.env)
             except Unbounded:
                 self.env.pop(key, None)
 
@@ -398,9 +425,12 @@ class Trace:
     def forget(self, stmt: Any) -> None:
         """Drop the values of the scalars ``stmt`` stores to: code walked once for many
         runs (a summarised loop, both branches of a condition) leaves them unknown."""
-        found: list[Any] = []
-        post_order_visit(stmt, lambda node: found.append(_scalar(node))
-                         if kind(node) == "BufferStore" else None)
+        handle = stmt.__chandle__()
+        found = self.stored.get(handle)
+        if found is None:
+            found = self.stored[handle] = []
+            post_order_visit(stmt, lambda node: found.append(_scalar(node))
+                             if kind(node) == "BufferStore" else None)
         for key in found:
             if key is not None:
                 self.env.pop(key, None)
@@ -500,27 +530,11 @@ class Trace:
 
     def reads(self, expr: Any) -> None:
         """Every shared element an expression loads."""
-        found: list[Any] = []
-        passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
-
-        def visit(node: Any) -> None:
-            if kind(node) == "BufferLoad" and shared(node.buffer.data):
-                found.append(node)
-            elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
-                    and shared(node.args[0].buffer.data):
-                passed.append(str(node.args[0].buffer.name))
-
-        def template(node: Any) -> None:
-            if kind(node) == "Call" and short(op_name(node)) == "call_extern" \
-                    and kind(node.args[0]) == "StringImm" \
-                    and str(node.args[0].value).startswith("tl::AllReduce<"):
-                known.append(node)
-
-        known: list[Any] = []
-        post_order_visit(expr, template)
-        followed = {arg.__chandle__() for call in known for arg in call.args}
-        post_order_visit(expr, lambda node: visit(node)
-                         if node.__chandle__() not in followed else None)
+        handle = expr.__chandle__()
+        cached = self.loads.get(handle)
+        if cached is None:
+            cached = self.loads[handle] = _loads(expr)
+        found, passed, known = cached
         if passed:
             raise Undecided(f"a pointer into {passed[0]} is passed to a helper the check "
                             "does not know")
@@ -733,6 +747,33 @@ class Trace:
         if not any(r.get("multicast") for r in paths[0]) or same(paths[0]) != same(paths[1]):
             raise Undecided(f"a synchronisation under the condition {stmt.condition}")
         self.records.extend(paths[0])
+
+
+def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
+    """An expression's shared loads, the shared buffers it passes a pointer to, and the
+    calls of TileLang's templates it makes whose arguments the check follows itself."""
+    found: list[Any] = []
+    passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
+
+    def visit(node: Any) -> None:
+        if kind(node) == "BufferLoad" and shared(node.buffer.data):
+            found.append(node)
+        elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
+                and shared(node.args[0].buffer.data):
+            passed.append(str(node.args[0].buffer.name))
+
+    def template(node: Any) -> None:
+        if kind(node) == "Call" and short(op_name(node)) == "call_extern" \
+                and kind(node.args[0]) == "StringImm" \
+                and str(node.args[0].value).startswith("tl::AllReduce<"):
+            known.append(node)
+
+    known: list[Any] = []
+    post_order_visit(expr, template)
+    followed = {arg.__chandle__() for call in known for arg in call.args}
+    post_order_visit(expr, lambda node: visit(node)
+                     if node.__chandle__() not in followed else None)
+    return found, passed, known
 
 
 def _scalar(stmt: Any) -> tuple[Any, str] | None:

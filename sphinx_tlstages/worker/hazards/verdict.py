@@ -48,10 +48,10 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
     try:
         func, boxes = device(final), _boxes(kept)
-        buffers = _buffers({}, kept, main)
-        walks, warmup, cycle = choices(func, [count for info in buffers.values()
-                                              for count in (info["versions"], info["tiles"])])
-        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean)
+        shapes = _shapes(kept, main)
+        walks, warmup, cycle = choices(func, [count for _, versions, tiles in shapes.values()
+                                              for count in (versions, tiles) if count])
+        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean, shapes)
     except Undecided as exc:
         return {"hazards": not_checked(str(exc)), "unneeded_sync": []}
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
@@ -107,7 +107,8 @@ def at_sizes(kept: dict[str, Any], main: Callable[[Any], Any], device: Callable[
 
 def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
            argument: tuple[int, int], kept: dict[str, Any], main: Callable[[Any], Any],
-           clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] | None = None
+           clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] | None = None,
+           shapes: dict[str, tuple[int, int | None, int | None]] | None = None
            ) -> dict[str, Any]:
     """The verdict over every value of the kernel's symbolic sizes and every trip count of
     its synchronised loops: one walk per value :func:`.sizes.choices` picks, and per trip
@@ -120,6 +121,7 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
     found: dict[str, Any] = {}
     ranged: dict[int, tuple[str, int, int]] = {}  # loop -> (name, least, greatest trips)
     count = 0
+    memo: dict[str, dict[int, Any]] = {}  # what every walk reads of the IR, read once
     for walk in walks:
         pending: list[dict[int, int]] = [{}]
         while pending:
@@ -129,7 +131,7 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
                              + [f"{ranged[key][0]} running {n} times"
                                 for key, n in trips.items()])
             try:
-                trace = Trace(func, boxes, walk, trips)
+                trace = Trace(func, boxes, walk, trips, memo)
             except Ranged as exc:
                 top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle)
                 ranged[exc.key] = (str(exc).split(" has ")[0], exc.lo, top)
@@ -140,7 +142,8 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
                 continue
             except Undecided as exc:
                 return not_checked(f"{exc} (with {said})" if said else str(exc))
-            buffers = _buffers(trace.bases, kept, main)
+            shapes = shapes or _shapes(kept, main)
+            buffers = _buffers(trace.bases, kept, main, shapes)
             records = _sized(trace.records, buffers)
             this = verdict(records, buffers)
             if clean is not None and this["verdict"] == "none":
@@ -240,9 +243,21 @@ def _boxes(kept: dict[str, Any]) -> dict[str, int]:
 
 
 def _buffers(bases_of: dict[Any, tuple[str, int]], kept: dict[str, Any],
-             main: Callable[[Any], Any]) -> dict[str, Any]:
+             main: Callable[[Any], Any],
+             shapes: dict[str, tuple[int, int | None, int | None]] | None = None
+             ) -> dict[str, Any]:
     """Per shared buffer: its byte offset in its allocation, its bytes and its versions
-    (the leading dimension the pipeliner gave it), for naming slots."""
+    (the leading dimension the pipeliner gave it), for naming slots. ``shapes``: what
+    :func:`_shapes` read of ``kept`` (the same for every walk), read again without it."""
+    bases = {str(var.name): offset for var, (_, offset) in bases_of.items()}
+    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions,
+                   "tiles": tiles}
+            for name, (size, versions, tiles) in (shapes or _shapes(kept, main)).items()}
+
+
+def _shapes(kept: dict[str, Any], main: Callable[[Any], Any]
+            ) -> dict[str, tuple[int, int | None, int | None]]:
+    """Per shared buffer: its bytes, its versions and its tiles (see :func:`_buffers`)."""
     # Hopper's warp specialisation versions the buffers before pipeline planning runs.
     planned = kept.get(BEFORE_WS) or kept.get("tl.PipelinePlanning")
     injected = kept.get("tl.InjectSoftwarePipeline")
@@ -262,10 +277,7 @@ def _buffers(bases_of: dict[Any, tuple[str, int]], kept: dict[str, Any],
                         tiles[str(buffer.name)] = integer(buffer.shape[0]) or 1
 
         post_order_visit(main(injected).body, visit)
-    bases = {str(var.name): offset for var, (_, offset) in bases_of.items()}
-    return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions.get(name),
-                   "tiles": tiles.get(name)}
-            for name, size in sizes.items()}
+    return {name: (size, versions.get(name), tiles.get(name)) for name, size in sizes.items()}
 
 
 def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[str, Any]]:
