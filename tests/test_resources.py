@@ -507,7 +507,7 @@ import gzip, json, subprocess, sys
 from pathlib import Path
 from sphinx_tlstages.core.hardware.resources import strip_encodings
 from sphinx_tlstages.core.hardware.sass_lines import compiled_text
-from sphinx_tlstages.worker.resources import flags
+from sphinx_tlstages.worker.resources import flags, nvcc_command
 cuda = gzip.decompress(Path(sys.argv[1]).read_bytes()).decode()
 nvcc = json.loads(sys.argv[2])["nvcc"]
 listings = []
@@ -515,7 +515,7 @@ for name, text in (("as-tilelang.cu", cuda), ("compiled.cu", compiled_text(cuda)
     source = Path(sys.argv[3], name)
     source.write_text(text)
     cubin = source.with_suffix(".cubin")
-    subprocess.run([nvcc, *flags("sm_90a", {}), "-o", str(cubin), str(source)], check=True,
+    subprocess.run(nvcc_command(nvcc, flags("sm_90a", {}), cubin, source), check=True,
                    capture_output=True)
     listings.append(strip_encodings(subprocess.run(
         [str(Path(nvcc).with_name("cuobjdump")), "-sass", str(cubin)], check=True,

@@ -90,9 +90,8 @@ def compile_scenario(rounds: int) -> dict[str, Any]:
                 cuda = str(result["cuda"])
                 source = Path(folder, "kernel.cu")
                 source.write_text(cuda, encoding="utf-8")
-                bare = [toolkit.nvcc, f"-ccbin={os.environ.get('CXX', 'g++')}",
-                        *resources.flags(arch, {}), "-o", str(Path(folder, "bare.cubin")),
-                        str(source)]
+                bare = resources.nvcc_command(toolkit.nvcc, resources.flags(arch, {}),
+                                              Path(folder, "bare.cubin"), source)
 
                 def part(cuda: str = cuda, arch: str = arch,
                          threads: int = result["threads"],

@@ -44,6 +44,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,14 @@ def flags(arch: str, pass_configs: dict[str, Any]) -> list[str]:
     if level is not None:
         options.append(f"--ptxas-options=--register-usage-level={int(level)}")
     return [*options, "--ptxas-options=--verbose", "-w"]
+
+
+def nvcc_command(nvcc: str, options: Sequence[str], cubin: Path, source: Path) -> list[str]:
+    """nvcc's command line for one compile into ``cubin``, the host compiler named
+    (``CXX``, else ``g++``): left to itself nvcc looks for ``gcc`` on ``PATH``, which a
+    build machine with only a C++ compiler lacks."""
+    return [nvcc, f"-ccbin={os.environ.get('CXX', 'g++')}", *options, "-o", str(cubin),
+            str(source)]
 
 
 @functools.cache
@@ -236,8 +245,7 @@ def _compile(group: list[Request], keep_cubin: Path | None) -> list[dict[str, An
                              + re.sub(rf"\b{re.escape(name)}\b", renamed, body))
             text = "".join(part if part.endswith("\n") else part + "\n" for part in parts)
         source.write_text(text, encoding="utf-8")
-        command = [nvcc, f"-ccbin={os.environ.get('CXX', 'g++')}", *first.flags,
-                   "-o", str(cubin), str(source)]
+        command = nvcc_command(nvcc, first.flags, cubin, source)
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT,
                                   check=False)
