@@ -150,7 +150,7 @@ class Request:
         return cls(cuda, arch, tuple(flags(arch, pass_configs)), tuple(sorted(toolkit.items())),
                    threads, dynamic_shared, tensor_memory, kernel)
 
-    @property
+    @functools.cached_property
     def compiled(self) -> str:
         """The CUDA as nvcc gets it: its ``#line`` directives empty lines, so that the
         line table numbers each line as the downloadable CUDA does."""
@@ -303,29 +303,33 @@ def _line_table(cubin: Path, nvdisasm: str | None) -> str | None:
     return listed.stdout if listed.returncode == 0 else None
 
 
+def _sections(text: str, starts: re.Pattern[str]) -> tuple[str, dict[str, str]]:
+    """``text`` (ptxas's report, cuobjdump's listing) cut at each function ``starts``
+    matches (its group 1: the function's name): what comes before the first, and each
+    function's part by name."""
+    found = list(starts.finditer(text))
+    head = text[:found[0].start()] if found else text
+    ends = [match.start() for match in found[1:]] + [len(text)]
+    return head, {match[1]: text[match.start():end] for match, end in zip(found, ends,
+                                                                          strict=True)}
+
+
 def _report_of(report: str, name: str, renamed: str) -> str:
     """ptxas's report as a compile of this kernel alone prints it: the lines before the
     first entry function, then this one's."""
-    starts = [match.start() for match in _ENTRY.finditer(report)]
-    head = report[:starts[0]] if starts else report
-    for start, end in zip(starts, [*starts[1:], len(report)], strict=True):
-        chunk = report[start:end]
-        if f"'{renamed}'" in chunk.split("\n", 1)[0]:
-            return head + chunk.replace(renamed, name)
-    return head
+    head, parts = _sections(report, _ENTRY)
+    return head + parts[renamed].replace(renamed, name) if renamed in parts else head
 
 
 def _listing_of(sass: str, name: str, renamed: str) -> str:
     """``cuobjdump -sass`` as a cubin of this kernel alone lists it: the header, then this
     function's code."""
-    starts = [match.start() for match in _FUNCTION.finditer(sass)]
-    head = sass[:starts[0]] if starts else sass
-    for start, end in zip(starts, [*starts[1:], len(sass)], strict=True):
-        chunk = sass[start:end]
-        if _FUNCTION.match(chunk) and _FUNCTION.match(chunk)[1] == renamed:  # type: ignore[index]
-            tail = "" if end == len(sass) else "\n\n\n"
-            return head + chunk.replace(renamed, name).rstrip("\n") + "\n" + tail
-    return head
+    head, parts = _sections(sass, _FUNCTION)
+    if renamed not in parts:
+        return head
+    chunk = parts[renamed]
+    tail = "" if renamed == next(reversed(parts)) else "\n\n\n"
+    return head + chunk.replace(renamed, name).rstrip("\n") + "\n" + tail
 
 
 def _read(request: Request, report: str, sass: str | None, table: str | None,
