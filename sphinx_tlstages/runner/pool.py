@@ -101,13 +101,16 @@ class _Batch:
         # the others idle; deeper pipelines unroll more IR, so num_stages stands in for
         # the cost (stable: otherwise in the order given).
         ordered = sorted(jobs, key=lambda job: -job.stages)
+        # Each job's group, worked out once (the task holds the kernel's source): asked
+        # again each time a variant comes back while compiles are held.
+        self.groups: dict[int, str] = {}
         if any(job.task.toolkit for job in jobs):
             # A directive's variants one after the other: its compile starts while the
             # next directive lowers, rather than every compile at the end.
             rank: dict[str, int] = {}
             for job in ordered:
-                rank.setdefault(_group(job), len(rank))
-            ordered.sort(key=lambda job: rank[_group(job)])
+                rank.setdefault(self.group(job), len(rank))
+            ordered.sort(key=lambda job: rank[self.group(job)])
         self.pending = deque(ordered)
         self.limit = max(1, workers)
         self.on_done = on_done
@@ -191,19 +194,26 @@ class _Batch:
         assert job is not None
         worker.job = None
         if "resources_request" in result:
-            self.held.setdefault(_group(job), []).append((job, result))
+            self.held.setdefault(self.group(job), []).append((job, result))
         else:
             self.on_done(job, result)
         self.compile_ready()
 
     # -- the resources part, compiled a group at a time -----------------------------------
 
+    def group(self, job: Job) -> str:
+        """``job``'s group (:func:`_group`), once per job."""
+        found = self.groups.get(id(job))
+        if found is None:
+            found = self.groups[id(job)] = _group(job)
+        return found
+
     def compile_ready(self) -> None:
         """Start the compile of every held group none of whose variants is still to lower."""
         if not self.held:
             return
-        waiting = {_group(job) for job in self.pending}
-        waiting |= {_group(w.job) for w in self.live if w.job is not None}
+        waiting = {self.group(job) for job in self.pending}
+        waiting |= {self.group(w.job) for w in self.live if w.job is not None}
         for group in [g for g in self.held if g not in waiting]:
             self.start_compile(self.held.pop(group))
 
