@@ -33,6 +33,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -160,21 +161,43 @@ def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
                     row["commit"] = entry["commit"]
                 try:
                     given = {**arguments, **({stages_key: ns} if stages_key else {})}
+                    began = time.process_time()  # the factory's call is TileLang's parse
                     func, configs = prim_func(factory, given)
                     after, _ = lower_kept(func, configs, {"kind": "cuda", "arch": arch})
+                    lowered = time.process_time() - began
                 except Exception as exc:  # an example that does not lower here
                     row.update(verdict="does not lower",
                                text=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
                     rows.append(row)
                     continue
-                found = hazard_check.hazards(after, {"kind": "cuda", "arch": arch},
+                # As the worker runs it: the verdict and, where clean, the search for
+                # synchronisation no dependence needs; its CPU time against the lowering's.
+                began = time.process_time()
+                checked = hazard_check.check(after, {"kind": "cuda", "arch": arch},
                                              ir_facts.main_function, ir_facts.device_function)
-                row.update(verdict=found["verdict"], text=found["text"])
+                row["cpu_ms"] = {"lowering": round(lowered * 1000),
+                                 "check": round((time.process_time() - began) * 1000)}
+                found = checked["hazards"]
+                row.update(verdict=found["verdict"], text=found["text"],
+                           unneeded_sync=len(checked["unneeded_sync"]))
                 if found["verdict"] == "hazard" and \
                         entry.get("real", {}).get(arch) == found["text"]:
                     row["real"] = True  # a race TileLang's code has, recorded as such
                 rows.append(row)
     return rows
+
+
+def check_cost(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The check's CPU time as a share of the lowering's, over the rows that lowered: the
+    median and largest per variant, and the whole sweep's (percent)."""
+    timed = [row["cpu_ms"] for row in rows if row.get("cpu_ms", {}).get("lowering")]
+    if not timed:
+        return {}
+    shares = sorted(100 * t["check"] / t["lowering"] for t in timed)
+    return {"variants": len(timed), "median_percent": round(statistics.median(shares), 1),
+            "max_percent": round(shares[-1], 1),
+            "total_percent": round(100 * sum(t["check"] for t in timed)
+                                   / sum(t["lowering"] for t in timed), 1)}
 
 
 def main() -> None:
@@ -222,7 +245,8 @@ def main() -> None:
                "examples": {name: entries[name]["path"] for name in args.only or entries},
                "counts": {v: sum(1 for r in rows if r["verdict"] == v) for v in verdicts},
                "rows": rows}
-    print(json.dumps(summary["counts"]))
+    summary["check_cost"] = check_cost(rows)
+    print(json.dumps(summary["counts"]), json.dumps(summary["check_cost"]))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n",
                              encoding="utf-8")
