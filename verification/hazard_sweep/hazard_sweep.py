@@ -33,6 +33,7 @@ import argparse
 import contextlib
 import importlib
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -187,6 +188,31 @@ def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+NO_COPY = "no asynchronous copy into shared memory"
+
+
+def reason(text: str) -> str:
+    """A "not checked" row's reason without what names its kernel: the condition's or
+    the size's expression, the values walked."""
+    said = re.sub(r" \(with [^)]*\)$", "", text.removeprefix("not checked: "))
+    said = re.sub(r"(under the condition) .*", r"\1 ...", said)
+    return re.sub(r"^\S+ cannot be bounded", "a value cannot be bounded", said)
+
+
+def not_checked(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The goal's figure: of the rows that lowered and copy into shared memory
+    asynchronously, how many are "not checked", and the count per reason."""
+    copying = [row for row in rows if row["verdict"] != "does not lower"
+               and NO_COPY not in row.get("text", "")]
+    unchecked = [row for row in copying if row["verdict"] == "not checked"]
+    reasons: dict[str, int] = {}
+    for row in unchecked:
+        reasons[reason(row["text"])] = reasons.get(reason(row["text"]), 0) + 1
+    return {"with_async_copy": len(copying), "not_checked": len(unchecked),
+            "percent": round(100 * len(unchecked) / len(copying), 1) if copying else 0.0,
+            "reasons": dict(sorted(reasons.items()))}
+
+
 def check_cost(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """The check's CPU time as a share of the lowering's, over the rows that lowered: the
     median and largest per variant, and the whole sweep's (percent)."""
@@ -246,7 +272,9 @@ def main() -> None:
                "counts": {v: sum(1 for r in rows if r["verdict"] == v) for v in verdicts},
                "rows": rows}
     summary["check_cost"] = check_cost(rows)
-    print(json.dumps(summary["counts"]), json.dumps(summary["check_cost"]))
+    summary["not_checked"] = not_checked(rows)
+    print(json.dumps(summary["counts"]), json.dumps(summary["not_checked"]),
+          json.dumps(summary["check_cost"]))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n",
                              encoding="utf-8")
