@@ -9,6 +9,7 @@ tile size changes the IR as traced, before any pass."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from sphinx_tlstages import cli
@@ -104,3 +105,37 @@ def test_an_edited_kernel_differs_before_the_first_pass(build, tmp_path, capsys)
     said = capsys.readouterr().out
     assert "Why: the first pass whose output changed:" in said
     assert "num_stages=3: the IR differs before the first pass" in said
+
+
+def _cached(cache: Path) -> list[dict[str, object]]:
+    return [json.loads(path.read_text()) for path in sorted(cache.glob("??/*.json"))]
+
+
+def test_fingerprints_are_taken_only_where_a_snapshot_may_be_written(build, tmp_path,
+                                                                     own_cache) -> None:
+    # Recorded: every variant's fingerprints, in the snapshot and in the cache.
+    src = tmp_path / "src"
+    assert build({"index.rst": chapter()}, srcdir=src).app.statuscode == 0
+    assert all("pass_fingerprints" in entry for entry in _cached(own_cache))
+    recorded = (src / SNAPSHOT).read_text()
+    # Checked against that snapshot (a fresh cache and environment): nothing is written
+    # from the results, so none is taken, and the snapshot is left as it was.
+    shutil.rmtree(own_cache)
+    checked = build({"index.rst": chapter()}, srcdir=src, freshenv=True)
+    assert checked.app.statuscode == 0 and checked.warnings == ""
+    entries = _cached(own_cache)
+    assert len(entries) == 2 and not any("pass_fingerprints" in e for e in entries)
+    assert (src / SNAPSHOT).read_text() == recorded
+    # A drift is explained all the same: its variants are lowered again, taking them.
+    drifted = build({"index.rst": chapter(NO_WS)}, srcdir=src)
+    assert drifted.app.statuscode == 1
+    assert "fp-chapter: 2 variants lowered again for the pass fingerprints" in drifted.status
+    assert "    why: first changed by tl.ProducerConsumerWarpSpecialized#1" in drifted.warnings
+    pending = json.loads((src / "_tlstages/snapshots/fp-chapter.pending.json").read_text())
+    assert all(parse(v["pass_fingerprints"]) for v in pending["variants"].values())
+    # Snapshots off: none is taken.
+    shutil.rmtree(own_cache)
+    off = build({"index.rst": chapter()}, srcdir=tmp_path / "off",
+                confoverrides={"tlstages_snapshots": "off"})
+    assert off.app.statuscode == 0
+    assert _cached(own_cache) and not any("pass_fingerprints" in e for e in _cached(own_cache))

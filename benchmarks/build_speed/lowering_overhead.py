@@ -2,19 +2,22 @@
 """What the extension adds to TileLang's own lowering of one variant, on one CPU.
 
 In one process pinned to one CPU, with TileLang imported once, each variant of the seed
-GEMM (num_stages 1-4, sm_80) is lowered three ways, in rotating order, ``--rounds``
+GEMM (num_stages 1-4, sm_80) is lowered four ways, in rotating order, ``--rounds``
 times:
 
 * TileLang alone: the kernel text executed, its factory called, and ``tilelang.lower``
   with ``enable_device_compile=False`` in the ``PassContext`` TileLang's own
   ``compile_kernel_source`` opens (``#line`` directives on);
-* the extension, for a directive with the default parts: ``lower_variant`` as a worker
-  runs it (the kernel loaded as its own module, the pass instrument, the facts, the
-  schedule the figures draw, the normalised CUDA);
+* the extension, as ``tlstages lower`` runs it and for a directive with the default
+  parts checked against its snapshot: ``lower_variant`` as a worker runs it (the kernel
+  loaded as its own module, the pass instrument, the facts, the hazard check, the
+  schedule the figures draw, the normalised CUDA): the figure ``ratio``;
+* the same for a directive whose snapshot is being recorded: the IR's structural hash
+  taken after every pass run (the pass fingerprints the snapshot keeps);
 * the extension, for a directive that shows the "passes" part (as the chapter's, with
   its ``:passes:``): the same, and the IR printed after every pass run that changed it.
 
-Both run in a process set up as a worker is (TileLang imported, then ``gc.freeze()``).
+All run in a process set up as a worker is (TileLang imported, then ``gc.freeze()``).
 Times are the process's CPU seconds (``time.process_time``), medians per variant; a
 ratio is the sum of the extension's medians over the sum of TileLang's. The hazard check's
 share is timed inside the extension's own runs (the worker's call to it wrapped in a
@@ -52,12 +55,14 @@ PASSES = ["PipelinePlanning", "InjectSoftwarePipeline"]  # as the chapter's dire
 STAGES = (1, 2, 3, 4)
 
 
-def payload(num_stages: int, passes: bool = False) -> Task:
-    """The worker's task for one variant, as the directive would send it: with the
-    default parts, or showing the "passes" part with the chapter's ``:passes:``."""
+def payload(num_stages: int, passes: bool = False, fingerprints: bool = False) -> Task:
+    """The worker's task for one variant, as ``tlstages lower`` or a directive checked
+    against its snapshot sends it: with the default parts, or showing the "passes" part
+    with the chapter's ``:passes:``; ``fingerprints``: as a directive whose snapshot is
+    being recorded sends it (the pass fingerprints taken)."""
     return Task(GEMM, "kernel.py", "matmul", tuple((k, repr(v)) for k, v in PARAMS.items()),
                 num_stages, TARGET, ir_passes=tuple(PASSES) if passes else (),
-                record_passes=passes)
+                record_passes=passes, fingerprints=fingerprints)
 
 
 def tilelang_alone(num_stages: int, **params: int) -> str:
@@ -132,18 +137,20 @@ def main() -> None:
     hazard_check.check = timed_check
     check_times: dict[int, list[float]] = {s: [] for s in STAGES}
 
-    def extension(num_stages: int, passes: bool = False) -> str:
+    def extension(num_stages: int, passes: bool = False, fingerprints: bool = False) -> str:
         checking.clear()
-        result = lower_variant(payload(num_stages, passes))
+        result = lower_variant(payload(num_stages, passes, fingerprints))
         assert result["ok"], result
-        if not passes:
+        assert ("pass_fingerprints" in result) == (passes or fingerprints)
+        if not passes and not fingerprints:
             check_times[num_stages].append(sum(checking))
         assert recorded(result["passes"]) == passes, "pass changes recorded or not"
         return str(result["cuda"])
 
     kinds: dict[str, Callable[[int], str]] = {
         "tilelang": tilelang_alone, "extension": extension,
-        "extension_passes": lambda stages: extension(stages, passes=True)}
+        "extension_passes": lambda stages: extension(stages, passes=True),
+        "extension_recording": lambda stages: extension(stages, fingerprints=True)}
     for stages in STAGES:  # warm every path up: first calls pay lazy imports
         for run in kinds.values():
             run(stages)
@@ -170,6 +177,8 @@ def main() -> None:
         "extension_passes_seconds": round(total["extension_passes"], 3),
         "ratio": round(total["extension"] / alone, 3),
         "ratio_with_passes": round(total["extension_passes"] / alone, 3),
+        # A directive whose snapshot is being written takes the pass fingerprints.
+        "ratio_recording_snapshot": round(total["extension_recording"] / alone, 3),
         "hazard_check_seconds": round(check_total, 3),
         "hazard_check_share": round(check_total / total["extension"], 4),
         # Each round's ratio: their spread is the figure's noise (benchmarks/speed_ratios).
@@ -183,7 +192,8 @@ def main() -> None:
               f"{medians['extension_passes'][stages]:.3f} s", file=sys.stderr)
     print(f"per-variant overhead on one CPU: {total['extension']:.2f} s / {alone:.2f} s = "
           f"{report['ratio']:.3f}x TileLang alone; showing the passes part "
-          f"{report['ratio_with_passes']:.3f}x", file=sys.stderr)
+          f"{report['ratio_with_passes']:.3f}x; recording a snapshot (the pass "
+          f"fingerprints taken) {report['ratio_recording_snapshot']:.3f}x", file=sys.stderr)
     print(f"the hazard check within it: {check_total:.3f} s = "
           f"{100 * report['hazard_check_share']:.1f} % of the extension's lowering",
           file=sys.stderr)

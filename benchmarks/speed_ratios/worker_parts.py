@@ -5,8 +5,9 @@ In one process pinned to one CPU, set up as a worker is (TileLang imported, then
 ``gc.freeze()``), each variant is lowered by ``lower_variant`` once to warm up and then
 ``--rounds`` times, with the parts below each wrapped in a clock (``time.process_time``).
 It prints the CPU milliseconds of each part per round of the four variants, for a
-directive with the default parts and for one that shows the passes part (the chapter's
-``:passes:``): TileLang's lowering itself (the recorder's hooks inside it), and what
+directive with the default parts (as ``tlstages lower`` lowers it, and a page checked
+against its snapshot), for the same recording its snapshot (the pass fingerprints taken)
+and for one that shows the passes part (the chapter's ``:passes:``): TileLang's lowering itself (the recorder's hooks inside it), and what
 the extension adds around and inside it. The sum of the parts is less than the total:
 what is not wrapped (loading the kernel's module, assembling the result) is the rest.
 
@@ -67,22 +68,26 @@ def main() -> None:
             (lowering, "prim_func", "the factory called (the kernel's prim_func)"),
             (lowering.ir_facts, "read", "IR facts"),
             (lowering, "_schedule", "the schedule the figures draw"),
-            (lowering.hazard_check, "hazards", "the hazard check"),
+            # What lower_variant calls: the verdict and the unneeded-sync search.
+            (lowering.hazard_check, "check", "the hazard check"),
             (cuda, "sync_counts", "sync counts off the CUDA"),
             (facts, "success", "the result assembled (sync counts included)"),
             (lowering, "template_digest", "template headers' digest")):
         clock(owner, name, label)
-    for shows_passes in (False, True):
+    for title, shows_passes, fingerprints in (
+            ("default parts (tlstages lower, a page checked against its snapshot)", False,
+             False),
+            ("default parts, recording the snapshot (the pass fingerprints)", False, True),
+            ("showing the passes part", True, True)):
         for stages in bench.STAGES:
-            lowering.lower_variant(bench.payload(stages, shows_passes))
+            lowering.lower_variant(bench.payload(stages, shows_passes, fingerprints))
         spent.clear()
         began = time.process_time()
         for _ in range(args.rounds):
             for stages in bench.STAGES:
-                lowering.lower_variant(bench.payload(stages, shows_passes))
+                lowering.lower_variant(bench.payload(stages, shows_passes, fingerprints))
         total = (time.process_time() - began) / args.rounds * 1000
-        print(f"\n{'showing the passes part' if shows_passes else 'default parts'}: "
-              f"{total:.0f} ms of CPU per round of num_stages 1-4")
+        print(f"\n{title}: {total:.0f} ms of CPU per round of num_stages 1-4")
         for label, seconds in spent.items():
             ms = seconds / args.rounds * 1000
             print(f"  {ms:8.1f} ms {100 * ms / total:5.1f} %  {label}")

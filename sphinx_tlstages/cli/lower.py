@@ -24,6 +24,7 @@ from ..core.parts import PRINTED
 from ..core.plan.spec import KernelOrigin
 from ..core.plan.toolkit import find as find_toolkit
 from ..core.planner import Defaults, Kernel, plan
+from ..core.records import snapshots
 from ..core.results.result import Result, failure
 from ..core.results.stamps import tilelang_version
 from ..ext.config import strict_environment
@@ -115,7 +116,9 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         where = f"{path}:{exc.line}: " if exc.line else f"{path}: "
         print(f"tlstages lower: {where}{_flags(exc)}", file=sys.stderr)
         return 2
-    spec = replace(spec, listing=cut)
+    # No snapshot is written from what it prints: no pass fingerprints (the JSON, which
+    # records the pass changes, has them all the same).
+    spec = snapshots.fingerprinting(replace(spec, listing=cut), None)
     variants = spec.variants
     compiler_missing = "resources" in spec.show and toolkit != "none" \
         and find_toolkit(toolkit) is None

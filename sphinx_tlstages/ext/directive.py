@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
@@ -26,6 +26,7 @@ from ..core.plan import options
 from ..core.plan.spec import DirectiveSpec, KernelOrigin, kernel_location
 from ..core.plan.targets import parse_targets
 from ..core.planner import Defaults, Kernel, parse_asserts, plan
+from ..core.records import snapshots
 from .collector import directives as directives_of
 from .listing import OPTIONS as LISTING_OPTIONS
 from .listing import ListingError, read_listing
@@ -246,9 +247,26 @@ class TlPipelineDirective(SphinxDirective):
                     docname=self.env.docname, lineno=self.lineno,
                     title=self.arguments[0] if self.arguments else None,
                     line_of=self._value_line, overridden=self._overridden)
+        spec = snapshots.fingerprinting(spec, self._snapshot_variants(spec.name))
         return replace(spec, node_id=nodes.make_id(f"tl-{spec.name}"),
                        listing=self._listing(spec.variants[0].source,
                                              spec.variants[0].factory))
+
+    def _snapshot_variants(self, name: str) -> Collection[str] | None:
+        """The variants the directive's snapshot records where this build may add to it
+        (empty: no snapshot yet), None where it writes none (snapshots off or only
+        checked, or CI's strict check): what :func:`.snapshots.fingerprinting` needs."""
+        config = settings(self.config)
+        mode = config.snapshot_mode
+        if mode == "update":
+            return ()
+        if mode != "auto" or config.strict:
+            return None
+        try:
+            recorded = snapshots.load(snapshots.golden_path(config.snapshot_dir, name))
+        except ValueError:  # unreadable: the snapshot check says so
+            return ()
+        return recorded["variants"] if recorded is not None else ()
 
     def _overridden(self, option: str, message: str) -> None:
         """An option the kernel overrides (it sets its depth itself): a warning at the

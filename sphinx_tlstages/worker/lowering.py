@@ -182,7 +182,8 @@ def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool 
             after: dict[str, Any] = {}
             built: list[Any] = []
             log = PassLog(task.ir_passes, changes=task.record_passes)
-            prints = Fingerprints()
+            # Provenance for a snapshot, taken where one may be written from this result.
+            prints = Fingerprints() if task.fingerprints or task.record_passes else None
             source_cuda = _lower(func, pass_configs, task.target,
                                  _recorder(after, built, log, running, prints))
     except Exception as exc:
@@ -201,10 +202,11 @@ def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool 
         result = failure("exception", message, line, seconds=time.perf_counter() - started)
     else:
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
-              "pass_diffs": log.diffs, "pass_fingerprints": prints.lines,
-              "schedule": _schedule(after),
+              "pass_diffs": log.diffs, "schedule": _schedule(after),
               **hazard_check.check(after, task.target, ir_facts.main_function,
                                    ir_facts.device_function)}
+        if prints is not None:
+            ir["pass_fingerprints"] = prints.lines
         cuda = cuda_text.normalise(source_cuda, name)
         result = facts.success(ir, cuda, source, task.factory, task.num_stages,
                                seconds=time.perf_counter() - started, source_name=name)

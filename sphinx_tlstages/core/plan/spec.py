@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from ..kernel.listing import Listing
 from ..protocol.messages import Task
-from ..results.result import RESULT_SCHEMA
+from ..results.result import RESULT_SCHEMA, Result
 from ..results.stamps import lowering_stamp
 from .options import Expected
 from .targets import Target
@@ -65,6 +65,13 @@ class VariantSpec:
     # variant no page reads it for goes without. Part of the key, where it is asked for
     # (a variant that does not ask may take the result of one that does: see ext/batch).
     record_passes: bool = False
+    # Whether the worker takes the IR's fingerprint after each pass run (what a snapshot
+    # keeps to name the pass behind a drift; the structural hash of every pass's output
+    # costs about 2 % of a lowering): where a snapshot may be written from the result.
+    # Never part of the key nor of equality: a result with them holds all of one without
+    # (see ext/batch), and one without them is lowered again before a snapshot is
+    # written from it or a drift is explained (ext/checks/snapshots).
+    fingerprints: bool = field(default=True, compare=False)
     # NVIDIA's compiler that builds the "resources" part, where the page shows it (and
     # the target is CUDA); where it came from is part of the key, its path is not.
     toolkit: Toolkit | None = None
@@ -73,6 +80,14 @@ class VariantSpec:
         # IR diffs of chosen passes are made of the same texts.
         if self.ir_passes and not self.record_passes:
             object.__setattr__(self, "record_passes", True)
+        # Recording hashes every pass's output anyway: the fingerprints come free.
+        if self.record_passes and not self.fingerprints:
+            object.__setattr__(self, "fingerprints", True)
+
+    def answered_by(self, result: Result) -> bool:
+        """Whether ``result`` (of this variant's key) holds all this variant asks for: the
+        pass fingerprints where it takes them (a failure has none to hold)."""
+        return not self.fingerprints or not result.get("ok") or "pass_fingerprints" in result
 
     def recording(self) -> VariantSpec:
         """The same variant, recording its pass changes: its result holds all of this
@@ -86,7 +101,7 @@ class VariantSpec:
                     target=self.target.as_dict, ir_passes=self.ir_passes,
                     file=self.origin.file, folders=self.origin.folders,
                     where=self.origin.where, depth_param=self.depth_param,
-                    record_passes=self.record_passes,
+                    record_passes=self.record_passes, fingerprints=self.fingerprints,
                     toolkit=self.toolkit.payload if self.toolkit is not None else None)
 
     # Every lookup of a result asks for its key; the inputs are frozen, so compute it once.

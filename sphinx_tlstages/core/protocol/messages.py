@@ -55,6 +55,10 @@ class Task:
     where: tuple[str, ...] = ()  # the same folders, relative to conf.py
     depth_param: str | None = "num_stages"  # None: the kernel fixes its depth
     record_passes: bool = False
+    # The IR's fingerprint after each pass run (provenance a snapshot keeps, to name the
+    # pass behind a drift): taken where a snapshot may be written from the result. Not
+    # part of the key: a result with them holds all of one without.
+    fingerprints: bool = True
     # NVIDIA's compiler for the resources part: {"nvcc": path, "origin": what it is}; in
     # the key by its origin only (a wheel's version), never by where it is installed.
     toolkit: Json | None = None

@@ -221,8 +221,9 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         "cuda": cuda,
         "passes": ir.get("passes", []),
         "pass_diffs": ir.get("pass_diffs", {}),
-        "pass_fingerprints": ir.get("pass_fingerprints", []),
     }
+    if "pass_fingerprints" in ir:  # taken where a snapshot may be written from the result
+        result["pass_fingerprints"] = ir["pass_fingerprints"]
     if ir.get("hazards") is not None:
         result["hazards"] = _located(ir["hazards"], [s for loop in loops for s in loop],
                                      source, factory, cuda, source_name)

@@ -169,7 +169,8 @@ class Result(TypedDict, total=False):
     passes: list[dict[str, Any]]
     pass_diffs: dict[str, Any]
     # Since schema 7: the fingerprint of the IR after each pass run, ``name#run hex``
-    # (core/results/fingerprints.py): provenance that names the pass behind a drift.
+    # (core/results/fingerprints.py): provenance that names the pass behind a drift;
+    # absent where the variant was lowered without them (no snapshot to write).
     pass_fingerprints: list[str]
     # Only in results read back from a snapshot: {"name#run": lines changed} of the runs
     # a passes[...] claim names, where the pass records themselves are not kept.

@@ -16,6 +16,7 @@ from ...core.records.drift import Finding
 from ...core.results.pass_compare import moved, numbered
 from ...core.results.result import Result
 from ..findings import Findings
+from ..lowering.batch import lower_with_fingerprints
 from ..state import settings
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
             continue  # nothing lowered: each failure is reported, nothing is recorded
         if old is None:
             if writes:
-                snapshots.write(golden, new)
+                snapshots.write(golden, _fingerprinted(app, state, spec, new))
                 report.new_snapshots.append(shown)
                 findings.note(f"tl-pipeline: recorded snapshot {golden}")
             else:
@@ -85,6 +86,8 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         # not lowered then, or is a depth added since: recorded, not drift. Where the
         # inputs changed (another sweep or params), it is part of that drift: "new".
         if mode != "update" and not snapshot_compare.input_changes(old, new):
+            if writes and snapshots.added(old, new):
+                new = _fingerprinted(app, state, spec, new)
             old, unrecorded = _record_added(findings, spec, old, new, writes, golden)
             if unrecorded:
                 _fail(findings, spec, f"{spec.name}: {golden} has no record of {unrecorded}; "
@@ -102,7 +105,8 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
         unguarded = [Finding("unguarded", "", said.split(": ", 1)[1])] if said else []
         if not changes and not lacking:
             pending.unlink(missing_ok=True)
-            if mode == "update" and snapshots.write(golden, new):
+            if mode == "update" and snapshots.write(golden,
+                                                    _fingerprinted(app, state, spec, new)):
                 findings.note(f"tl-pipeline: {spec.name}: snapshot re-recorded with "
                               f"TileLang {new.get('tilelang')}")
             elif version or old.get("schema") != new.get("schema"):
@@ -112,6 +116,9 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
                               f"verified with TileLang {new.get('tilelang')}: same facts "
                               "and code")
             continue
+        # Written (the golden file, or the pending one accept fills it in from) or
+        # explained (which pass made the change): with the variants' pass fingerprints.
+        new = _fingerprinted(app, state, spec, new)
         if mode == "update":
             snapshots.write(golden, new)
             pending.unlink(missing_ok=True)
@@ -152,6 +159,17 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
               *drift.drift_findings(old, new, found),
               versions=snapshot_compare.version_change(old, new))
     _report_unused(findings, folder, {spec.name for spec in specs}, mode, srcdir)
+
+
+def _fingerprinted(app: Sphinx, state: BuildState, spec: DirectiveSpec,
+                   new: dict[str, Any]) -> dict[str, Any]:
+    """``new``, the snapshot of ``spec``, with every variant's pass fingerprints: the
+    variants lowered without them (where no snapshot was to be written) are lowered again
+    (:func:`..lowering.batch.lower_with_fingerprints`) before it is written or a drift in
+    it explained."""
+    if not lower_with_fingerprints(app, state, spec):
+        return new
+    return snapshots.build(spec, _results(spec, state), state.version) or new
 
 
 def _record_added(findings: Findings, spec: DirectiveSpec, old: dict[str, Any],

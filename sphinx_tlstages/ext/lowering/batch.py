@@ -9,6 +9,7 @@ separate processes: this process never imports TileLang.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,7 +55,12 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     wanted: dict[str, tuple[VariantSpec, DirectiveSpec]] = {}
     for spec in specs:
         for variant in spec.variants:
-            wanted.setdefault(variant.key(state.stamp), (variant, spec))
+            key = variant.key(state.stamp)
+            found = wanted.get(key)
+            if found is None:
+                wanted[key] = (variant, spec)
+            elif variant.fingerprints and not found[0].fingerprints:
+                wanted[key] = (variant, found[1])  # one page's snapshot needs them
     if config.shard is not None:  # tlstages lower-book --shard: this shard's variants only
         mine = select({key: variant for key, (variant, _) in wanted.items()}, state.stamp,
                       config.shard)
@@ -180,10 +186,14 @@ def _lower(app: Sphinx, state: BuildState,
     # records none takes its recording twin's, lowered in this batch or cached, rather
     # than being lowered a second time (key -> the twin's key, filled in at the end).
     twins: dict[str, str] = {}
-    for key in wanted:
-        cached = cache.get(key)
-        if cached is not None:
+    for key, (variant, _) in wanted.items():
+        # A result without what the variant asks for (a snapshot's pass fingerprints) is
+        # lowered again, here or by its twin.
+        cached = state.results.get(key) or cache.get(key)
+        if cached is not None and variant.answered_by(cached):
             state.results[key] = cached
+        else:
+            state.results.pop(key, None)
     _from_remote(state, remote, [key for key in wanted if key not in state.results])
     missing = {key: wanted[key][0].recording().key(state.stamp) for key in wanted
                if key not in state.results and not wanted[key][0].record_passes}
@@ -192,6 +202,9 @@ def _lower(app: Sphinx, state: BuildState,
                  count_misses=False)  # the variants' misses are counted already
     for key, (variant, spec) in wanted.items():
         cached = state.results.get(key)
+        if cached is not None and not variant.answered_by(cached):
+            del state.results[key]  # the remote's, without what this variant asks for
+            cached = None
         twin = missing.get(key)  # asked for on a miss only: a warm build computes no second key
         if cached is None and twin is not None and twin not in wanted:
             cached = state.results.pop(twin, None) or cache.get(twin)
@@ -231,6 +244,21 @@ def _lower(app: Sphinx, state: BuildState,
                 verbose(f"tl-pipeline: {spec.name} {variant.label} "
                         f"[{variant.target.label}]: the result of the same variant "
                         "recording its pass changes")
+
+
+def lower_with_fingerprints(app: Sphinx, state: BuildState, spec: DirectiveSpec) -> bool:
+    """Lower again, taking the pass fingerprints, the variants of ``spec`` whose results
+    lack them (lowered where no snapshot was to be written from them), before one is
+    written or a drift explained. True when any was."""
+    wanted = {variant.key(state.stamp): (replace(variant, fingerprints=True), spec)
+              for variant in spec.variants
+              if not replace(variant, fingerprints=True).answered_by(state.result(variant))}
+    if not wanted:
+        return False
+    info(f"tl-pipeline: {spec.name}: {len(wanted)} variants lowered again for the pass "
+         "fingerprints its snapshot keeps")
+    _lower(app, state, wanted)  # the remote's part of the build is over
+    return True
 
 
 def _run(app: Sphinx, state: BuildState, wanted: dict[str, tuple[VariantSpec, DirectiveSpec]],
