@@ -97,6 +97,10 @@ OWN_CHUNKS = read("hazards/own_chunks.py")
 # dependence needs; and its twin without that barrier.
 EXTRA_BARRIER = read("hazards/extra_barrier.py")
 REVERSED_SUM = read("hazards/reversed_sum.py")
+# Three warp groups: a loader of B's tile, and two math groups, each fetching its own half
+# of A's rows by TMA and releasing B's tile on one barrier of count 256 (128 arrivals
+# from each group): both roles arrive on it, each phase takes both shares.
+SPLIT_ROWS_GEMM = read("hazards/split_rows_gemm.py")
 
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
@@ -1157,3 +1161,42 @@ def test_the_ring_check_stopped_at_its_first_finding_answers_as_the_whole(
             assert bool(init_findings(trial)) == whole, (op, site)
     assert all(first == whole for _, first, whole in answers), answers
     assert any(whole for _, _, whole in answers) and not _finds(records, False), answers
+
+
+# --- three warp groups: each branch of ``if tx < 128: ... elif tx < 256: ... else: ...`` a
+# role of its own, run beside the others ---------------------------------------------------
+
+SPLIT_ARGS = {"M": 512, "N": 512, "K": 512}
+
+
+def test_three_warp_groups_sharing_a_release_barrier_are_clean_on_sm90a() -> None:
+    after, code = lowered(SPLIT_ROWS_GEMM, "split_rows_gemm", "sm_90a", **SPLIT_ARGS)
+    assert "if (((int)threadIdx.x) < 256) {" in code  # the math groups' split, nested
+    found = check(after, "sm_90a")
+    assert found["text"] == ("none found: RAW and WAR on a_bottom, a_top, b_tile over 1 slot; "
+                             "4 barriers, phases and arrivals, bytes"), found
+
+
+def test_two_math_groups_copying_into_one_tile_race_on_sm90a() -> None:
+    """The bottom group's TMA copy into the top group's tile (a name mistyped): its copy
+    and the top group's reads are ordered by no barrier the two share."""
+    source = SPLIT_ROWS_GEMM.replace("a_bottom, barrier=bottom_full", "a_top, barrier=bottom_full")
+    after, _ = lowered(source, "split_rows_gemm", "sm_90a", **SPLIT_ARGS)
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard", found
+    assert {f["kind"] for f in found["findings"]} == {"RAW", "WAR"}, found
+    assert all(f["buffer"] == "a_top" and "threads 128-255" in f["text"]
+               for f in found["findings"]), found
+
+
+def test_one_math_group_that_does_not_release_the_shared_tile_races_on_sm90a() -> None:
+    """The bottom group's arrive on B's release barrier dropped: the loader's wait then
+    completes on the top group's arrivals of two iterations, while the bottom group may
+    still read the tile."""
+    bottom = SPLIT_ROWS_GEMM.rindex("T.barrier_arrive(b_free)")
+    source = SPLIT_ROWS_GEMM[:bottom] + "pass" + SPLIT_ROWS_GEMM[bottom + 24:]
+    after, _ = lowered(source, "split_rows_gemm", "sm_90a", **SPLIT_ARGS)
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard", found
+    assert any(f["kind"] == "WAR" and f["buffer"] == "b_tile" and "threads 256-383" in f["text"]
+               for f in found["findings"]), found

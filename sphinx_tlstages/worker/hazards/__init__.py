@@ -76,6 +76,17 @@ table. For it the trace also records the stores the threads make into shared mem
 (``store``: outside the check's model, which ignores them), so that no barrier one may
 need is named.
 
+Three warp groups (:meth:`.trace.Trace.branch`): a split of a role's threads again
+(``if tx < 128: ... elif tx < 256: ... else: ...``) makes a role of each branch, with its
+thread range (``group``); :func:`...core.hazards.rings._sequences` runs the innermost
+groups, each with the records of the groups around it. A barrier several roles arrive on
+gets its phases from what each arriving role knows (``rings._shared_phases``, PTX ISA
+"mbarrier": "Phase Completion of the mbarrier object"; the order is transitive: Memory
+Consistency Model, "Release and Acquire Patterns"); an overlap that rests only on a wgmma
+operand's guessed extent is "not checked", never a finding. Tests: ``SPLIT_ROWS_GEMM``
+(clean; its bottom group copying into the top group's tile: RAW and WAR; its release
+dropped: WAR).
+
 Not done: Blackwell's tcgen05 MMA and its mbarrier commit stay "not checked" (the verdict
 says so).
 """

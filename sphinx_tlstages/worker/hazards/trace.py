@@ -103,6 +103,7 @@ class Trace:
         self.where: list[str] = []
         self.steps = 0
         self.role = "all"  # "producer"/"consumer" inside a warp-specialised branch
+        self.group: Interval = (0, 0)  # the threads of the role (all: every thread)
         self.elected = False  # inside a branch one thread runs
         self.threads: Any = None  # threadIdx.x
         self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
@@ -226,6 +227,7 @@ class Trace:
     def emit(self, record: Record) -> None:
         record["at"] = " ".join(self.where)
         record["role"] = self.role
+        record["group"] = self.group
         if self.threads is not None and self.threads in self.env:
             record["threads"] = self.env[self.threads]  # the threads that execute it
         self.records.append(record)
@@ -257,7 +259,7 @@ class Trace:
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
             if str(stmt.node.thread_tag) == "threadIdx.x":
-                self.threads = var
+                self.threads, self.group = var, (0, extent - 1)
         self.walk(stmt.body)
 
     def _Bind(self, stmt: Any) -> None:
@@ -367,20 +369,27 @@ class Trace:
             self.forget(stmt.then_case)
             return
         # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
-        # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself.
+        # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself;
+        # inside a role, a split of its threads again (``if tx < 128: ... elif tx < 256:
+        # ... else: ...``: a producer and two consumer warp groups) makes a role of each
+        # branch, run by its own threads beside the others.
         cases = [(case, narrowed(cond, holds, self.env).get(self.threads))
                  for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
                  if case is not None] if self.threads is not None else []
-        if self.role != "all" or not cases or any(r is None for _, r in cases):
+        if not cases or any(r is None for _, r in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
-        roles = branch_roles([case for case, _ in cases])
-        if len(set(roles)) != len(roles):
-            raise Undecided(f"two branches of one role under the condition {cond}")
-        everyone = self.env[self.threads]
-        for (case, threads), role in zip(cases, roles, strict=True):
-            self.env[self.threads], self.role = threads or everyone, role
+        kinds = branch_roles([case for case, _ in cases])
+        nested = self.role != "all"
+        parent, group = self.role, self.group
+        for (case, threads), kind_ in zip(cases, kinds, strict=True):
+            lo, hi = threads or group
+            # Each branch its own role; named by its threads where the kinds do not tell
+            # the branches apart (two of one kind, or a split inside a role).
+            self.role = kind_ if len(set(kinds)) == len(kinds) and not nested \
+                else f"threads {lo}-{hi}"
+            self.env[self.threads] = self.group = (lo, hi)
             self.walk(case)
-        self.env[self.threads], self.role = everyone, "all"
+        self.env[self.threads], self.role, self.group = group, parent, group
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
