@@ -101,6 +101,10 @@ REVERSED_SUM = read("hazards/reversed_sum.py")
 # of A's rows by TMA and releasing B's tile on one barrier of count 256 (128 arrivals
 # from each group): both roles arrive on it, each phase takes both shares.
 SPLIT_ROWS_GEMM = read("hazards/split_rows_gemm.py")
+# A Blackwell GEMM whose accumulator lives in tensor memory: each tcgen05 MMA reads its
+# shared tiles through descriptors asynchronously, and its commit arrives on a barrier
+# the math threads wait on before they release the stage to the TMA loader.
+SCALED_TMEM_GEMM = read("hazards/scaled_tmem_gemm.py")
 
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
@@ -1200,3 +1204,59 @@ def test_one_math_group_that_does_not_release_the_shared_tile_races_on_sm90a() -
     assert found["verdict"] == "hazard", found
     assert any(f["kind"] == "WAR" and f["buffer"] == "b_tile" and "threads 256-383" in f["text"]
                for f in found["findings"]), found
+
+
+# --- Blackwell: tcgen05 MMAs read shared memory until the commit that tracks them
+# completes its barrier's phase --------------------------------------------------------------
+
+TMEM_ARGS = {"M": 512, "N": 512, "K": 512}
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3])
+def tmem_gemm(request: pytest.FixtureRequest) -> tuple[dict[str, Any], str, int]:
+    after, code = lowered(SCALED_TMEM_GEMM, "scaled_tmem_gemm", "sm_100a",
+                          num_stages=request.param, **TMEM_ARGS)
+    return after, code, request.param
+
+
+def _on_barrier(name: str, op: str) -> Any:
+    """A mutation: every call ``op`` whose barrier (first argument) is ``name`` deleted."""
+
+    def change(stmt: Any) -> Any:
+        if not _calls(stmt, op):
+            return None
+        bar = stmt.value.args[0]
+        bar = bar.args[0] if isinstance(bar, tvm.tirx.Call) else bar
+        return _no_op(stmt) if str(bar.buffer.name) == name else None
+
+    return change
+
+
+def test_a_tmem_gemm_is_clean_on_sm100a(tmem_gemm: tuple[dict[str, Any], str, int]) -> None:
+    after, code, num_stages = tmem_gemm
+    assert "tl::tcgen05_mma_arrive((&(mma_finished[" in code
+    found = check(after, "sm_100a")
+    assert found["text"] == (f"none found: RAW and WAR on a_tile, b_tile over {num_stages} "
+                             f"slot{'s' if num_stages > 1 else ''}; {3 * num_stages} barriers, "
+                             "phases and arrivals, bytes"), found
+
+
+def test_releasing_a_stage_before_the_mma_commit_completes_is_flagged(
+        tmem_gemm: tuple[dict[str, Any], str, int]) -> None:
+    """The math threads' wait on the MMA's commit barrier deleted: they release the stage
+    while the MMA may still read it, and the loader's next copy into it races the read."""
+    after, _, _ = tmem_gemm
+    found = check(mutated(after, _on_barrier("mma_finished", "mbarrier_wait_parity"),
+                          loop_only=False), "sm_100a")
+    assert found["verdict"] == "hazard", found
+    assert found["findings"][0]["kind"] == "WAR", found
+    assert found["findings"][0]["buffer"] in ("a_tile", "b_tile"), found
+
+
+def test_a_dropped_mma_commit_is_a_hang(tmem_gemm: tuple[dict[str, Any], str, int]) -> None:
+    """Without the commit nothing arrives on the barrier the math threads wait on."""
+    after, _, _ = tmem_gemm
+    found = check(mutated(after, _on_barrier("mma_finished", "tcgen05_mma_arrive"),
+                          loop_only=False), "sm_100a")
+    assert found["verdict"] == "hazard", found
+    assert {f["kind"] for f in found["findings"]} >= {"HANG"}, found

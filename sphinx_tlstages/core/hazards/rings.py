@@ -27,7 +27,16 @@ completes. The model:
   read retires at the ``warpgroup_wait`` that covers its batch: "wgmma.wait_group").
   Neither is a race: the arrive is a release, the wait an acquire ("mbarrier.arrive",
   "mbarrier.test_wait/try_wait"; Memory Consistency Model, "Release and Acquire
-  Patterns").
+  Patterns"), and knowing is transitive: a role that waited for a phase another role
+  arrived on after its own wait knows what that role knew (:func:`_learned`);
+- a tcgen05 MMA's descriptor reads (Blackwell) retire when the phase of the
+  ``tcgen05.commit`` that tracks them completes ("tcgen05.mma", "tcgen05.commit": one
+  arrive-on, made when every earlier asynchronous tcgen05 operation of the committing
+  thread completed): a copier that waits for that phase, or for an arrival the MMA's
+  role made after its own wait on it, is ordered after them;
+- a barrier several roles arrive on (:func:`_shared_phases`): each arrival counts
+  towards the phase its role knows the ones before it completed, each phase exactly
+  its init count;
 - barrier initialisation is fenced and followed by ``__syncthreads`` before first use
   ("mbarrier.init"; "membar/fence": ``fence.mbarrier_init``);
 - a wgmma read of bytes a cp.async wrote needs ``fence.proxy.async`` after the wait
@@ -410,6 +419,10 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             here[bar] = min(here.get(bar, number), number)
             least.append(here)
         arrivals[role] = ([i for i, _, _ in made], least[::-1])
+    # Each tcgen05 commit's barrier and phase, by its number (a tcgen05 MMA's reads retire
+    # when that phase completes).
+    commits = {r["commit"]: (r["bar"], phase[i]) for i, r in enumerate(records)
+               if r["op"] == "arrive" and r.get("commit") and i in phase}
     reported: set[tuple[str, str]] = set()
     unsure: list[str] = []  # unordered pairs not known to overlap: no finding alone
     for ci, copy in copies:
@@ -422,7 +435,7 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             if copy["op"] == "copy" and copy["role"] == read["role"]:
                 continue  # one role's own cp.async copies: the cp.async model's
             if known[reader].get(ri, {}).get(copy["bar"], 0) > phase[ci]:
-                if copy["op"] == "copy" and read.get("how") == "wgmma" \
+                if copy["op"] == "copy" and read.get("how") in ("wgmma", "tcgen05.mma") \
                         and not _fenced(sequences[reader], known[reader], copy["bar"],
                                         phase[ci], ri) \
                         and ("PROXY", read["buffer"]) not in reported:
@@ -436,11 +449,16 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                 continue  # the reader waited for the copy's phase
             copier = copy["role"] if copy["role"] in known else reader
             done = retired.get(ri, ri)
+            sees = known[copier].get(ci, {})
+            if read.get("umma"):
+                tracked = commits.get(read.get("commit"))
+                if tracked is not None and sees.get(tracked[0], 0) > tracked[1]:
+                    continue  # the copier waited for the MMA's commit itself
+                done = _umma_retired(sequences[reader], known[reader], tracked)
             if copy["role"] == read["role"] and done < ci and read["role"] in known:
                 continue  # one role, program order (a TMA is issued after the read)
             indices, least = arrivals.get(read["role"], ([], [{}]))
             after = least[bisect_right(indices, done)]
-            sees = known[copier].get(ci, {})
             if any(sees.get(bar, 0) > p for bar, p in after.items()):
                 continue  # the copier waited for an arrival made after the read
             if not _certain(copy, read):
@@ -474,6 +492,21 @@ def _certain(copy: Json, read: Json) -> bool:
     only. A finding is a race under the model, or it is not reported."""
     spans = [(r["lo"], r["lo"] if r.get("approx") else r["hi"]) for r in (copy, read)]
     return bool(spans[0][0] <= spans[1][1] and spans[1][0] <= spans[0][1])
+
+
+def _umma_retired(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]],
+                  tracked: tuple[str, int] | None) -> int:
+    """The trace index at which a tcgen05 MMA's reads are known retired to the role that
+    issued them: its first record that knows the phase of the commit tracking them
+    completed (PTX ISA, "tcgen05.commit": the arrive-on is made when the tracked
+    asynchronous tcgen05 operations complete; "mbarrier.test_wait/try_wait"). Past the
+    end when no commit tracks them or the role never waits for it."""
+    if tracked is not None:
+        bar, number = tracked
+        for index, _ in seq:
+            if known.get(index, {}).get(bar, 0) > number:
+                return index
+    return 1 << 30
 
 
 def _fenced(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]], bar: str,

@@ -87,6 +87,16 @@ operand's guessed extent is "not checked", never a finding. Tests: ``SPLIT_ROWS_
 (clean; its bottom group copying into the top group's tile: RAW and WAR; its release
 dropped: WAR).
 
-Not done: Blackwell's tcgen05 MMA and its mbarrier commit stay "not checked" (the verdict
-says so).
+Blackwell (:meth:`.trace.Trace.commit`): a tcgen05 MMA (``ptx_tcgen05_mma_ss``/``_ts``,
+block-scaled too) reads its shared operands through descriptors (``initialize_tcgen05_
+descriptor``, as wgmma's) asynchronously (PTX ISA, "tcgen05.mma"); ``tl::tcgen05_mma_arrive``
+(one elected lane per warp: ``tcgen05.commit.cta_group::1.mbarrier::arrive::one``) is one
+arrival on its barrier, made when the MMAs it tracks complete ("tcgen05.commit"), and
+those reads retire when its phase completes: to the copier that waits for that phase, and
+to the issuing role from its wait on it on. Tensor memory itself (the accumulator,
+``tcgen05.ld``/``st``) is not shared memory and not checked; ``tcgen05.alloc`` writes the
+allocated address into a shared word, a store as the threads' own. Not modelled (not
+checked, said by name): ``tcgen05.cp`` (shared to tensor memory), two-CTA MMAs and their
+multicast commits. Tests: ``SCALED_TMEM_GEMM`` (clean at 1-3 stages; the wait on the
+commit barrier deleted: WAR; the commit deleted: HANG).
 """

@@ -32,7 +32,15 @@ BARRIER_OPS = frozenset({
     "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier", "ptx_fence_barrier_init",
     "fence_proxy_async", "warpgroup_wait", "wait_wgmma", "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
-    "ptx_wgmma_rs"})
+    "ptx_wgmma_rs", "initialize_tcgen05_descriptor", "ptx_tcgen05_mma_ss",
+    "ptx_tcgen05_mma_ts", "ptx_tcgen05_mma_blockscaled_ss", "tcgen05_mma_arrive"})
+# Blackwell's tensor-memory operations that touch no shared memory the model follows:
+# the tcgen05 fences around a thread barrier (``tcgen05.fence::before_thread_sync`` /
+# ``after_thread_sync``), loads and stores between tensor memory and registers (their
+# address argument, a shared word, is read as any load), the allocation's release.
+_TMEM_OPS = frozenset({"tcgen05_before_thread_sync", "tcgen05_after_thread_sync",
+                       "tcgen05_ld", "tcgen05_st", "ptx_deallocate_tensor_memory",
+                       "deallocate_tmem"})
 
 
 def _name(var: Any) -> str:
@@ -70,7 +78,8 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                        "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
-                       "wait_wgmma", "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier"})
+                       "wait_wgmma", "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier",
+                       "tcgen05_mma_arrive"})
 # Records that name the statement they come from (redundant synchronisation is found per
 # statement).
 SITE_OPS = frozenset({"sync", "wait", "bwait"})
@@ -108,6 +117,8 @@ class Trace:
         self.threads: Any = None  # threadIdx.x
         self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
         self.batch: set[tuple[Any, ...]] = set()  # regions read by this wgmma batch
+        self.umma: list[Record] = []  # tcgen05 MMA reads no commit tracks yet
+        self.commits = 0  # tcgen05 commits so far (each one's number names it)
         self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
         self.fallback = False  # inside the else of a cluster rank's multicast branch
         self.last: Any = None  # the last region bounded: (index, env, offset, size, lanes)
@@ -523,9 +534,25 @@ class Trace:
 
     def other(self, call: Any, name: str) -> None:
         """A call the model has no rule for: harmless unless it touches shared memory."""
-        if "tcgen05" in name or "tensor_memory" in name:
-            raise Undecided("Blackwell's tensor-memory MMA (tcgen05) and its barriers are "
-                            "not modelled")
+        if name == "ptx_init_tensor_memory":
+            # ``tcgen05.alloc`` writes the address of the tensor memory it allocates into
+            # the shared word it is given: a store, as the threads' own (outside the model).
+            target = call.args[0].args[0]
+            self.store(target.buffer, list(target.indices))
+            return
+        if name in _TMEM_OPS:
+            for arg in call.args:
+                if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
+                        and shared(arg.args[0].buffer.data):
+                    load = arg.args[0]
+                    buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+                    self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
+                               "hi": hi, "how": name})
+                elif kind(arg) != "Call" or short(op_name(arg)) != "address_of":
+                    self.reads(arg)
+            return
+        if "tcgen05" in name or "tensor_memory" in name or "tmem" in name:
+            raise Undecided(f"Blackwell's tensor-memory operation {name} is not modelled")
         for arg in call.args:
             if kind(arg) == "Call" and short(op_name(arg)) in ("address_of",
                                                                 "tvm_access_ptr"):
@@ -709,7 +736,9 @@ class Trace:
         elif name == "warpgroup_commit_batch":
             self.batch = set()
             self.emit({"op": "wgcommit"})
-        elif name == "initialize_wgmma_descriptor":
+        elif name == "tcgen05_mma_arrive":
+            self.commit(args)
+        elif name in ("initialize_wgmma_descriptor", "initialize_tcgen05_descriptor"):
             found = self.pointer(args[1])
             if found is None:
                 raise Undecided("a wgmma descriptor of an address the check cannot read")
@@ -719,6 +748,17 @@ class Trace:
             if region is None:
                 raise Undecided("a wgmma descriptor offset before its initialisation")
             region[2] += self.constant(args[1], "a descriptor offset")
+        elif name.startswith("ptx_tcgen05_mma"):
+            # PTX ISA, "tcgen05.mma": the MMA reads its shared-memory operands through
+            # their matrix descriptors asynchronously; it completes only as tracked by a
+            # later ``tcgen05.commit`` (see :meth:`commit`).
+            for arg in args:
+                region = self.descriptors.get(arg) if kind(arg) == "Var" else None
+                if region is not None:
+                    buffer, root, lo, _ = region
+                    self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
+                               "hi": None, "how": "tcgen05.mma", "umma": True})
+                    self.umma.append(self.records[-1])
         elif name.startswith("ptx_wgmma"):
             for arg in args:
                 region = self.descriptors.get(arg) if kind(arg) == "Var" else None
@@ -727,6 +767,30 @@ class Trace:
                     buffer, root, lo, _ = region
                     self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
                                "hi": None, "how": "wgmma", "async": True})
+
+    def commit(self, args: list[Any]) -> None:
+        """``tl::tcgen05_mma_arrive(&bar)`` (``tl_templates/cuda/tcgen_05.h``): one elected
+        lane of each warp running it issues ``tcgen05.commit.cta_group::1.mbarrier::
+        arrive::one.shared::cluster.b64 [bar]``. PTX ISA, "tcgen05.commit": the barrier
+        tracks the completion of every earlier asynchronous tcgen05 operation of the
+        executing thread, and one arrive-on it is made when they complete. The reads of the
+        MMAs issued since the previous commit are marked with this commit's number: they
+        retire when its arrival's phase completes (:mod:`...core.hazards.rings`). A commit
+        to other CTAs' barriers (``cta_group::2``, a multicast mask) is outside the
+        model."""
+        if len(args) != 1:
+            raise Undecided(f"tcgen05_mma_arrive with {len(args)} arguments (two CTAs' "
+                            "MMA?)")
+        if kind(args[0]) != "Call" or short(op_name(args[0])) != "address_of":
+            raise Undecided("a tcgen05 commit to a barrier the check cannot name")
+        lo, hi = self.env[self.threads] if self.threads is not None else (0, 0)
+        warps = 1 if self.elected else max((hi - lo + 1 + 31) // 32, 1)
+        self.commits += 1
+        self.emit({"op": "arrive", "bar": self.barrier(args[0].args[0]), "n": warps,
+                   "commit": self.commits})
+        for read in self.umma:
+            read["commit"] = self.commits
+        self.umma = []
 
     def cluster_branch(self, stmt: Any) -> None:
         """A TMA copy under a condition on the CTA's rank in its cluster, as
