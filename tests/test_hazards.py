@@ -105,6 +105,10 @@ SPLIT_ROWS_GEMM = read("hazards/split_rows_gemm.py")
 # shared tiles through descriptors asynchronously, and its commit arrives on a barrier
 # the math threads wait on before they release the stage to the TMA loader.
 SCALED_TMEM_GEMM = read("hazards/scaled_tmem_gemm.py")
+# The same kind of GEMM fed by cp.async (TMA and warp specialisation off): TileLang 0.1.15
+# issues the next tile's cp.async into the stage the MMA reads after a __syncthreads, but
+# before the wait on the MMA's commit barrier.
+COPIED_TMEM_GEMM = read("hazards/copied_tmem_gemm.py")
 
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
@@ -1260,3 +1264,36 @@ def test_a_dropped_mma_commit_is_a_hang(tmem_gemm: tuple[dict[str, Any], str, in
                           loop_only=False), "sm_100a")
     assert found["verdict"] == "hazard", found
     assert {f["kind"] for f in found["findings"]} >= {"HANG"}, found
+
+
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_a_cp_async_refill_before_the_mma_commit_is_flagged_on_sm100a(num_stages: int) -> None:
+    """A __syncthreads does not wait for an asynchronous tcgen05 MMA: the cp.async that
+    follows it into the MMA's stage races its reads (the code TileLang 0.1.15 emits for
+    ``T.tcgen05_gemm(..., mbar=)`` with the wait at the iteration's end); with the wait
+    moved before that __syncthreads the stage is free."""
+    after, code = lowered(COPIED_TMEM_GEMM, "copied_tmem_gemm", "sm_100a",
+                          num_stages=num_stages, **TMEM_ARGS)
+    found = check(after, "sm_100a")
+    if "cp_async" not in code or "tcgen05_mma_arrive" not in code:
+        pytest.skip("this TileLang does not lower the kernel to cp.async and tcgen05")
+    assert found["verdict"] == "hazard" and found["findings"][0]["kind"] == "WAR", found
+    assert "tcgen05 MMA" in found["findings"][0]["text"], found
+    kept: list[Any] = []
+
+    def take(stmt: Any) -> Any:  # the wait on the commit barrier, kept where it is
+        if _calls(stmt, "mbarrier_wait_parity") and not kept:
+            kept.append(stmt)
+        return None
+
+    seen = [0]
+
+    def put(stmt: Any) -> Any:  # a copy of it before the loop's second __syncthreads
+        if not _calls(stmt, "tvm_storage_sync"):
+            return None
+        seen[0] += 1
+        return tvm.tirx.SeqStmt([kept[0], stmt]) if seen[0] == 2 else None
+
+    mutated(after, take)
+    fixed = check(mutated(after, put), "sm_100a")
+    assert fixed["verdict"] == "none", fixed

@@ -78,8 +78,10 @@ need is named.
 
 Three warp groups (:meth:`.trace.Trace.branch`): a split of a role's threads again
 (``if tx < 128: ... elif tx < 256: ... else: ...``) makes a role of each branch, with its
-thread range (``group``); :func:`...core.hazards.rings._sequences` runs the innermost
-groups, each with the records of the groups around it. A barrier several roles arrive on
+thread range (``group``; a condition that is no one range is evaluated per thread,
+``Trace.thread_set``, and threads in several ranges may only split again);
+:func:`...core.hazards.rings._sequences` runs the innermost groups, each with the records
+of the groups around it. A barrier several roles arrive on
 gets its phases from what each arriving role knows (``rings._shared_phases``, PTX ISA
 "mbarrier": "Phase Completion of the mbarrier object"; the order is transitive: Memory
 Consistency Model, "Release and Acquire Patterns"); an overlap that rests only on a wgmma
@@ -93,7 +95,9 @@ descriptor``, as wgmma's) asynchronously (PTX ISA, "tcgen05.mma"); ``tl::tcgen05
 (one elected lane per warp: ``tcgen05.commit.cta_group::1.mbarrier::arrive::one``) is one
 arrival on its barrier, made when the MMAs it tracks complete ("tcgen05.commit"), and
 those reads retire when its phase completes: to the copier that waits for that phase, and
-to the issuing role from its wait on it on. Tensor memory itself (the accumulator,
+to the issuing role from its wait on it on; in the cp.async model a ``__syncthreads``
+orders them only after such a wait (``check._umma_retired``: TileLang's cp.async tcgen05
+GEMM refills the stage before it, ``COPIED_TMEM_GEMM``). Tensor memory itself (the accumulator,
 ``tcgen05.ld``/``st``) is not shared memory and not checked; ``tcgen05.alloc`` writes the
 allocated address into a shared word, a store as the threads' own. Not modelled (not
 checked, said by name): ``tcgen05.cp`` (shared to tensor memory), two-CTA MMAs and their

@@ -113,6 +113,8 @@ class Trace:
         self.steps = 0
         self.role = "all"  # "producer"/"consumer" inside a warp-specialised branch
         self.group: Interval = (0, 0)  # the threads of the role (all: every thread)
+        self.aliases: set[Any] = set()  # variables bound to threadIdx.x itself
+        self.spans: list[Interval] = []  # the running threads, as ranges
         self.elected = False  # inside a branch one thread runs
         self.threads: Any = None  # threadIdx.x
         self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
@@ -236,6 +238,8 @@ class Trace:
 
     # --- statements -----------------------------------------------------------------
     def emit(self, record: Record) -> None:
+        if len(self.spans) > 1:
+            raise Undecided(f"code run by threads {self.spans} (no one range of them)")
         record["at"] = " ".join(self.where)
         record["role"] = self.role
         record["group"] = self.group
@@ -271,6 +275,7 @@ class Trace:
             self.env[var] = (0, extent - 1)
             if str(stmt.node.thread_tag) == "threadIdx.x":
                 self.threads, self.group = var, (0, extent - 1)
+                self.spans = [self.group]
         self.walk(stmt.body)
 
     def _Bind(self, stmt: Any) -> None:
@@ -281,6 +286,9 @@ class Trace:
             self.bases[stmt.var] = (root, offset + extra)
         elif stmt.var in self.sizes:
             pass  # a length read from memory: fixed for this walk, as a symbolic size
+        elif self.threads is not None and value.same_as(self.threads):
+            self.aliases.add(stmt.var)  # ``tid = T.get_thread_binding()``: a second name
+            self.env[stmt.var] = self.env[self.threads]
         elif str(stmt.var.dtype).startswith(("int", "uint", "bool")):
             with contextlib.suppress(Unbounded):  # an index that uses it says so
                 self.env[stmt.var] = interval(value, self.env)
@@ -384,23 +392,70 @@ class Trace:
         # inside a role, a split of its threads again (``if tx < 128: ... elif tx < 256:
         # ... else: ...``: a producer and two consumer warp groups) makes a role of each
         # branch, run by its own threads beside the others.
-        cases = [(case, narrowed(cond, holds, self.env).get(self.threads))
+        if self.threads is None:
+            raise Undecided(f"a synchronisation under the condition {cond}")
+        cases = [(case, self.thread_set(cond, holds))
                  for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
-                 if case is not None] if self.threads is not None else []
-        if not cases or any(r is None for _, r in cases):
+                 if case is not None]
+        cases = [(case, spans) for case, spans in cases if spans != []]  # run by none
+        if not cases or any(spans is None for _, spans in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
         kinds = branch_roles([case for case, _ in cases])
         nested = self.role != "all"
-        parent, group = self.role, self.group
-        for (case, threads), kind_ in zip(cases, kinds, strict=True):
-            lo, hi = threads or group
+        parent, group, spans_before = self.role, self.group, self.spans
+        for (case, spans), kind_ in zip(cases, kinds, strict=True):
+            assert spans is not None
+            lo, hi = spans[0][0], spans[-1][1]
             # Each branch its own role; named by its threads where the kinds do not tell
-            # the branches apart (two of one kind, or a split inside a role).
+            # the branches apart (two of one kind, or a split inside a role). Threads in
+            # several ranges (the else of ``128 <= tx < 160``) are no role: only a split
+            # of them again may run code.
             self.role = kind_ if len(set(kinds)) == len(kinds) and not nested \
                 else f"threads {lo}-{hi}"
-            self.env[self.threads] = self.group = (lo, hi)
+            self.set_threads((lo, hi))
+            self.spans = spans
             self.walk(case)
-        self.env[self.threads], self.role, self.group = group, parent, group
+        self.set_threads(group)
+        self.role, self.spans = parent, spans_before
+
+    def thread_set(self, cond: Any, holds: bool) -> list[Interval] | None:
+        """The threads, of those running, for which ``cond`` is ``holds``: ranges, in
+        order (None: a thread for which it cannot be decided)."""
+        if len(self.spans) == 1:
+            found = self.thread_range(narrowed(cond, holds, self.env))
+            if found is not None:
+                return [found]
+        if sum(hi - lo + 1 for lo, hi in self.spans) > 1024:
+            return None
+        names = (self.threads, *self.aliases)
+        spans: list[Interval] = []
+        for lo, hi in self.spans:
+            for t in range(lo, hi + 1):
+                try:
+                    value = interval(cond, {**self.env, **{v: (t, t) for v in names}})
+                except Unbounded:
+                    return None
+                if value[0] != value[1]:
+                    return None
+                if bool(value[0]) == holds:
+                    if spans and spans[-1][1] == t - 1:
+                        spans[-1] = (spans[-1][0], t)
+                    else:
+                        spans.append((t, t))
+        return spans
+
+    def thread_range(self, ranges: dict[Any, Interval]) -> Interval | None:
+        """The range of the thread index among narrowed ranges (through a name for it)."""
+        for var in (self.threads, *self.aliases):
+            if var in ranges:
+                return ranges[var]
+        return None
+
+    def set_threads(self, span: Interval) -> None:
+        """The threads running from here on: a role's (its group), under every name."""
+        self.group = span
+        for var in (self.threads, *self.aliases):
+            self.env[var] = span
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
