@@ -1210,6 +1210,17 @@ def test_one_math_group_that_does_not_release_the_shared_tile_races_on_sm90a() -
                for f in found["findings"]), found
 
 
+
+def test_a_release_barrier_whose_phases_cannot_be_told_is_not_called_clean() -> None:
+    """The loader's wait on B's release barrier deleted: nothing then orders a math
+    group's arrival after the phase before it, so which phase each counts towards is not
+    known; the verdict is not "none"."""
+    after, _ = lowered(SPLIT_ROWS_GEMM, "split_rows_gemm", "sm_90a", **SPLIT_ARGS)
+    found = check(mutated(after, _on_barrier("b_free", "mbarrier_wait_parity"),
+                          loop_only=False), "sm_90a")
+    assert found["verdict"] != "none", found
+    assert "b_free[0]" in found["text"], found
+
 # --- Blackwell: tcgen05 MMAs read shared memory until the commit that tracks them
 # completes its barrier's phase --------------------------------------------------------------
 

@@ -242,6 +242,15 @@ def _shared_phases(sequences: dict[str, list[tuple[int, Json]]], shared: set[str
                             f"check cannot tell ({total} arrivals known to count towards "
                             f"phase {number}, of {init[bar]})")
     phase.update(given)
+    # With these phases known, a role may learn more; an arrival whose role then knows
+    # its own phase completed before it arrived contradicts them.
+    again = _learned(sequences, phase, known)
+    for role, seq in sequences.items():
+        for index, record in seq:
+            if index in given and record["op"] != "tma" and record.get("n") \
+                    and again[role][index].get(record["bar"], 0) > given[index]:
+                raise Unchecked(f"{record['bar']} has arrivals from several roles whose "
+                                "phases the check cannot tell")
 
 
 def _learned(sequences: dict[str, list[tuple[int, Json]]], phase: dict[int, int],

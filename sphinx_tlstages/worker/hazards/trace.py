@@ -239,7 +239,8 @@ class Trace:
     # --- statements -----------------------------------------------------------------
     def emit(self, record: Record) -> None:
         if len(self.spans) > 1:
-            raise Undecided(f"code run by threads {self.spans} (no one range of them)")
+            raise Undecided(f"code run by threads in {len(self.spans)} ranges, from "
+                            f"{self.spans[0][0]} to {self.spans[-1][1]} (a role is one range)")
         record["at"] = " ".join(self.where)
         record["role"] = self.role
         record["group"] = self.group
