@@ -97,6 +97,18 @@ OWN_CHUNKS = read("hazards/own_chunks.py")
 # dependence needs; and its twin without that barrier.
 EXTRA_BARRIER = read("hazards/extra_barrier.py")
 REVERSED_SUM = read("hazards/reversed_sum.py")
+# Three warp groups: a loader of B's tile, and two math groups, each fetching its own half
+# of A's rows by TMA and releasing B's tile on one barrier of count 256 (128 arrivals
+# from each group): both roles arrive on it, each phase takes both shares.
+SPLIT_ROWS_GEMM = read("hazards/split_rows_gemm.py")
+# A Blackwell GEMM whose accumulator lives in tensor memory: each tcgen05 MMA reads its
+# shared tiles through descriptors asynchronously, and its commit arrives on a barrier
+# the math threads wait on before they release the stage to the TMA loader.
+SCALED_TMEM_GEMM = read("hazards/scaled_tmem_gemm.py")
+# The same kind of GEMM fed by cp.async (TMA and warp specialisation off): TileLang 0.1.15
+# issues the next tile's cp.async into the stage the MMA reads after a __syncthreads, but
+# before the wait on the MMA's commit barrier.
+COPIED_TMEM_GEMM = read("hazards/copied_tmem_gemm.py")
 
 SUM_PARAMS = {"N": 512, "K": 16}
 PANEL_PARAMS = {"M": 256, "N": 256, "chunks": 4}
@@ -1157,3 +1169,142 @@ def test_the_ring_check_stopped_at_its_first_finding_answers_as_the_whole(
             assert bool(init_findings(trial)) == whole, (op, site)
     assert all(first == whole for _, first, whole in answers), answers
     assert any(whole for _, _, whole in answers) and not _finds(records, False), answers
+
+
+# --- three warp groups: each branch of ``if tx < 128: ... elif tx < 256: ... else: ...`` a
+# role of its own, run beside the others ---------------------------------------------------
+
+SPLIT_ARGS = {"M": 512, "N": 512, "K": 512}
+
+
+def test_three_warp_groups_sharing_a_release_barrier_are_clean_on_sm90a() -> None:
+    after, code = lowered(SPLIT_ROWS_GEMM, "split_rows_gemm", "sm_90a", **SPLIT_ARGS)
+    assert "if (((int)threadIdx.x) < 256) {" in code  # the math groups' split, nested
+    found = check(after, "sm_90a")
+    assert found["text"] == ("none found: RAW and WAR on a_bottom, a_top, b_tile over 1 slot; "
+                             "4 barriers, phases and arrivals, bytes"), found
+
+
+def test_two_math_groups_copying_into_one_tile_race_on_sm90a() -> None:
+    """The bottom group's TMA copy into the top group's tile (a name mistyped): its copy
+    and the top group's reads are ordered by no barrier the two share."""
+    source = SPLIT_ROWS_GEMM.replace("a_bottom, barrier=bottom_full", "a_top, barrier=bottom_full")
+    after, _ = lowered(source, "split_rows_gemm", "sm_90a", **SPLIT_ARGS)
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard", found
+    assert {f["kind"] for f in found["findings"]} == {"RAW", "WAR"}, found
+    assert all(f["buffer"] == "a_top" and "threads 128-255" in f["text"]
+               for f in found["findings"]), found
+
+
+def test_one_math_group_that_does_not_release_the_shared_tile_races_on_sm90a() -> None:
+    """The bottom group's arrive on B's release barrier dropped: the loader's wait then
+    completes on the top group's arrivals of two iterations, while the bottom group may
+    still read the tile."""
+    bottom = SPLIT_ROWS_GEMM.rindex("T.barrier_arrive(b_free)")
+    source = SPLIT_ROWS_GEMM[:bottom] + "pass" + SPLIT_ROWS_GEMM[bottom + 24:]
+    after, _ = lowered(source, "split_rows_gemm", "sm_90a", **SPLIT_ARGS)
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard", found
+    assert any(f["kind"] == "WAR" and f["buffer"] == "b_tile" and "threads 256-383" in f["text"]
+               for f in found["findings"]), found
+
+
+
+def test_a_release_barrier_whose_phases_cannot_be_told_is_not_called_clean() -> None:
+    """The loader's wait on B's release barrier deleted: nothing then orders a math
+    group's arrival after the phase before it, so which phase each counts towards is not
+    known; the verdict is not "none"."""
+    after, _ = lowered(SPLIT_ROWS_GEMM, "split_rows_gemm", "sm_90a", **SPLIT_ARGS)
+    found = check(mutated(after, _on_barrier("b_free", "mbarrier_wait_parity"),
+                          loop_only=False), "sm_90a")
+    assert found["verdict"] != "none", found
+    assert "b_free[0]" in found["text"], found
+
+# --- Blackwell: tcgen05 MMAs read shared memory until the commit that tracks them
+# completes its barrier's phase --------------------------------------------------------------
+
+TMEM_ARGS = {"M": 512, "N": 512, "K": 512}
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3])
+def tmem_gemm(request: pytest.FixtureRequest) -> tuple[dict[str, Any], str, int]:
+    after, code = lowered(SCALED_TMEM_GEMM, "scaled_tmem_gemm", "sm_100a",
+                          num_stages=request.param, **TMEM_ARGS)
+    return after, code, request.param
+
+
+def _on_barrier(name: str, op: str) -> Any:
+    """A mutation: every call ``op`` whose barrier (first argument) is ``name`` deleted."""
+
+    def change(stmt: Any) -> Any:
+        if not _calls(stmt, op):
+            return None
+        bar = stmt.value.args[0]
+        bar = bar.args[0] if isinstance(bar, tvm.tirx.Call) else bar
+        return _no_op(stmt) if str(bar.buffer.name) == name else None
+
+    return change
+
+
+def test_a_tmem_gemm_is_clean_on_sm100a(tmem_gemm: tuple[dict[str, Any], str, int]) -> None:
+    after, code, num_stages = tmem_gemm
+    assert "tl::tcgen05_mma_arrive((&(mma_finished[" in code
+    found = check(after, "sm_100a")
+    assert found["text"] == (f"none found: RAW and WAR on a_tile, b_tile over {num_stages} "
+                             f"slot{'s' if num_stages > 1 else ''}; {3 * num_stages} barriers, "
+                             "phases and arrivals, bytes"), found
+
+
+def test_releasing_a_stage_before_the_mma_commit_completes_is_flagged(
+        tmem_gemm: tuple[dict[str, Any], str, int]) -> None:
+    """The math threads' wait on the MMA's commit barrier deleted: they release the stage
+    while the MMA may still read it, and the loader's next copy into it races the read."""
+    after, _, _ = tmem_gemm
+    found = check(mutated(after, _on_barrier("mma_finished", "mbarrier_wait_parity"),
+                          loop_only=False), "sm_100a")
+    assert found["verdict"] == "hazard", found
+    assert found["findings"][0]["kind"] == "WAR", found
+    assert found["findings"][0]["buffer"] in ("a_tile", "b_tile"), found
+
+
+def test_a_dropped_mma_commit_is_a_hang(tmem_gemm: tuple[dict[str, Any], str, int]) -> None:
+    """Without the commit nothing arrives on the barrier the math threads wait on."""
+    after, _, _ = tmem_gemm
+    found = check(mutated(after, _on_barrier("mma_finished", "tcgen05_mma_arrive"),
+                          loop_only=False), "sm_100a")
+    assert found["verdict"] == "hazard", found
+    assert {f["kind"] for f in found["findings"]} >= {"HANG"}, found
+
+
+@pytest.mark.parametrize("num_stages", [1, 2])
+def test_a_cp_async_refill_before_the_mma_commit_is_flagged_on_sm100a(num_stages: int) -> None:
+    """A __syncthreads does not wait for an asynchronous tcgen05 MMA: the cp.async that
+    follows it into the MMA's stage races its reads (the code TileLang 0.1.15 emits for
+    ``T.tcgen05_gemm(..., mbar=)`` with the wait at the iteration's end); with the wait
+    moved before that __syncthreads the stage is free."""
+    after, code = lowered(COPIED_TMEM_GEMM, "copied_tmem_gemm", "sm_100a",
+                          num_stages=num_stages, **TMEM_ARGS)
+    found = check(after, "sm_100a")
+    if "cp_async" not in code or "tcgen05_mma_arrive" not in code:
+        pytest.skip("this TileLang does not lower the kernel to cp.async and tcgen05")
+    assert found["verdict"] == "hazard" and found["findings"][0]["kind"] == "WAR", found
+    assert "tcgen05 MMA" in found["findings"][0]["text"], found
+    kept: list[Any] = []
+
+    def take(stmt: Any) -> Any:  # the wait on the commit barrier, kept where it is
+        if _calls(stmt, "mbarrier_wait_parity") and not kept:
+            kept.append(stmt)
+        return None
+
+    seen = [0]
+
+    def put(stmt: Any) -> Any:  # a copy of it before the loop's second __syncthreads
+        if not _calls(stmt, "tvm_storage_sync"):
+            return None
+        seen[0] += 1
+        return tvm.tirx.SeqStmt([kept[0], stmt]) if seen[0] == 2 else None
+
+    mutated(after, take)
+    fixed = check(mutated(after, put), "sm_100a")
+    assert fixed["verdict"] == "none", fixed

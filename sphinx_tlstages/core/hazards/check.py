@@ -118,7 +118,11 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
       (Memory Consistency Model, "Causality Order"): a thread that reads only bytes its own
       completed copy wrote, or copies into bytes only it read, needs no barrier;
     - a copy signalled through ``cp.async.mbarrier.arrive`` to a reader of another role
-      is checked with the rings (:mod:`.rings`), like a TMA copy.
+      is checked with the rings (:mod:`.rings`), like a TMA copy;
+    - "tcgen05.mma", "tcgen05.commit": a tcgen05 MMA reads its shared operands
+      asynchronously until the commit that tracks it arrives on its barrier: a barrier
+      orders the read only once a wait has seen that arrival's phase complete
+      (:func:`_umma_retired`).
     """
     findings: list[Json] = []
     committed = 0
@@ -132,7 +136,8 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
     def elsewhere(copy: Json, read: Json) -> bool:  # for the ring model
         return bool(copy.get("signal")) and copy["role"] != read["role"]
 
-    for record in records:
+    retired = _umma_retired(records)
+    for at, record in enumerate(records):
         op = record["op"]
         if op == "copy":
             for read in reads:
@@ -141,10 +146,18 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
                         or any(_covers(named, mine, record) for named in read["synced"]) \
                         or _own(record, mine):
                     continue
-                add("WAR", record,
-                    f"the cp.async into {record['buffer']}{_slot(record, buffers)} "
-                    f"{_when(record)} overwrites what was read {_when(mine)} with no "
-                    "__syncthreads between: another thread may still be reading it")
+                if mine.get("umma"):
+                    add("WAR", record,
+                        f"the cp.async into {record['buffer']}{_slot(record, buffers)} "
+                        f"{_when(record)} overwrites what the tcgen05 MMA {_when(mine)} "
+                        "reads: no wait saw the phase of the commit tracking it complete "
+                        "before a __syncthreads between them, so the MMA may still be "
+                        "reading it")
+                else:
+                    add("WAR", record,
+                        f"the cp.async into {record['buffer']}{_slot(record, buffers)} "
+                        f"{_when(record)} overwrites what was read {_when(mine)} with no "
+                        "__syncthreads between: another thread may still be reading it")
                 break
             writes.append({"record": record, "group": None, "done": False,
                            "published": []})
@@ -163,7 +176,8 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
                 if write["done"]:
                     write["published"].append(named)
             for read in reads:
-                read["synced"].append(named)
+                if retired.get(id(read["record"]), at) <= at:  # an MMA's read retired
+                    read["synced"].append(named)
             writes = [w for w in writes if None not in w["published"]]
             reads = [r for r in reads if None not in r["synced"]]
         elif op == "read":
@@ -185,6 +199,45 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
                 break
             reads.append({"record": record, "synced": []})
     return findings
+
+
+def _umma_retired(records: list[Json]) -> dict[int, int]:
+    """For each tcgen05 MMA read (by ``id``), the trace index of the first wait that sees
+    the phase of the commit tracking it complete (past the end: none does). The phases
+    are counted over the trace, in program order (PTX ISA, "mbarrier": a phase completes
+    once its init count of arrivals is made; "mbarrier.test_wait/try_wait", ``.parity``):
+    the cp.async model has no roles, and a kernel with roles is the rings'."""
+    init = {r["bar"]: r["count"] for r in records if r["op"] == "init"}
+    arrived: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    commits: dict[int, tuple[str, int]] = {}  # commit number -> (barrier, phase)
+    waiting: list[tuple[Json, tuple[str, int]]] = []
+    retired: dict[int, int] = {}
+    for at, record in enumerate(records):
+        bar = str(record.get("bar"))
+        if record["op"] == "arrive" and bar in init:
+            if record.get("commit"):
+                commits[record["commit"]] = (bar, arrived.get(bar, 0) // init[bar])
+            arrived[bar] = arrived.get(bar, 0) + record.get("n", 0)
+        elif record["op"] == "bwait" and bar in init:
+            have = seen.get(bar, 0)
+            if have % 2 == record["parity"]:
+                seen[bar] = have + 1
+            still = []
+            for read, (which, number) in waiting:
+                if seen.get(which, 0) > number:
+                    retired[id(read)] = at
+                else:
+                    still.append((read, (which, number)))
+            waiting = still
+        elif record["op"] == "read" and record.get("umma"):
+            retired[id(record)] = 1 << 30
+            waiting.append((record, ("", 0)))
+        if record["op"] == "arrive" and record.get("commit"):
+            waiting = [(read, commits[record["commit"]])
+                       if read.get("commit") == record["commit"] else (read, tracked)
+                       for read, tracked in waiting]
+    return retired
 
 
 def _signal(records: list[Json]) -> None:

@@ -27,7 +27,16 @@ completes. The model:
   read retires at the ``warpgroup_wait`` that covers its batch: "wgmma.wait_group").
   Neither is a race: the arrive is a release, the wait an acquire ("mbarrier.arrive",
   "mbarrier.test_wait/try_wait"; Memory Consistency Model, "Release and Acquire
-  Patterns").
+  Patterns"), and knowing is transitive: a role that waited for a phase another role
+  arrived on after its own wait knows what that role knew (:func:`_learned`);
+- a tcgen05 MMA's descriptor reads (Blackwell) retire when the phase of the
+  ``tcgen05.commit`` that tracks them completes ("tcgen05.mma", "tcgen05.commit": one
+  arrive-on, made when every earlier asynchronous tcgen05 operation of the committing
+  thread completed): a copier that waits for that phase, or for an arrival the MMA's
+  role made after its own wait on it, is ordered after them;
+- a barrier several roles arrive on (:func:`_shared_phases`): each arrival counts
+  towards the phase its role knows the ones before it completed, each phase exactly
+  its init count;
 - barrier initialisation is fenced and followed by ``__syncthreads`` before first use
   ("mbarrier.init"; "membar/fence": ``fence.mbarrier_init``);
 - a wgmma read of bytes a cp.async wrote needs ``fence.proxy.async`` after the wait
@@ -62,10 +71,30 @@ _USES = ("bwait", "arrive", "expect", "tma")
 
 
 def _sequences(records: list[Json]) -> dict[str, list[tuple[int, Json]]]:
-    """Per role, the (trace index, record) it runs: its own and those of ``all``."""
-    roles = sorted({r["role"] for r in records} - {"all"}) or ["all"]
-    return {role: [(i, r) for i, r in enumerate(records) if r["role"] in (role, "all")]
-            for role in roles}
+    """Per role, the (trace index, record) it runs: its own and those of every role whose
+    threads include its own (``all``, run by every thread before and after the split; a
+    role split again into warp groups: its code outside the inner split). A role is a
+    group of threads that runs beside the others: only the innermost ones are run."""
+    groups: dict[str, tuple[int, int]] = {}
+    for record in records:
+        if record["role"] != "all":
+            groups.setdefault(record["role"], tuple(record.get("group") or (0, 0)))
+
+    def within(inner: tuple[int, int], outer: tuple[int, int]) -> bool:
+        return outer[0] <= inner[0] and inner[1] <= outer[1]
+
+    leaves = sorted(role for role, span in groups.items()
+                    if not any(other != role and within(groups[other], span)
+                               for other in groups)) or ["all"]
+
+    def runs(leaf: str, record: Json) -> bool:
+        role = record["role"]
+        return role in ("all", leaf) or (
+            role in groups and leaf in groups and role not in leaves
+            and within(groups[leaf], groups[role]))
+
+    return {leaf: [(i, r) for i, r in enumerate(records) if runs(leaf, r)]
+            for leaf in leaves}
 
 
 def _slot_words(record: Json) -> str:
@@ -104,20 +133,26 @@ def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[J
     _check_multicast(records)
     sequences = _sequences(records)
     # Phases: each arrival's and each copy's phase, per barrier, from the one role that
-    # arrives on it; totals for the hang check.
+    # arrives on it (a barrier several roles arrive on: :func:`_shared_phases`).
+    owners: dict[str, set[str]] = {}
+    for record in records:
+        if record["op"] in ("arrive", "expect") and record.get("n") \
+                and record.get("bar") in init:
+            owners.setdefault(record["bar"], set()).add(record["role"])
+    shared = {bar for bar, roles in owners.items() if len(roles) > 1}
+    for bar in sorted(shared):
+        if any(role not in sequences for role in owners[bar]):
+            raise Unchecked(f"{bar} has arrivals from two roles, some made by threads of "
+                            "more than one")
     phase: dict[int, int] = {}
-    arriving: dict[str, str] = {}
     for seq in sequences.values():
         count: dict[str, int] = {}
         expected: dict[str, int] = {}
         for index, record in seq:
             bar = str(record.get("bar"))
-            if record["op"] not in ("arrive", "expect", "tma") or bar not in init:
+            if record["op"] not in ("arrive", "expect", "tma") or bar not in init \
+                    or bar in shared:
                 continue
-            if record["op"] in ("arrive", "expect") and record.get("n", 0):
-                owner = arriving.setdefault(bar, record["role"])
-                if owner != record["role"]:
-                    raise Unchecked(f"{bar} has arrivals from two roles")
             if index in phase:  # a record of "all", seen from an earlier role
                 continue
             before = count.get(bar, 0)
@@ -156,11 +191,103 @@ def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[J
         if arrive is not None and where.get(id(arrive)) in phase \
                 and arrive["bar"] in init:
             phase[index] = phase[where[id(arrive)]]
+    if shared:
+        _shared_phases(sequences, shared, init, phase, known)
     _check_progress(sequences, init, add)
     bytes_checked = _check_bytes(records, phase, add)
-    _check_data(records, sequences, phase, known, add)
+    # Orders reach a role through other roles too (release and acquire are transitive).
+    _check_data(records, sequences, phase, _learned(sequences, phase, known), add)
     return findings, {"barriers": len(init), "roles": sorted(sequences),
                       "bytes": bytes_checked}
+
+
+def _shared_phases(sequences: dict[str, list[tuple[int, Json]]], shared: set[str],
+                   init: dict[str, int], phase: dict[int, int],
+                   known: dict[str, dict[int, dict[str, int]]]) -> None:
+    """The phases of the barriers several roles arrive on (two consumer warp groups
+    releasing one slot, 128 arrivals each on a count of 256; or one group's first
+    arrival and another's later ones). A phase completes when its pending count reaches
+    zero, whoever arrived (PTX ISA, "mbarrier": "Phase Completion of the mbarrier
+    object"), so which phase an arrival counts towards depends on the order of the
+    roles' arrivals. The model gives each arrival the phase ``k`` its role knows the
+    phases before it completed (:func:`_learned`: by a wait of its own, or through the
+    arrivals another role's wait observed), and holds each phase to exactly the init
+    count (the last one to at most): then no arrival can count towards a phase other than
+    its own, by induction over the phases (each phase's arrivals come after the phase
+    before it completed). Where the counts do not add up, the barrier is outside the
+    model. A TMA copy and an ``expect_tx`` without arrival belong to the phase of their
+    role's next arrival on the barrier."""
+    learned = _learned(sequences, phase, known)
+    given: dict[int, int] = {}
+    totals: dict[tuple[str, int], int] = {}
+    for role, seq in sequences.items():
+        waiting: list[int] = []  # copies and expectations before the role's next arrival
+        for index, record in seq:
+            bar = record.get("bar")
+            if bar not in shared or record["role"] != role \
+                    or record["op"] not in ("arrive", "expect", "tma"):
+                continue
+            if record["op"] == "tma" or not record.get("n"):
+                waiting.append(index)
+                continue
+            number = given[index] = learned[role][index].get(bar, 0)
+            totals[(bar, number)] = totals.get((bar, number), 0) + record["n"]
+            for other in waiting:
+                given[other] = number
+            waiting = []
+    last = {bar: max(n for b, n in totals if b == bar) for bar in shared}
+    for (bar, number), total in sorted(totals.items()):
+        if total > init[bar] or (total < init[bar] and number < last[bar]):
+            raise Unchecked(f"{bar} has arrivals from several roles whose phases the "
+                            f"check cannot tell ({total} arrivals known to count towards "
+                            f"phase {number}, of {init[bar]})")
+    phase.update(given)
+    # With these phases known, a role may learn more; an arrival whose role then knows
+    # its own phase completed before it arrived contradicts them.
+    again = _learned(sequences, phase, known)
+    for role, seq in sequences.items():
+        for index, record in seq:
+            if index in given and record["op"] != "tma" and record.get("n") \
+                    and again[role][index].get(record["bar"], 0) > given[index]:
+                raise Unchecked(f"{record['bar']} has arrivals from several roles whose "
+                                "phases the check cannot tell")
+
+
+def _learned(sequences: dict[str, list[tuple[int, Json]]], phase: dict[int, int],
+             known: dict[str, dict[int, dict[str, int]]]
+             ) -> dict[str, dict[int, dict[str, int]]]:
+    """What each role knows at each record, its own waits' phases (``known``) closed
+    over the arrivals: a wait that observes a phase complete learns what every role
+    arriving in that phase knew when it arrived (the arrive is a release, the wait an
+    acquire: PTX ISA, "mbarrier.arrive", "mbarrier.test_wait/try_wait"; Memory
+    Consistency Model, "Release and Acquire Patterns", whose order is transitive). A
+    fixed point, each role's knowledge only growing."""
+    made: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    for role, seq in sequences.items():
+        for index, record in seq:
+            if record["op"] in ("arrive", "expect") and record.get("n") and index in phase:
+                made.setdefault((record["bar"], phase[index]), []).append((role, index))
+    full = {role: {index: dict(now) for index, now in seen.items()}
+            for role, seen in known.items()}
+    changed = True
+    while changed:
+        changed = False
+        for role, seq in sequences.items():
+            now: dict[str, int] = {}
+            before: dict[str, int] = {}
+            for index, _ in seq:
+                direct = known[role][index]
+                for bar, count in direct.items():
+                    now[bar] = max(now.get(bar, 0), count)
+                    if count > before.get(bar, 0):  # a wait observed phase count - 1
+                        for other, at in made.get((bar, count - 1), []):
+                            for what, number in full[other][at].items():
+                                now[what] = max(now.get(what, 0), number)
+                before = direct
+                if now != full[role][index]:
+                    full[role][index] = dict(now)
+                    changed = True
+    return full
 
 
 def _check_multicast(records: list[Json]) -> None:
@@ -274,6 +401,12 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                 add: Any) -> None:
     """Every TMA copy against every read of its bytes: ordered one way or the other."""
     retired = _retirements(sequences)
+    # A record of ``all`` or of a role split again is run by several roles: it is judged
+    # as the first of them runs it.
+    first_runner: dict[int, str] = {}
+    for role, seq in sequences.items():
+        for index, _ in seq:
+            first_runner.setdefault(index, role)
     copies = [(i, dict(r, bar=r["signal"]["bar"]) if r["op"] == "copy" else r)
               for i, r in enumerate(records)
               if r["op"] in ("tma", "copy") and i in phase]
@@ -295,18 +428,23 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             here[bar] = min(here.get(bar, number), number)
             least.append(here)
         arrivals[role] = ([i for i, _, _ in made], least[::-1])
+    # Each tcgen05 commit's barrier and phase, by its number (a tcgen05 MMA's reads retire
+    # when that phase completes).
+    commits = {r["commit"]: (r["bar"], phase[i]) for i, r in enumerate(records)
+               if r["op"] == "arrive" and r.get("commit") and i in phase}
     reported: set[tuple[str, str]] = set()
+    unsure: list[str] = []  # unordered pairs not known to overlap: no finding alone
     for ci, copy in copies:
         first, last = copy["lo"], copy["hi"]
         for ri, lo, hi, read in reads.get(copy["root"], ()):
             if last < lo or hi < first:
                 continue
-            reader = read["role"] if read["role"] != "all" else next(iter(known))
+            reader = first_runner[ri]
             who = "every thread" if read["role"] == "all" else f"the {read['role']}"
             if copy["op"] == "copy" and copy["role"] == read["role"]:
                 continue  # one role's own cp.async copies: the cp.async model's
             if known[reader].get(ri, {}).get(copy["bar"], 0) > phase[ci]:
-                if copy["op"] == "copy" and read.get("how") == "wgmma" \
+                if copy["op"] == "copy" and read.get("how") in ("wgmma", "tcgen05.mma") \
                         and not _fenced(sequences[reader], known[reader], copy["bar"],
                                         phase[ci], ri) \
                         and ("PROXY", read["buffer"]) not in reported:
@@ -318,15 +456,26 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                         "read (PTX ISA: \"Causality Order\", proxy-preserved base "
                         "causality order; \"membar/fence\"; the wgmma steps)")
                 continue  # the reader waited for the copy's phase
-            copier = copy["role"] if copy["role"] != "all" else reader
+            copier = copy["role"] if copy["role"] in known else reader
             done = retired.get(ri, ri)
-            if copy["role"] == read["role"] and done < ci and read["role"] != "all":
+            sees = known[copier].get(ci, {})
+            if read.get("umma"):
+                tracked = commits.get(read.get("commit"))
+                if tracked is not None and sees.get(tracked[0], 0) > tracked[1]:
+                    continue  # the copier waited for the MMA's commit itself
+                done = _umma_retired(sequences[reader], known[reader], tracked)
+            if copy["role"] == read["role"] and done < ci and read["role"] in known:
                 continue  # one role, program order (a TMA is issued after the read)
             indices, least = arrivals.get(read["role"], ([], [{}]))
             after = least[bisect_right(indices, done)]
-            sees = known[copier].get(ci, {})
             if any(sees.get(bar, 0) > p for bar, p in after.items()):
                 continue  # the copier waited for an arrival made after the read
+            if not _certain(copy, read):
+                unsure.append(f"which bytes of {read['buffer']} the {read.get('how')} "
+                              f"read{_slot_words(read)} takes past its first is not known, "
+                              f"and the copy into {copy['buffer']}{_slot_words(copy)} "
+                              "lands in the rest of its slot unordered with it")
+                continue
             kind = "WAR" if _iteration(copy) > _iteration(read) else "RAW"
             if (kind, read["buffer"]) in reported:
                 continue
@@ -341,6 +490,32 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                         f"overwrite what {who} reads{_slot_words(read)}: no "
                         "wait on an arrival made after that read covers it")
             add(kind, read if kind == "RAW" else copy, text)
+    if unsure and not reported:
+        raise Unchecked(unsure[0])
+
+
+def _certain(copy: Json, read: Json) -> bool:
+    """Whether a copy and a read that may overlap surely do: an access whose extent the
+    code does not say (a wgmma operand through its descriptor, a TMA box the check cannot
+    read: ``approx``, taken to the end of its slot) is known to touch its first byte
+    only. A finding is a race under the model, or it is not reported."""
+    spans = [(r["lo"], r["lo"] if r.get("approx") else r["hi"]) for r in (copy, read)]
+    return bool(spans[0][0] <= spans[1][1] and spans[1][0] <= spans[0][1])
+
+
+def _umma_retired(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]],
+                  tracked: tuple[str, int] | None) -> int:
+    """The trace index at which a tcgen05 MMA's reads are known retired to the role that
+    issued them: its first record that knows the phase of the commit tracking them
+    completed (PTX ISA, "tcgen05.commit": the arrive-on is made when the tracked
+    asynchronous tcgen05 operations complete; "mbarrier.test_wait/try_wait"). Past the
+    end when no commit tracks them or the role never waits for it."""
+    if tracked is not None:
+        bar, number = tracked
+        for index, _ in seq:
+            if known.get(index, {}).get(bar, 0) > number:
+                return index
+    return 1 << 30
 
 
 def _fenced(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]], bar: str,

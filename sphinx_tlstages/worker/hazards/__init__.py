@@ -76,6 +76,31 @@ table. For it the trace also records the stores the threads make into shared mem
 (``store``: outside the check's model, which ignores them), so that no barrier one may
 need is named.
 
-Not done: Blackwell's tcgen05 MMA and its mbarrier commit stay "not checked" (the verdict
-says so).
+Three warp groups (:meth:`.trace.Trace.branch`): a split of a role's threads again
+(``if tx < 128: ... elif tx < 256: ... else: ...``) makes a role of each branch, with its
+thread range (``group``; a condition that is no one range is evaluated per thread,
+``Trace.thread_set``, and threads in several ranges may only split again);
+:func:`...core.hazards.rings._sequences` runs the innermost groups, each with the records
+of the groups around it. A barrier several roles arrive on
+gets its phases from what each arriving role knows (``rings._shared_phases``, PTX ISA
+"mbarrier": "Phase Completion of the mbarrier object"; the order is transitive: Memory
+Consistency Model, "Release and Acquire Patterns"); an overlap that rests only on a wgmma
+operand's guessed extent is "not checked", never a finding. Tests: ``SPLIT_ROWS_GEMM``
+(clean; its bottom group copying into the top group's tile: RAW and WAR; its release
+dropped: WAR).
+
+Blackwell (:meth:`.trace.Trace.commit`): a tcgen05 MMA (``ptx_tcgen05_mma_ss``/``_ts``,
+block-scaled too) reads its shared operands through descriptors (``initialize_tcgen05_
+descriptor``, as wgmma's) asynchronously (PTX ISA, "tcgen05.mma"); ``tl::tcgen05_mma_arrive``
+(one elected lane per warp: ``tcgen05.commit.cta_group::1.mbarrier::arrive::one``) is one
+arrival on its barrier, made when the MMAs it tracks complete ("tcgen05.commit"), and
+those reads retire when its phase completes: to the copier that waits for that phase, and
+to the issuing role from its wait on it on; in the cp.async model a ``__syncthreads``
+orders them only after such a wait (``check._umma_retired``: TileLang's cp.async tcgen05
+GEMM refills the stage before it, ``COPIED_TMEM_GEMM``). Tensor memory itself (the accumulator,
+``tcgen05.ld``/``st``) is not shared memory and not checked; ``tcgen05.alloc`` writes the
+allocated address into a shared word, a store as the threads' own. Not modelled (not
+checked, said by name): ``tcgen05.cp`` (shared to tensor memory), two-CTA MMAs and their
+multicast commits. Tests: ``SCALED_TMEM_GEMM`` (clean at 1-3 stages; the wait on the
+commit barrier deleted: WAR; the commit deleted: HANG).
 """

@@ -145,7 +145,7 @@ def narrowed(cond: Any, holds: bool, env: dict[Any, Interval]) -> dict[Any, Inte
     name = _kind(cond)
     if name == "And" and holds:
         found = narrowed(cond.a, True, env)
-        inner = dict(env, **found)
+        inner = {**env, **found}
         found.update(narrowed(cond.b, True, inner))
         return found
     if name not in _FLIP:

@@ -32,7 +32,15 @@ BARRIER_OPS = frozenset({
     "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier", "ptx_fence_barrier_init",
     "fence_proxy_async", "warpgroup_wait", "wait_wgmma", "warpgroup_commit_batch",
     "initialize_wgmma_descriptor", "increase_descriptor_offset", "ptx_wgmma_ss",
-    "ptx_wgmma_rs"})
+    "ptx_wgmma_rs", "initialize_tcgen05_descriptor", "ptx_tcgen05_mma_ss",
+    "ptx_tcgen05_mma_ts", "ptx_tcgen05_mma_blockscaled_ss", "tcgen05_mma_arrive"})
+# Blackwell's tensor-memory operations that touch no shared memory the model follows:
+# the tcgen05 fences around a thread barrier (``tcgen05.fence::before_thread_sync`` /
+# ``after_thread_sync``), loads and stores between tensor memory and registers (their
+# address argument, a shared word, is read as any load), the allocation's release.
+_TMEM_OPS = frozenset({"tcgen05_before_thread_sync", "tcgen05_after_thread_sync",
+                       "tcgen05_ld", "tcgen05_st", "ptx_deallocate_tensor_memory",
+                       "deallocate_tmem"})
 
 
 def _name(var: Any) -> str:
@@ -70,7 +78,8 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                        "mbarrier_wait_parity", "ptx_arrive_barrier", "mbarrier_arrive",
                        "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                        "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
-                       "wait_wgmma", "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier"})
+                       "wait_wgmma", "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier",
+                       "tcgen05_mma_arrive"})
 # Records that name the statement they come from (redundant synchronisation is found per
 # statement).
 SITE_OPS = frozenset({"sync", "wait", "bwait"})
@@ -103,10 +112,15 @@ class Trace:
         self.where: list[str] = []
         self.steps = 0
         self.role = "all"  # "producer"/"consumer" inside a warp-specialised branch
+        self.group: Interval = (0, 0)  # the threads of the role (all: every thread)
+        self.aliases: set[Any] = set()  # variables bound to threadIdx.x itself
+        self.spans: list[Interval] = []  # the running threads, as ranges
         self.elected = False  # inside a branch one thread runs
         self.threads: Any = None  # threadIdx.x
         self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
         self.batch: set[tuple[Any, ...]] = set()  # regions read by this wgmma batch
+        self.umma: list[Record] = []  # tcgen05 MMA reads no commit tracks yet
+        self.commits = 0  # tcgen05 commits so far (each one's number names it)
         self.boxes = boxes or {}  # TMA descriptor -> bytes of its box
         self.fallback = False  # inside the else of a cluster rank's multicast branch
         self.last: Any = None  # the last region bounded: (index, env, offset, size, lanes)
@@ -224,8 +238,12 @@ class Trace:
 
     # --- statements -----------------------------------------------------------------
     def emit(self, record: Record) -> None:
+        if len(self.spans) > 1:
+            raise Undecided(f"code run by threads in {len(self.spans)} ranges, from "
+                            f"{self.spans[0][0]} to {self.spans[-1][1]} (a role is one range)")
         record["at"] = " ".join(self.where)
         record["role"] = self.role
+        record["group"] = self.group
         if self.threads is not None and self.threads in self.env:
             record["threads"] = self.env[self.threads]  # the threads that execute it
         self.records.append(record)
@@ -257,7 +275,8 @@ class Trace:
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
             if str(stmt.node.thread_tag) == "threadIdx.x":
-                self.threads = var
+                self.threads, self.group = var, (0, extent - 1)
+                self.spans = [self.group]
         self.walk(stmt.body)
 
     def _Bind(self, stmt: Any) -> None:
@@ -268,6 +287,9 @@ class Trace:
             self.bases[stmt.var] = (root, offset + extra)
         elif stmt.var in self.sizes:
             pass  # a length read from memory: fixed for this walk, as a symbolic size
+        elif self.threads is not None and value.same_as(self.threads):
+            self.aliases.add(stmt.var)  # ``tid = T.get_thread_binding()``: a second name
+            self.env[stmt.var] = self.env[self.threads]
         elif str(stmt.var.dtype).startswith(("int", "uint", "bool")):
             with contextlib.suppress(Unbounded):  # an index that uses it says so
                 self.env[stmt.var] = interval(value, self.env)
@@ -367,20 +389,74 @@ class Trace:
             self.forget(stmt.then_case)
             return
         # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
-        # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself.
-        cases = [(case, narrowed(cond, holds, self.env).get(self.threads))
-                 for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
-                 if case is not None] if self.threads is not None else []
-        if self.role != "all" or not cases or any(r is None for _, r in cases):
+        # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself;
+        # inside a role, a split of its threads again (``if tx < 128: ... elif tx < 256:
+        # ... else: ...``: a producer and two consumer warp groups) makes a role of each
+        # branch, run by its own threads beside the others.
+        if self.threads is None:
             raise Undecided(f"a synchronisation under the condition {cond}")
-        roles = branch_roles([case for case, _ in cases])
-        if len(set(roles)) != len(roles):
-            raise Undecided(f"two branches of one role under the condition {cond}")
-        everyone = self.env[self.threads]
-        for (case, threads), role in zip(cases, roles, strict=True):
-            self.env[self.threads], self.role = threads or everyone, role
+        cases = [(case, self.thread_set(cond, holds))
+                 for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
+                 if case is not None]
+        cases = [(case, spans) for case, spans in cases if spans != []]  # run by none
+        if not cases or any(spans is None for _, spans in cases):
+            raise Undecided(f"a synchronisation under the condition {cond}")
+        kinds = branch_roles([case for case, _ in cases])
+        nested = self.role != "all"
+        parent, group, spans_before = self.role, self.group, self.spans
+        for (case, spans), kind_ in zip(cases, kinds, strict=True):
+            assert spans is not None
+            lo, hi = spans[0][0], spans[-1][1]
+            # Each branch its own role; named by its threads where the kinds do not tell
+            # the branches apart (two of one kind, or a split inside a role). Threads in
+            # several ranges (the else of ``128 <= tx < 160``) are no role: only a split
+            # of them again may run code.
+            self.role = kind_ if len(set(kinds)) == len(kinds) and not nested \
+                else f"threads {lo}-{hi}"
+            self.set_threads((lo, hi))
+            self.spans = spans
             self.walk(case)
-        self.env[self.threads], self.role = everyone, "all"
+        self.set_threads(group)
+        self.role, self.spans = parent, spans_before
+
+    def thread_set(self, cond: Any, holds: bool) -> list[Interval] | None:
+        """The threads, of those running, for which ``cond`` is ``holds``: ranges, in
+        order (None: a thread for which it cannot be decided)."""
+        if len(self.spans) == 1:
+            found = self.thread_range(narrowed(cond, holds, self.env))
+            if found is not None:
+                return [found]
+        if sum(hi - lo + 1 for lo, hi in self.spans) > 1024:
+            return None
+        names = (self.threads, *self.aliases)
+        spans: list[Interval] = []
+        for lo, hi in self.spans:
+            for t in range(lo, hi + 1):
+                try:
+                    value = interval(cond, {**self.env, **{v: (t, t) for v in names}})
+                except Unbounded:
+                    return None
+                if value[0] != value[1]:
+                    return None
+                if bool(value[0]) == holds:
+                    if spans and spans[-1][1] == t - 1:
+                        spans[-1] = (spans[-1][0], t)
+                    else:
+                        spans.append((t, t))
+        return spans
+
+    def thread_range(self, ranges: dict[Any, Interval]) -> Interval | None:
+        """The range of the thread index among narrowed ranges (through a name for it)."""
+        for var in (self.threads, *self.aliases):
+            if var in ranges:
+                return ranges[var]
+        return None
+
+    def set_threads(self, span: Interval) -> None:
+        """The threads running from here on: a role's (its group), under every name."""
+        self.group = span
+        for var in (self.threads, *self.aliases):
+            self.env[var] = span
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
@@ -514,9 +590,25 @@ class Trace:
 
     def other(self, call: Any, name: str) -> None:
         """A call the model has no rule for: harmless unless it touches shared memory."""
-        if "tcgen05" in name or "tensor_memory" in name:
-            raise Undecided("Blackwell's tensor-memory MMA (tcgen05) and its barriers are "
-                            "not modelled")
+        if name == "ptx_init_tensor_memory":
+            # ``tcgen05.alloc`` writes the address of the tensor memory it allocates into
+            # the shared word it is given: a store, as the threads' own (outside the model).
+            target = call.args[0].args[0]
+            self.store(target.buffer, list(target.indices))
+            return
+        if name in _TMEM_OPS:
+            for arg in call.args:
+                if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
+                        and shared(arg.args[0].buffer.data):
+                    load = arg.args[0]
+                    buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+                    self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
+                               "hi": hi, "how": name})
+                elif kind(arg) != "Call" or short(op_name(arg)) != "address_of":
+                    self.reads(arg)
+            return
+        if "tcgen05" in name or "tensor_memory" in name or "tmem" in name:
+            raise Undecided(f"Blackwell's tensor-memory operation {name} is not modelled")
         for arg in call.args:
             if kind(arg) == "Call" and short(op_name(arg)) in ("address_of",
                                                                 "tvm_access_ptr"):
@@ -700,7 +792,9 @@ class Trace:
         elif name == "warpgroup_commit_batch":
             self.batch = set()
             self.emit({"op": "wgcommit"})
-        elif name == "initialize_wgmma_descriptor":
+        elif name == "tcgen05_mma_arrive":
+            self.commit(args)
+        elif name in ("initialize_wgmma_descriptor", "initialize_tcgen05_descriptor"):
             found = self.pointer(args[1])
             if found is None:
                 raise Undecided("a wgmma descriptor of an address the check cannot read")
@@ -710,6 +804,17 @@ class Trace:
             if region is None:
                 raise Undecided("a wgmma descriptor offset before its initialisation")
             region[2] += self.constant(args[1], "a descriptor offset")
+        elif name.startswith("ptx_tcgen05_mma"):
+            # PTX ISA, "tcgen05.mma": the MMA reads its shared-memory operands through
+            # their matrix descriptors asynchronously; it completes only as tracked by a
+            # later ``tcgen05.commit`` (see :meth:`commit`).
+            for arg in args:
+                region = self.descriptors.get(arg) if kind(arg) == "Var" else None
+                if region is not None:
+                    buffer, root, lo, _ = region
+                    self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
+                               "hi": None, "how": "tcgen05.mma", "umma": True})
+                    self.umma.append(self.records[-1])
         elif name.startswith("ptx_wgmma"):
             for arg in args:
                 region = self.descriptors.get(arg) if kind(arg) == "Var" else None
@@ -718,6 +823,30 @@ class Trace:
                     buffer, root, lo, _ = region
                     self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
                                "hi": None, "how": "wgmma", "async": True})
+
+    def commit(self, args: list[Any]) -> None:
+        """``tl::tcgen05_mma_arrive(&bar)`` (``tl_templates/cuda/tcgen_05.h``): one elected
+        lane of each warp running it issues ``tcgen05.commit.cta_group::1.mbarrier::
+        arrive::one.shared::cluster.b64 [bar]``. PTX ISA, "tcgen05.commit": the barrier
+        tracks the completion of every earlier asynchronous tcgen05 operation of the
+        executing thread, and one arrive-on it is made when they complete. The reads of the
+        MMAs issued since the previous commit are marked with this commit's number: they
+        retire when its arrival's phase completes (:mod:`...core.hazards.rings`). A commit
+        to other CTAs' barriers (``cta_group::2``, a multicast mask) is outside the
+        model."""
+        if len(args) != 1:
+            raise Undecided(f"tcgen05_mma_arrive with {len(args)} arguments (two CTAs' "
+                            "MMA?)")
+        if kind(args[0]) != "Call" or short(op_name(args[0])) != "address_of":
+            raise Undecided("a tcgen05 commit to a barrier the check cannot name")
+        lo, hi = self.env[self.threads] if self.threads is not None else (0, 0)
+        warps = 1 if self.elected else max((hi - lo + 1 + 31) // 32, 1)
+        self.commits += 1
+        self.emit({"op": "arrive", "bar": self.barrier(args[0].args[0]), "n": warps,
+                   "commit": self.commits})
+        for read in self.umma:
+            read["commit"] = self.commits
+        self.umma = []
 
     def cluster_branch(self, stmt: Any) -> None:
         """A TMA copy under a condition on the CTA's rank in its cluster, as

@@ -286,7 +286,9 @@ def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[
     read stays in one tile (a tile copied as several boxes has each start inside it).
     A buffer the pipeliner did not version but that the kernel declares with 3 or more
     dimensions (``(num_stages, M, K)``, a ring of its own) has a slot per first index: a
-    tile operation's operand is 2-D, one first index of it."""
+    tile operation's operand is 2-D, one first index of it. Such an access is marked
+    ``approx``: an overlap beyond its first byte is not known to be one (see
+    :func:`...core.hazards.rings._check_data`)."""
     for record in records:
         if record["op"] in ("read", "tma") and record.get("hi") is None:
             size = record.get("bytes")
@@ -298,4 +300,5 @@ def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[
                 raise Undecided(f"the extent of an access to {record['buffer']} is unknown")
             slot = max(info["bytes"] // (info["versions"] or info.get("tiles") or 1), 1)
             record["hi"] = info["base"] + ((record["lo"] - info["base"]) // slot + 1) * slot - 1
+            record["approx"] = True  # only its first byte is known to be accessed
     return records
