@@ -7,9 +7,10 @@ In one process pinned to one CPU, set up as a worker is (TileLang imported, then
 It prints the CPU milliseconds of each part per round of the four variants, for a
 directive with the default parts (as ``tlstages lower`` lowers it, and a page checked
 against its snapshot), for the same recording its snapshot (the pass fingerprints taken)
-and for one that shows the passes part (the chapter's ``:passes:``): TileLang's lowering itself (the recorder's hooks inside it), and what
-the extension adds around and inside it. The sum of the parts is less than the total:
-what is not wrapped (loading the kernel's module, assembling the result) is the rest.
+and for one that shows the passes part (the chapter's ``:passes:``): TileLang's
+lowering itself (the recorder's hooks inside it), and what the extension adds around and
+inside it. The sum of the parts is less than the total: what is not wrapped (loading the
+kernel's module, assembling the result) is the rest.
 
     python benchmarks/speed_ratios/worker_parts.py [--rounds 3] [--cpu N]
 """
