@@ -9,6 +9,7 @@ expression it has no rule for raises :class:`Unbounded`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 Interval = tuple[int, int]
@@ -61,79 +62,154 @@ def _bits(a: Interval, b: Interval, op: str) -> Interval:
     return 0, top
 
 
-_COMPARE = {"LT": lambda a, b: (a[1] < b[0], a[0] >= b[1]),
-            "LE": lambda a, b: (a[1] <= b[0], a[0] > b[1]),
-            "GT": lambda a, b: (a[0] > b[1], a[1] <= b[0]),
-            "GE": lambda a, b: (a[0] >= b[1], a[1] < b[0]),
-            "EQ": lambda a, b: (a[0] == a[1] == b[0] == b[1], a[1] < b[0] or b[1] < a[0]),
-            "NE": lambda a, b: (a[1] < b[0] or b[1] < a[0], a[0] == a[1] == b[0] == b[1])}
+_COMPARE: dict[str, Callable[[Interval, Interval], tuple[bool, bool]]] = {
+    "LT": lambda a, b: (a[1] < b[0], a[0] >= b[1]),
+    "LE": lambda a, b: (a[1] <= b[0], a[0] > b[1]),
+    "GT": lambda a, b: (a[0] > b[1], a[1] <= b[0]),
+    "GE": lambda a, b: (a[0] >= b[1], a[1] < b[0]),
+    "EQ": lambda a, b: (a[0] == a[1] == b[0] == b[1], a[1] < b[0] or b[1] < a[0]),
+    "NE": lambda a, b: (a[1] < b[0] or b[1] < a[0], a[0] == a[1] == b[0] == b[1]),
+}
 
 
-def interval(expr: Any, env: dict[Any, Interval]) -> Interval:
+Env = dict[Any, Interval]
+Bound = Callable[[Env], Interval]  # an expression compiled by _compile
+
+# Each expression compiled once per node, by its handle: the walk bounds the same index
+# expressions at every iteration it unrolls, and reading a TVM node's fields from Python
+# is most of what bounding it costs. The node is kept with its compiled form, so that its
+# address is not reused while the entry stands; :func:`forget` empties it (per check).
+_COMPILED: dict[int, tuple[Any, Bound]] = {}
+
+_ARITH: dict[str, Callable[[Interval, Interval], Interval]] = {
+    "Add": lambda a, b: (a[0] + b[0], a[1] + b[1]),
+    "Sub": lambda a, b: (a[0] - b[1], a[1] - b[0]),
+    "Mul": lambda a, b: (min(x * y for x in a for y in b), max(x * y for x in a for y in b)),
+    "Min": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+    "Max": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+    "And": lambda a, b: (min(a[0], b[0]), min(a[1], b[1])),
+    "Or": lambda a, b: (max(a[0], b[0]), max(a[1], b[1])),
+}
+
+
+def interval(expr: Any, env: Env) -> Interval:
     """The least and greatest value ``expr`` takes over ``env``."""
+    return _compiled(expr)(env)
+
+
+def forget() -> None:
+    """Drop the compiled expressions (and the nodes they keep alive)."""
+    _COMPILED.clear()
+
+
+def _unbounded(message: str) -> Bound:
+    def bound(env: Env) -> Interval:
+        raise Unbounded(message)
+    return bound
+
+
+def _compile(expr: Any) -> Bound:
+    """``expr`` as a function of the environment, with the rules below; a node it has no
+    rule for raises :class:`Unbounded` when evaluated, as a branch never taken does not."""
     what = _kind(expr)
     if what == "IntImm":
-        return int(expr.value), int(expr.value)
+        point = (int(expr.value), int(expr.value))
+        return lambda env: point
     if what == "Var":
-        found = env.get(expr)
-        if found is None:
-            raise Unbounded(f"{expr.name} is unknown")
-        return found
+        var, unknown = expr, f"{expr.name} is unknown"
+
+        def lookup(env: Env) -> Interval:
+            found = env.get(var)
+            if found is None:
+                raise Unbounded(unknown)
+            return found
+        return lookup
     if what == "Cast":
-        return interval(expr.value, env)
-    if what == "BufferLoad" and (expr.buffer.data, "scalar") in env:
-        return env[expr.buffer.data, "scalar"]  # a local scalar the walk follows
-    if what in ("Add", "Sub", "Mul", "Min", "Max", "FloorDiv", "Div", "FloorMod", "Mod"):
-        a, b = interval(expr.a, env), interval(expr.b, env)
-        if what == "Add":
-            return a[0] + b[0], a[1] + b[1]
-        if what == "Sub":
-            return a[0] - b[1], a[1] - b[0]
-        if what == "Mul":
-            products = [x * y for x in a for y in b]
-            return min(products), max(products)
-        if what == "Min":
-            return min(a[0], b[0]), min(a[1], b[1])
-        if what == "Max":
-            return max(a[0], b[0]), max(a[1], b[1])
-        if what in ("FloorDiv", "Div"):
-            return _div(a, b, what == "FloorDiv" or a[0] >= 0)
-        if a[0] < 0 and what == "Mod":
-            raise Unbounded("a truncated modulo of a negative range")
-        return _mod(a, b)
+        return _compiled(expr.value)
+    if what == "BufferLoad":
+        scalar, rule = (expr.buffer.data, "scalar"), f"no rule for {what}"
+
+        def load(env: Env) -> Interval:
+            if scalar in env:
+                return env[scalar]  # a local scalar the walk follows
+            raise Unbounded(rule)
+        return load
+    if what in _ARITH:
+        a, b, arith = _compiled(expr.a), _compiled(expr.b), _ARITH[what]
+        return lambda env: arith(a(env), b(env))
+    if what in ("FloorDiv", "Div"):
+        a, b, floor = _compiled(expr.a), _compiled(expr.b), what == "FloorDiv"
+
+        def divide(env: Env) -> Interval:
+            x, y = a(env), b(env)
+            return _div(x, y, floor or x[0] >= 0)
+        return divide
+    if what in ("FloorMod", "Mod"):
+        a, b, signed = _compiled(expr.a), _compiled(expr.b), what == "Mod"
+
+        def modulo(env: Env) -> Interval:
+            x, y = a(env), b(env)
+            if x[0] < 0 and signed:
+                raise Unbounded("a truncated modulo of a negative range")
+            return _mod(x, y)
+        return modulo
     if what in _COMPARE:
-        true, false = _COMPARE[what](interval(expr.a, env), interval(expr.b, env))
-        return (1, 1) if true else (0, 0) if false else (0, 1)
-    if what in ("And", "Or"):
-        a, b = interval(expr.a, env), interval(expr.b, env)
-        return (min(a[0], b[0]), min(a[1], b[1])) if what == "And" \
-            else (max(a[0], b[0]), max(a[1], b[1]))
+        a, b, compare = _compiled(expr.a), _compiled(expr.b), _COMPARE[what]
+
+        def decide(env: Env) -> Interval:
+            true, false = compare(a(env), b(env))
+            return (1, 1) if true else (0, 0) if false else (0, 1)
+        return decide
     if what == "Not":
-        a = interval(expr.a, env)
-        return 1 - a[1], 1 - a[0]
+        a = _compiled(expr.a)
+
+        def negate(env: Env) -> Interval:
+            x = a(env)
+            return 1 - x[1], 1 - x[0]
+        return negate
     if what == "Select":
-        return _choose(interval(expr.condition, env), expr.true_value, expr.false_value, env)
+        return _choice(expr.condition, expr.true_value, expr.false_value)
     if what == "Call":
         name = str(getattr(expr.op, "name", "")).rsplit(".", 1)[-1]
         if name in ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_right", "shift_left"):
-            return _bits(interval(expr.args[0], env), interval(expr.args[1], env), name)
+            a, b = _compiled(expr.args[0]), _compiled(expr.args[1])
+            return lambda env: _bits(a(env), b(env), name)
         if name in ("truncmod", "truncdiv"):
-            a, b = interval(expr.args[0], env), interval(expr.args[1], env)
-            if a[0] < 0:
-                raise Unbounded(f"{name} of a negative range")
-            return _mod(a, b) if name == "truncmod" else _div(a, b, True)
+            a, b = _compiled(expr.args[0]), _compiled(expr.args[1])
+
+            def truncated(env: Env) -> Interval:
+                x, y = a(env), b(env)
+                if x[0] < 0:
+                    raise Unbounded(f"{name} of a negative range")
+                return _mod(x, y) if name == "truncmod" else _div(x, y, True)
+            return truncated
         if name == "if_then_else":
-            return _choose(interval(expr.args[0], env), expr.args[1], expr.args[2], env)
-    raise Unbounded(f"no rule for {what} {getattr(expr, 'op', '')}".rstrip())
+            return _choice(expr.args[0], expr.args[1], expr.args[2])
+    return _unbounded(f"no rule for {what} {getattr(expr, 'op', '')}".rstrip())
 
 
-def _choose(cond: Interval, yes: Any, no: Any, env: dict[Any, Interval]) -> Interval:
-    if cond == (1, 1):
-        return interval(yes, env)
-    if cond == (0, 0):
-        return interval(no, env)
-    a, b = interval(yes, env), interval(no, env)
-    return min(a[0], b[0]), max(a[1], b[1])
+def _compiled(expr: Any) -> Bound:
+    """A child's compiled form, shared with :func:`interval`'s table."""
+    key = expr.__chandle__()
+    found = _COMPILED.get(key)
+    if found is None:
+        found = _COMPILED[key] = (expr, _compile(expr))
+    return found[1]
+
+
+def _choice(cond: Any, yes: Any, no: Any) -> Bound:
+    """A select: only the branch the condition takes is bounded where it decides."""
+    decided, first, second = _compiled(cond), _compiled(yes), _compiled(no)
+
+    def choose(env: Env) -> Interval:
+        which = decided(env)
+        if which == (1, 1):
+            return first(env)
+        if which == (0, 0):
+            return second(env)
+        a, b = first(env), second(env)
+        return min(a[0], b[0]), max(a[1], b[1])
+    return choose
 
 
 _FLIP = {"LT": "GE", "GE": "LT", "LE": "GT", "GT": "LE"}

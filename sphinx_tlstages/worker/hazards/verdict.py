@@ -13,6 +13,7 @@ from ...core.hazards import needed
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, version_dims
+from . import intervals
 from .sizes import MAX_WALKS, choices, symbolic
 from .trace import Ranged, Trace, Undecided, shared
 
@@ -38,6 +39,7 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     needs, by its ``op`` and ``site``, the statement's place among those of its kind in
     the device code). A kernel walked at several sizes or trip counts names a statement
     only where every walk does. Never raises."""
+    intervals.forget()  # the last check's expressions, and the IR they keep alive
     final = kept.get("final")
     if target.get("kind") != "cuda":
         return {"hazards": not_checked(
@@ -97,6 +99,7 @@ def at_sizes(kept: dict[str, Any], main: Callable[[Any], Any], device: Callable[
     """The verdict with the symbolic sizes fixed by name (``{"K": 96}``): what
     :func:`hazards` answers for every value at once, for one value (a brute-force reference
     for the argument of :mod:`.sizes`)."""
+    intervals.forget()
     func = device(kept["final"])
     walk = {var: values[str(var.name)] for var in symbolic(func)}
     try:
