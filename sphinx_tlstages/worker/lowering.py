@@ -93,7 +93,9 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
     """
     last: list[int] = []
     depth = [0]
-    kernel: list[set[str]] = []  # names of the kernel's functions, as last seen
+    # The kernel's module as last seen (held, it is not changed in place), whose function
+    # names tell a helper's run apart: read only for a run inside another.
+    kernel: list[Any] = []
     runs: dict[str, int] = {}
     fingerprint = _PRINTS[how]()
     hashing = log.changes or (prints is not None and how == "hash")
@@ -103,16 +105,17 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
         return fingerprints.from_hash(digest) if how == "hash" else fingerprint(mod)
 
     def helper(mod: Any) -> bool:
-        return depth[0] > 1 and not (_names(mod) & kernel[0])
+        return depth[0] > 1 and not (_names(mod) & _names(kernel[0]))
 
     @tvm.instrument.pass_instrument
     class Recorder:
         def run_before_pass(self, mod: Any, info: Any) -> None:
             depth[0] += 1
-            runs[str(info.name)] = runs.get(str(info.name), 0) + 1
-            running.append(f"{info.name}#{runs[str(info.name)]}")
+            name = str(info.name)
+            runs[name] = runs.get(name, 0) + 1
+            running.append(f"{name}#{runs[name]}")
             if not kernel:
-                kernel.append(_names(mod))
+                kernel.append(mod)
                 built.append(mod)
                 digest = _hash(mod) if hashing else 0  # once, for the log and the print
                 if log.changes:
@@ -127,17 +130,18 @@ def _recorder(after: dict[str, Any], built: list[Any], log: PassLog,
             try:
                 if helper(mod):
                     return
-                kernel[0] = _names(mod)
+                kernel[0] = mod
+                name = str(info.name)
                 digest = _hash(mod) if hashing else 0
                 if log.changes:
-                    log.after(str(info.name), digest != last[0], lambda: _script(mod))
+                    log.after(name, digest != last[0], lambda: _script(mod))
                     last[0] = digest
                 else:
-                    log.after(str(info.name), False, str)
+                    log.after(name, False, str)
                 if prints is not None:
-                    prints.after(str(info.name), print_of(mod, digest))
-                if info.name in ir_facts.WATCHED and info.name not in after:
-                    after[str(info.name)] = mod
+                    prints.after(name, print_of(mod, digest))
+                if name in ir_facts.WATCHED and name not in after:
+                    after[name] = mod
                 after["final"] = mod
             finally:
                 depth[0] -= 1
