@@ -40,6 +40,7 @@ from tvm.tirx.stmt_functor import post_order_visit, substitute
 
 from ..ir.walk import integer, kind
 from .intervals import Interval, Unbounded, interval
+from .masks import Masks
 from .trace import _SYNC_OPS, Undecided, has_call
 
 # A size that sets no synchronised loop: one value, past any tile.
@@ -113,6 +114,7 @@ def period(func: Any, counts: list[int]) -> tuple[int, int]:
     loop compares its variable with."""
     cycle = [2, *[c for c in counts if c and c > 0]]
     warmup = max(cycle)
+    masks = Masks(func)
 
     def visit(node: Any) -> None:
         nonlocal warmup
@@ -125,7 +127,10 @@ def period(func: Any, counts: list[int]) -> tuple[int, int]:
 
             def compared(inner: Any) -> None:
                 nonlocal warmup
-                if kind(inner) == "IfThenElse" and _uses(inner.condition, variable):
+                # A mask (:mod:`.masks`) is no comparison: its loop's walks decide it by
+                # the number of iterations it runs, never by the variable's value.
+                if kind(inner) == "IfThenElse" and _uses(inner.condition, variable) \
+                        and masks.mask(inner.condition) is None:
                     post_order_visit(inner.condition, lambda c: constant(c))
 
             def constant(c: Any) -> None:
