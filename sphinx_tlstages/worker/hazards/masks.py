@@ -37,11 +37,20 @@ class Masks:
     """What a device function says about its masks, read once (the walks share it)."""
 
     def __init__(self, func: Any) -> None:
+        self.func = func
+        self.read = False  # the function is read at the first question (most never ask)
         self.bound: dict[Any, Any] = {}  # integer variable -> the value bound to it
         self.threads: set[Any] = set()  # threadIdx.* variables
         self.written: set[Any] = set()  # global buffers' data the kernel stores into
+        self.filled: dict[Any, tuple[Any, Any]] = {}  # local array -> (loop var, value)
+        self.resolved: dict[int, Any] = {}  # a condition's handle -> its mask (or None)
+        self.forms: dict[tuple[int, int], str | None] = {}
+
+    def _read(self) -> None:
+        """One pass over the function for what :meth:`mask` needs."""
+        self.read = True
         stores: dict[Any, list[Any]] = {}  # local array data -> its stores
-        filled: dict[Any, tuple[Any, Any]] = {}  # local array data -> (loop var, value)
+        loops: set[Any] = set()  # variables of loops from 0
 
         def visit(node: Any) -> None:
             what = kind(node)
@@ -57,24 +66,18 @@ class Masks:
                     self.written.add(node.buffer.data)
                 elif scope.startswith("local"):
                     stores.setdefault(node.buffer.data, []).append(node)
-            elif what == "For":
-                var = node.loop_var
-                found: list[Any] = []
-                post_order_visit(node.body, lambda n: found.append(n)
-                                 if kind(n) == "BufferStore" and len(n.indices) == 1
-                                 and n.indices[0].same_as(var) else None)
-                if integer(node.min) == 0:
-                    for store in found:
-                        filled.setdefault(store.buffer.data, (var, store.value))
+            elif what == "For" and integer(node.min) == 0:
+                loops.add(node.loop_var)
 
-        post_order_visit(func.body, visit)
-        # A local array filled once, element by element, by one loop: its loads are the
-        # values stored (the only store into it; a loop's store reaches every element of
-        # its range, before any later statement reads it).
-        self.filled = {data: filled[data] for data, found in stores.items()
-                       if len(found) == 1 and data in filled}
-        self.resolved: dict[int, Any] = {}  # a condition's handle -> its mask (or None)
-        self.forms: dict[tuple[int, int], str | None] = {}
+        post_order_visit(self.func.body, visit)
+        # A local array filled once, element by element, by one loop from 0 (the only
+        # store into it, indexed by the loop's variable): its loads are the values stored
+        # (the loop reaches every element of its range before a later statement reads it).
+        for data, found in stores.items():
+            store = found[0]
+            if len(found) == 1 and len(store.indices) == 1 \
+                    and kind(store.indices[0]) == "Var" and store.indices[0] in loops:
+                self.filled[data] = (store.indices[0], store.value)
 
     def mask(self, cond: Any) -> Any | None:
         """The condition as a mask (local arrays and bound variables replaced by what they
@@ -83,6 +86,8 @@ class Masks:
         or it reads no memory at all."""
         key = cond.__chandle__()
         if key not in self.resolved:
+            if not self.read:
+                self._read()
             self.resolved[key] = self._resolve(cond)
         return self.resolved[key]
 
