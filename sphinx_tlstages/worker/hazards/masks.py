@@ -163,7 +163,8 @@ class Masks:
 
     def key(self, cond: Any, points: dict[Any, int]) -> str | None:
         """The element a mask reads at the variables' values ``points`` (the others kept
-        by name): the brute-force reference's unit (None: no mask)."""
+        by name): the brute-force reference's unit (None: no mask; ``=0``, ``=1``: the
+        values alone decide it)."""
         found = self.mask(cond)
         if found is None:
             return None
@@ -171,4 +172,6 @@ class Masks:
         post_order_visit(found, lambda n: used.append(n)
                          if kind(n) == "Var" and n in points else None)
         fixed = {var: tvm.tirx.IntImm(var.dtype, points[var]) for var in used}
-        return str(tvm.arith.Analyzer().simplify(substitute(found, fixed) if fixed else found))
+        value = tvm.arith.Analyzer().simplify(substitute(found, fixed) if fixed else found)
+        known = integer(value)  # a part on the variables alone decided it (``k < 3 and``)
+        return str(value) if known is None else f"={known}"

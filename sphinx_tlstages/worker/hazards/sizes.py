@@ -125,12 +125,19 @@ def period(func: Any, counts: list[int]) -> tuple[int, int]:
                 warmup = max(warmup, stages)
             variable = node.loop_var
 
+            # A loop a mask guards a synchronisation of (:mod:`.masks`) is walked by the
+            # number of iterations the mask runs: its masks are no comparison of the
+            # variable (a mask elsewhere is evaluated as any condition is).
+            guarded: list[bool] = []
+            post_order_visit(node.body, lambda inner: guarded.append(True)
+                             if kind(inner) == "IfThenElse"
+                             and masks.form(inner.condition, variable) is not None
+                             and has_call(inner, _SYNC_OPS) else None)
+
             def compared(inner: Any) -> None:
                 nonlocal warmup
-                # A mask (:mod:`.masks`) is no comparison: its loop's walks decide it by
-                # the number of iterations it runs, never by the variable's value.
                 if kind(inner) == "IfThenElse" and _uses(inner.condition, variable) \
-                        and masks.mask(inner.condition) is None:
+                        and not (guarded and masks.form(inner.condition, variable)):
                     post_order_visit(inner.condition, lambda c: constant(c))
 
             def constant(c: Any) -> None:

@@ -405,6 +405,11 @@ class Trace:
             key = self.mask_info.key(cond, points)
             if key is None:
                 return False
+            if key.startswith("="):
+                case = stmt.then_case if key != "=0" else stmt.else_case
+                if case is not None:
+                    self.walk(case)
+                return True
             if key not in self.masks:
                 if self.decide is None:
                     raise Masked(key)
