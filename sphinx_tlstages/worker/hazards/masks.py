@@ -25,7 +25,7 @@ from tvm.tirx.stmt_functor import post_order_visit, substitute
 from ..ir.walk import integer, kind, op_name, short
 
 # Calls a mask may make: its value is still the block's.
-_PURE_CALLS = frozenset({"if_then_else", "bitwise_and", "bitwise_or", "bitwise_xor",
+_PURE_CALLS = frozenset({"if_then_else", "likely", "bitwise_and", "bitwise_or", "bitwise_xor",
                          "bitwise_not", "shift_left", "shift_right"})
 
 
@@ -86,6 +86,12 @@ class Masks:
         or it reads no memory at all."""
         key = cond.__chandle__()
         if key not in self.resolved:
+            calls: list[bool] = []
+            post_order_visit(cond, lambda n: calls.append(True) if kind(n) == "Call"
+                             and short(op_name(n)) not in _PURE_CALLS else None)
+            if calls:  # ``tl_shuffle_elect()``: the thread's, whatever the function holds
+                self.resolved[key] = None
+                return None
             if not self.read:
                 self._read()
             self.resolved[key] = self._resolve(cond)

@@ -108,13 +108,13 @@ def synced_loops(func: Any) -> list[Any]:
     return loops
 
 
-def period(func: Any, counts: list[int]) -> tuple[int, int]:
+def period(func: Any, counts: list[int], masks: Masks | None = None) -> tuple[int, int]:
     """``(K0, P)`` of the argument above, from the buffers' versions and tiles (``counts``),
     the loops' ``num_stages``, the barrier arrays' sizes and the constants a synchronised
     loop compares its variable with."""
     cycle = [2, *[c for c in counts if c and c > 0]]
     warmup = max(cycle)
-    masks = Masks(func)
+    masks = masks or Masks(func)
 
     def visit(node: Any) -> None:
         nonlocal warmup
@@ -169,11 +169,12 @@ def _trips(extent: Any, env: dict[Any, Interval]) -> int | None:
     return max(lo, 0) if lo == hi else None
 
 
-def choices(func: Any, counts: list[int]) -> tuple[list[dict[Any, int]], int, int]:
+def choices(func: Any, counts: list[int], masks: Masks | None = None
+            ) -> tuple[list[dict[Any, int]], int, int]:
     """The assignments of the symbolic sizes to walk (``[{}]``: none), and ``(K0, P)``
     (:class:`.trace.Undecided` where there are too many assignments)."""
     groups = sized(func)
-    warmup, cycle = period(func, counts)
+    warmup, cycle = period(func, counts, masks)
     if not groups:
         return [{}], warmup, cycle
     top = warmup + 2 * cycle

@@ -49,10 +49,10 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
     try:
         func, boxes = device(final), _boxes(kept)
-        shapes = _shapes(kept, main)
+        shapes, masks = _shapes(kept, main), Masks(func)  # one reading of the masks
         walks, warmup, cycle = choices(func, [count for _, versions, tiles in shapes.values()
-                                              for count in (versions, tiles) if count])
-        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean, shapes)
+                                              for count in (versions, tiles) if count], masks)
+        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean, shapes, masks)
     except Undecided as exc:
         return {"hazards": not_checked(str(exc)), "unneeded_sync": []}
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
@@ -109,8 +109,8 @@ def at_sizes(kept: dict[str, Any], main: Callable[[Any], Any], device: Callable[
 def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
            argument: tuple[int, int], kept: dict[str, Any], main: Callable[[Any], Any],
            clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] | None = None,
-           shapes: dict[str, tuple[int, int | None, int | None]] | None = None
-           ) -> dict[str, Any]:
+           shapes: dict[str, tuple[int, int | None, int | None]] | None = None,
+           masks: Masks | None = None) -> dict[str, Any]:
     """The verdict over every value of the kernel's symbolic sizes and every trip count of
     its synchronised loops: one walk per value :func:`.sizes.choices` picks, and per trip
     count of a loop whose trip count is a range (:class:`.trace.Ranged`), each up to the
@@ -124,6 +124,8 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
     ranged: dict[int, tuple[str, int, int, str]] = {}
     count = 0
     memo: dict[str, dict[int, Any]] = {}  # what every walk reads of the IR, read once
+    if masks is not None:
+        memo["masks"] = {0: masks}
     for walk in walks:
         pending: list[dict[int, int]] = [{}]
         while pending:
