@@ -1335,3 +1335,24 @@ def test_a_condition_on_the_thread_index_is_no_mask() -> None:
     assert masks.mask(tvm.tirx.And(mask, thread < 64)) is None
     assert masks.mask(thread < 64) is None
 
+
+
+# A query tile loaded before a block-sparse loop: on sm_90a TileLang 0.1.15 loads it by
+# TMA before the roles split and waits for it only inside the loop, under the mask (and
+# ``if consumer_phase_cnt[0] == 0``), and the scores' tile shares its bytes: a row block
+# that keeps no key block never waits, and the copy may land over the scores it stores.
+SPARSE_SCORES = read("hazards/sparse_scores.py")
+
+
+def test_a_load_waited_for_under_the_mask_races_when_no_tile_runs() -> None:
+    after, _ = lowered(SPARSE_SCORES, "sparse_scores", "sm_90a", M=256, N=256, D=64,
+                       num_stages=2)
+    each = _verdicts(after)
+    racy = [masks for masks, said in each if said == "hazard"]
+    if not racy:  # a TileLang that waits for the load outside the loop: no defect left
+        assert check(after, "sm_90a")["verdict"] == "none"
+        return
+    assert len(each) == 16 and len(racy) == 1 and not any(racy[0].values()), each
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard" and "S_s" in found["text"], found
+    assert "every element of the mask" in found["text"] and "false" in found["text"]

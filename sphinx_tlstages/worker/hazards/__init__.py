@@ -31,7 +31,8 @@ that runs ``m`` tiles records within that walk, and findings only grow with wide
 accesses; ``m`` goes to the bound of the periodic argument. Where a premise fails, patterns
 the kernel may meet are tried (``verdict._search``) and a racing one is a finding; else
 "not checked". ``verdict.at_patterns`` walks each pattern, the brute-force reference of
-the tests (``SKIPPED_TILES``, ``GATED_TILES``).
+the tests (``SKIPPED_TILES``, ``GATED_TILES``, ``SPARSE_SCORES``: a load waited for
+only under the mask races when no tile runs, as TileLang 0.1.15 lowers it on sm_90a).
 
 Beyond the intrinsics: a local integer scalar the kernel keeps (``T.alloc_var``: a ring's
 counter, a phase it flips) is followed in the walk's environment (``trace._scalar``;
