@@ -154,6 +154,7 @@ class Trace:
         self.decided: dict[str, str] = {}  # an element decided -> where (``k=3``)
         self.form = ""  # the form of the first mask decided (:meth:`.Masks.form`)
         self.masking: tuple[str, bool, Any] | None = None
+        self.masked_key = 0  # the trip-count key of the masked loop walked
         self.blocks: set[Any] = set()  # blockIdx variables
         self.masked_loops: dict[int, str | None] = memo.setdefault("masked_loops", {})
         # The variables a mask's form reads besides its loop's (by the form).
@@ -478,7 +479,7 @@ class Trace:
         key = zlib.crc32(f"mask {form} {row}".encode())
         if key not in self.trips:
             raise Ranged(key, 0, trips, f"the loop over {var.name}", form)
-        runs = self.trips[key]
+        runs, self.masked_key = self.trips[key], key
         if runs > trips:
             raise Undecided(f"loops of {trips} and more iterations under the mask {form}")
         self.steps += runs + 1
@@ -543,7 +544,9 @@ class Trace:
         before = {var: value for var, value in self.env.items()
                   if var in uses or var is self.threads}
         key = (handle, self.masking, tuple(self.where), self.role, self.elected,
-               self.summarised, self.fallback, self.threads, frozenset(before.items()),
+               self.summarised, self.fallback, frozenset(  # inner loops' trip counts
+                   (loop, n) for loop, n in self.trips.items() if loop != self.masked_key),
+               self.threads, frozenset(before.items()),
                frozenset((var, tuple(region)) for var, region in self.descriptors.items()),
                frozenset(self.batch), frozenset(self.bases.items()))
         known = self.iterations.get(key)
