@@ -1308,3 +1308,202 @@ def test_a_cp_async_refill_before_the_mma_commit_is_flagged_on_sm100a(num_stages
     mutated(after, take)
     fixed = check(mutated(after, put), "sm_100a")
     assert fixed["verdict"] == "none", fixed
+
+
+# --- a synchronisation under a condition read from memory: every mask pattern ----------
+
+# A block-sparse GEMM: ``if keep[by, k] != 0:`` around the copies and the product. On
+# sm_90a TileLang keeps a phase counter per role that counts the tiles run; on sm_80 the
+# copies under the condition are plain loads and stores (no cp.async).
+SKIPPED_TILES = read("hazards/skipped_tiles.py")
+# Every tile fetched, the product of a gated-off one skipped (cp.async on sm_80).
+GATED_TILES = read("hazards/gated_tiles.py")
+MASK_ARGS = {"M": 256, "N": 256, "K": 128}  # 4 tiles along K: 16 patterns
+_MASKED: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+
+def _masked(name: str, arch: str, num_stages: int) -> dict[str, Any]:
+    if (name, arch, num_stages) not in _MASKED:
+        source = SKIPPED_TILES if name == "skipped_tiles" else GATED_TILES
+        _MASKED[name, arch, num_stages], _ = lowered(source, name, arch, num_stages=num_stages,
+                                                     **MASK_ARGS)
+    return _MASKED[name, arch, num_stages]
+
+
+def _mask_loop(after: dict[str, Any], change: Any, consumer: bool = False) -> dict[str, Any]:
+    """``after`` with ``change`` applied to the statements of each loop whose body has a
+    condition reading ``keep`` or ``gate`` (with ``consumer``: only a loop that issues no
+    TMA copy)."""
+
+    def reads_mask(node: Any) -> bool:
+        found: list[bool] = []
+        post_order_visit(node, lambda n: found.append(True) if type(n).__name__ ==
+                         "BufferLoad" and str(n.buffer.name).startswith(("keep", "gate"))
+                         else None)
+        return bool(found)
+
+    def in_loop(node: Any) -> Any:
+        if type(node).__name__ != "For" or not reads_mask(node.body):
+            return None
+        if consumer and _calls_anywhere(node.body, "tma_load"):
+            return None
+        body = ir_transform(node.body, None, lambda s: change(s, node), ["tirx.Evaluate"])
+        return tvm.tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
+                            node.thread_binding, node.annotations)
+
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    body = ir_transform(device.body, None, in_loop, ["tirx.For"])
+    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
+
+
+def _calls_anywhere(stmt: Any, name: str) -> bool:
+    found: list[bool] = []
+    post_order_visit(stmt, lambda n: found.append(True) if type(n).__name__ == "Call"
+                     and str(n.op.name).endswith(name) else None)
+    return bool(found)
+
+
+def _wait_by_k(stmt: Any, loop: Any) -> Any:
+    """The consumer's waits with their barrier and parity from the loop's variable instead
+    of the counter of tiles run: right when every tile runs, wrong after a skipped one."""
+    if not _calls(stmt, "mbarrier_wait_parity"):
+        return None
+
+    def by_k(expr: Any) -> Any:
+        return ir_transform(tvm.tirx.Evaluate(expr), None,
+                            lambda n: loop.loop_var if str(n.buffer.scope()) == "local"
+                            and str(n.buffer.name).startswith("consumer") else None,
+                            ["tirx.BufferLoad"]).value
+
+    return _call(stmt, [by_k(arg) for arg in stmt.value.args])
+
+
+def _first_sync_under_gate() -> Any:
+    """The loop's first ``__syncthreads`` (the one before the next tile's cp.async) put
+    under the product's condition: a skipped tile after a run one lets the copy into the
+    slot it read land while other threads may still read it."""
+    done: list[bool] = []
+
+    def change(stmt: Any, loop: Any) -> Any:
+        if done or not _calls(stmt, "tvm_storage_sync"):
+            return None
+        done.append(True)
+        gates: list[Any] = []
+        post_order_visit(loop.body, lambda n: gates.append(n.condition)
+                         if type(n).__name__ == "IfThenElse" and not gates else None)
+        return tvm.tirx.IfThenElse(gates[0], stmt, None)
+
+    return change
+
+
+def _verdicts(after: dict[str, Any]) -> list[tuple[dict[str, bool], str]]:
+    each = hazard_check.at_patterns(after, ir_facts.main_function, ir_facts.device_function,
+                                    {})
+    # A pattern that runs no tile copies nothing: nothing can race ("none" for the
+    # comparison with the one verdict, which covers it).
+    return [(masks, "none" if "no asynchronous copy" in found["text"] else found["verdict"])
+            for masks, found in each]
+
+
+@pytest.mark.parametrize("num_stages", [2, 3])
+def test_a_block_sparse_ring_is_checked_for_every_mask_pattern(num_stages: int) -> None:
+    """sm_90a: the producer and the consumer skip a tile together (their counters count
+    the tiles run); the one verdict, from the walks of each number of tiles run, equals
+    the brute force over all 16 patterns of the 4 tiles."""
+    after = _masked("skipped_tiles", "sm_90a", num_stages)
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "none", found
+    assert "for every pattern of the mask" in found["text"], found
+    each = _verdicts(after)
+    assert len(each) == 16 and {said for _, said in each} == {"none"}, each
+
+
+@pytest.mark.parametrize("num_stages", [2, 3])
+def test_a_wait_by_the_loop_variable_races_after_a_skipped_tile(num_stages: int) -> None:
+    """The consumer's waits computed from k, not from the tiles run: every pattern that
+    skips a tile before a run one races, all-true does not; the check flags it."""
+    after = _mask_loop(_masked("skipped_tiles", "sm_90a", num_stages), _wait_by_k,
+                       consumer=True)
+    each = _verdicts(after)
+    racy = [masks for masks, said in each if said == "hazard"]
+    assert len(each) == 16 and racy and len(racy) < len(each), each
+    assert all(not all(masks.values()) for masks in racy)
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard", found
+    assert "(with the mask " in found["text"] or "(with every element" in found["text"]
+
+
+def test_masked_copies_on_sm80_are_no_asynchronous_copies() -> None:
+    """On sm_80 TileLang 0.1.15 lowers the copies under the condition to plain loads and
+    stores: nothing asynchronous to check, and the verdict says so."""
+    after, code = lowered(SKIPPED_TILES, "skipped_tiles", "sm_80", num_stages=2, **MASK_ARGS)
+    assert "cp_async" not in code
+    assert check(after)["text"] == "not checked: no asynchronous copy into shared memory"
+
+
+def test_a_gated_product_on_sm80_is_clean_for_every_pattern() -> None:
+    """cp.async copies of every tile, the product under the gate: clean, and so is each of
+    the 16 patterns."""
+    after = _masked("gated_tiles", "sm_80", 2)
+    assert check(after)["verdict"] == "none"
+    each = _verdicts(after)
+    assert len(each) == 16 and {said for _, said in each} == {"none"}, each
+
+
+def test_a_barrier_under_the_gate_is_flagged_on_sm80() -> None:
+    """The barrier before the next tile's cp.async put under the gate: a WAR for the
+    patterns where a run tile is followed by a skipped one, and only those."""
+    after = _mask_loop(_masked("gated_tiles", "sm_80", 2), _first_sync_under_gate())
+    each = _verdicts(after)
+    racy = [masks for masks, said in each if said == "hazard"]
+    assert len(each) == 16 and racy and len(racy) < len(each), each
+    for masks, said in each:
+        held = {int(m.group(1) or 0): value for key, value in masks.items()
+                if (m := re.search(r"gate\[by \* 4(?: \+ (\d))?\]", key))}
+        # The loop runs k = 0, 1, 2 (the last tile is the epilogue's): the barrier of
+        # iteration k orders the reads of iteration k - 1.
+        fall = any(held[k - 1] and not held[k] for k in (1, 2))
+        assert (said == "hazard") == fall, (masks, said)
+    found = check(after)
+    assert found["verdict"] == "hazard" and "WAR" in found["text"], found
+
+
+def test_a_condition_on_the_thread_index_is_no_mask() -> None:
+    """A condition that reads memory and a thread index may differ between threads: it
+    is not walked as a mask (and a synchronisation under it stays "not checked")."""
+    from sphinx_tlstages.worker.hazards.masks import Masks
+
+    func = ir_facts.device_function(_masked("skipped_tiles", "sm_90a", 2)["final"])
+    conds: list[Any] = []
+    post_order_visit(func.body, lambda n: conds.append(n.condition)
+                     if type(n).__name__ == "IfThenElse" else None)
+    masks = Masks(func)
+    mask = next(c for c in conds if masks.mask(c) is not None)
+    thread = next(iter(masks.threads))
+    assert masks.mask(tvm.tirx.And(mask, thread < 64)) is None
+    assert masks.mask(thread < 64) is None
+
+
+
+# A query tile loaded before a block-sparse loop: on sm_90a TileLang 0.1.15 loads it by
+# TMA before the roles split and waits for it only inside the loop, under the mask (and
+# ``if consumer_phase_cnt[0] == 0``), and the scores' tile shares its bytes: a row block
+# that keeps no key block never waits, and the copy may land over the scores it stores.
+SPARSE_SCORES = read("hazards/sparse_scores.py")
+
+
+def test_a_load_waited_for_under_the_mask_races_when_no_tile_runs() -> None:
+    after, _ = lowered(SPARSE_SCORES, "sparse_scores", "sm_90a", M=256, N=256, D=64,
+                       num_stages=2)
+    each = _verdicts(after)
+    racy = [masks for masks, said in each if said == "hazard"]
+    if not racy:  # a TileLang that waits for the load outside the loop: no defect left
+        assert check(after, "sm_90a")["verdict"] == "none"
+        return
+    assert len(each) == 16 and len(racy) == 1 and not any(racy[0].values()), each
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard" and "S_s" in found["text"], found
+    assert "every element of the mask" in found["text"] and "false" in found["text"]

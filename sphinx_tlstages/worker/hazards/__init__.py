@@ -20,6 +20,20 @@ trip count is a range (set by the block index, as in causal attention) at each c
 the range up to that bound (:class:`.trace.Ranged`); ``verdict.at_sizes`` walks one value,
 the brute-force reference of the tests.
 
+Conditions read from memory (:mod:`.masks`, ``Trace.masked_loop``): a synchronisation
+under a condition that reads no thread index and only global memory the kernel never
+writes (``if BlockMask[by, bx, k]:``, a *mask*: the same value for every thread and both
+roles) is walked for every pattern at a bounded cost. The loop it guards is walked once
+with the mask false (which must record nothing and change no counter: a skipped iteration
+is nothing to the check), then as ``m`` run iterations with the loop variable any of its
+values (each access bounded over all of them) and its counters followed: every pattern
+that runs ``m`` tiles records within that walk, and findings only grow with wider
+accesses; ``m`` goes to the bound of the periodic argument. Where a premise fails, patterns
+the kernel may meet are tried (``verdict._search``) and a racing one is a finding; else
+"not checked". ``verdict.at_patterns`` walks each pattern, the brute-force reference of
+the tests (``SKIPPED_TILES``, ``GATED_TILES``, ``SPARSE_SCORES``: a load waited for
+only under the mask races when no tile runs, as TileLang 0.1.15 lowers it on sm_90a).
+
 Beyond the intrinsics: a local integer scalar the kernel keeps (``T.alloc_var``: a ring's
 counter, a phase it flips) is followed in the walk's environment (``trace._scalar``;
 unknown after code walked once for many runs); ``T.wait_wgmma(n)`` retires wgmma reads as

@@ -15,6 +15,7 @@ does not model) it raises :class:`Undecided`, which the check reports as "not ch
 from __future__ import annotations
 
 import contextlib
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ from tvm.tirx.stmt_functor import post_order_visit
 
 from ..ir.walk import integer, kind, op_name, short
 from .intervals import Interval, Unbounded, interval, narrowed
+from .masks import Masks
 
 BARRIER_OPS = frozenset({
     "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
@@ -57,9 +59,19 @@ class Ranged(Undecided):
     as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`,
     keyed by the extent's structural hash)."""
 
-    def __init__(self, key: int, lo: int, hi: int, name: str) -> None:
+    def __init__(self, key: int, lo: int, hi: int, name: str, masked: str = "") -> None:
         super().__init__(f"{name} has a trip count from {lo} to {hi}")
         self.key, self.lo, self.hi = key, lo, hi
+        self.masked = masked  # the mask whose true iterations these are (``""``: none)
+
+
+class Masked(Undecided):
+    """A mask's element the walk of fixed mask values (:attr:`Trace.masks`) has no value
+    for: the brute-force reference walks again with each."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the mask {key} has no value")
+        self.key = key
 
 
 def shared(var: Any) -> bool:
@@ -96,7 +108,9 @@ class Trace:
     def __init__(self, func: Any, boxes: dict[str, int] | None = None,
                  sizes: dict[Any, int] | None = None,
                  trips: dict[int, int] | None = None,
-                 memo: dict[str, dict[int, Any]] | None = None) -> None:
+                 memo: dict[str, dict[int, Any]] | None = None,
+                 masks: dict[str, bool] | None = None,
+                 decide: Callable[[int], bool] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
         self.sizes = dict(sizes or {})
@@ -134,12 +148,33 @@ class Trace:
         # A call's name and arguments.
         self.calls: dict[int, tuple[str, list[Any]]] = memo.setdefault("calls", {})
         self.seqs: dict[int, list[Any]] = memo.setdefault("seqs", {})  # a sequence's items
-        self.parts: dict[int, Any] = memo.setdefault("parts", {})
+        self.parts: dict[Any, Any] = memo.setdefault("parts", {})
         # An expression's shared loads, pointers passed on, TileLang templates followed.
         self.loads: dict[int, Any] = memo.setdefault("loads", {})
         self.stored: dict[int, list[Any]] = memo.setdefault("stored", {})  # scalars set
         # An access's flat index and element, by its buffer's and indices' addresses.
         self.flats: dict[Any, Any] = memo.setdefault("flats", {})
+        # Conditions read from memory (:mod:`.masks`). Either each element's value is
+        # fixed (``masks``, filled by ``decide(n)`` for the n-th element met, else
+        # :class:`Masked`), or a loop the mask guards runs a number of its iterations
+        # (``trips``) with its variable any of its values (``masking``: the mask's form,
+        # its value, the loop's variable).
+        known_masks = memo.setdefault("masks", {})
+        if 0 not in known_masks:
+            known_masks[0] = Masks(func)
+        self.mask_info: Masks = known_masks[0]
+        self.masks = masks
+        self.decide = decide
+        self.decided: dict[str, str] = {}  # an element decided -> where (``k=3``)
+        self.form = ""  # the form of the first mask decided (:meth:`.Masks.form`)
+        self.masking: tuple[str, bool, Any] | None = None
+        self.masked_key = 0  # the trip-count key of the masked loop walked
+        self.blocks: set[Any] = set()  # blockIdx variables
+        self.masked_loops: dict[int, str | None] = memo.setdefault("masked_loops", {})
+        # The variables a mask's form reads besides its loop's (by the form).
+        self.mask_vars: dict[Any, list[Any]] = memo.setdefault("mask_vars", {})
+        self.iterations: dict[Any, Any] = memo.setdefault("iterations", {})
+        self.uses: dict[int, set[Any]] = memo.setdefault("uses", {})
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -270,10 +305,13 @@ class Trace:
             if str(stmt.node.thread_tag).startswith("blockIdx") and self.uses_size(stmt.value):
                 # A grid from a symbolic size: any block index, whatever size was fixed.
                 self.env[var] = (0, OPEN)
+                self.blocks.add(var)
                 self.walk(stmt.body)
                 return
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
+            if str(stmt.node.thread_tag).startswith("blockIdx"):
+                self.blocks.add(var)
             if str(stmt.node.thread_tag) == "threadIdx.x":
                 self.threads, self.group = var, (0, extent - 1)
                 self.spans = [self.group]
@@ -324,6 +362,10 @@ class Trace:
             if key not in self.trips:
                 raise Ranged(key, max(low, 0), max(high, 0), name)
             low = high = self.trips[key]
+        form = self.loop_mask(stmt) if self.masks is None else None
+        if form is not None:
+            self.masked_loop(stmt, form, lo_c, max(low, 0))
+            return
         extent_c = max(low, 0)
         self.steps += extent_c
         if self.steps > MAX_STEPS:
@@ -347,6 +389,8 @@ class Trace:
             if branch is not None:
                 self.walk(branch)
             return
+        if (self.masks is not None or self.masking is not None) and self.by_mask(stmt):
+            return
         if self.has_sync(stmt.then_case) or (stmt.else_case is not None
                                          and self.has_sync(stmt.else_case)):
             self.branch(stmt)
@@ -367,6 +411,185 @@ class Trace:
                 self.env.update(saved)
         self.summarised -= 1
         self.forget(stmt)
+
+    def by_mask(self, stmt: Any) -> bool:
+        """Walk the branch a mask takes (:mod:`.masks`): the element's fixed value
+        (:attr:`masks`), or the value of the masked loop's iteration (:attr:`masking`)
+        where the condition is that loop's mask. False: not such a condition."""
+        cond = stmt.condition
+        if self.masks is not None:
+            points: dict[Any, int] = {}
+            for var in self.mask_info.variables(cond):
+                lo, hi = self.env.get(var, (0, -1))
+                if lo == hi:
+                    points[var] = lo
+                elif var in self.env and var not in self.blocks:
+                    return False  # a summarised loop's variable: no one element
+            key = self.mask_info.key(cond, points)
+            if key is None:
+                return False
+            if key.startswith("="):
+                case = stmt.then_case if key != "=0" else stmt.else_case
+                if case is not None:
+                    self.walk(case)
+                return True
+            if key not in self.masks:
+                if self.decide is None:
+                    raise Masked(key)
+                self.masks[key] = self.decide(len(self.masks))
+            if key not in self.decided:  # where it was met, and the mask's form there
+                self.decided[key] = " ".join(self.where)
+                self.form = self.form or next(
+                    (form for var in points
+                     if (form := self.mask_info.form(cond, var)) is not None), "")
+            holds = self.masks[key]
+        else:
+            assert self.masking is not None
+            form, holds, var = self.masking
+            if self.mask_info.form(cond, var) != form:
+                return False
+        case = stmt.then_case if holds else stmt.else_case
+        if case is not None:
+            self.walk(case)
+        return True
+
+    def loop_mask(self, stmt: Any) -> str | None:
+        """The form of the mask a synchronised loop's synchronisation sits under (None:
+        none does); :class:`Undecided` where its conditions read memory in two forms."""
+        handle = stmt.__chandle__()
+        if handle not in self.masked_loops:
+            forms: set[str] = set()
+            synced: list[bool] = []
+            var = stmt.loop_var
+
+            def visit(node: Any) -> None:
+                if kind(node) == "IfThenElse":
+                    form = self.mask_info.form(node.condition, var)
+                    if form is not None:
+                        forms.add(form)
+                        synced.append(self.has_sync(node))
+                        self.mask_vars.setdefault(form, [
+                            v for v in self.mask_info.variables(node.condition)
+                            if not v.same_as(var)])
+
+            post_order_visit(stmt.body, visit)
+            self.masked_loops[handle] = None
+            if any(synced):
+                if len(forms) > 1:
+                    raise Undecided(f"the loop over {var.name} has synchronisations under "
+                                    f"conditions read from memory of {len(forms)} forms")
+                self.masked_loops[handle] = forms.pop()
+        return self.masked_loops[handle]
+
+    def masked_loop(self, stmt: Any, form: str, first: int, trips: int) -> None:
+        """A synchronised loop whose iterations a mask runs or skips (``if
+        BlockMask[by, k]:`` around the copies and the GEMM): walked as ``m`` iterations
+        that run, ``m`` from the walk's :attr:`trips` (:class:`Ranged`: the driver tries
+        each count), with the loop's variable any of its values, after one iteration the
+        mask skips, which must leave no record and no scalar changed. Then every mask
+        pattern's trace is one of these walks' (the hazards chapter, "Conditions read from
+        memory"): a skipped iteration is nothing to the check, and what a run iteration
+        records does not depend on which iteration it is beyond what the bounds over every
+        value of the variable include."""
+        var = stmt.loop_var
+        if self.masking is not None:
+            raise Undecided(f"a loop under a mask inside the loop over "
+                            f"{self.masking[2].name} under a mask")
+        # One count of run iterations per mask row: the values of the other variables
+        # the mask reads (an outer loop's, walked unrolled) are part of the key.
+        row = [self.env.get(v) for v in self.mask_vars.get(form, [])]
+        key = zlib.crc32(f"mask {form} {row}".encode())
+        if key not in self.trips:
+            raise Ranged(key, 0, trips, f"the loop over {var.name}", form)
+        runs, self.masked_key = self.trips[key], key
+        if runs > trips:
+            raise Undecided(f"loops of {trips} and more iterations under the mask {form}")
+        self.steps += runs + 1
+        if self.steps > MAX_STEPS:
+            raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")
+        if trips <= 0:
+            return
+        self.env[var] = (first, first + trips - 1)
+        try:
+            self.masked_walk(stmt, form, runs, trips)
+        except (Ranged, Masked):
+            raise
+        except Undecided as exc:
+            if form in str(exc):
+                raise
+            raise Undecided(f"{exc}, with {var.name} any iteration the mask {form} runs or "
+                            "skips") from None
+        self.env.pop(var, None)
+
+    def masked_walk(self, stmt: Any, form: str, runs: int, trips: int) -> None:
+        """:meth:`masked_loop`'s walk: a skipped iteration, then ``runs`` run ones."""
+        var = stmt.loop_var
+        try:
+            if runs < trips:
+                before, saved = len(self.records), dict(self.env)
+                self.masking = (form, False, var)
+                self.where.append(f"{var.name} skipped")
+                self.run_once(stmt)
+                self.where.pop()
+                changed = [key for key in {*saved, *self.env}
+                           if kind(key) != "Var" and self.env.get(key) != saved.get(key)]
+                if len(self.records) != before or changed:
+                    raise Undecided(f"an iteration the mask {form} skips still "
+                                    + ("synchronises or touches shared memory"
+                                       if len(self.records) != before
+                                       else "changes a counter"))
+                self.env = saved
+            for number in range(runs):
+                self.masking = (form, True, var)
+                self.where.append(f"{var.name}={number}")
+                try:
+                    self.run_once(stmt)
+                finally:
+                    self.where.pop()
+        finally:
+            self.masking = None
+
+    def run_once(self, loop: Any) -> None:
+        """One run iteration of a masked loop. The walks for each number of run
+        iterations repeat the same iterations from the same states: what one walked
+        (its records, and what it changed of the state) is kept in the memo by the
+        state it started from (of the environment, the variables its body reads), and
+        copied."""
+        handle = loop.__chandle__()
+        uses = self.uses.get(handle)
+        if uses is None:
+            found: set[Any] = set()
+            post_order_visit(loop.body, lambda n: found.add(n) if kind(n) == "Var" else
+                             found.add((n.buffer.data, "scalar"))
+                             if kind(n) == "BufferLoad" else None)
+            uses = self.uses[handle] = found
+        before = {var: value for var, value in self.env.items()
+                  if var in uses or var is self.threads}
+        key = (handle, self.masking, tuple(self.where), self.role, self.elected,
+               self.summarised, self.fallback, frozenset(  # inner loops' trip counts
+                   (loop, n) for loop, n in self.trips.items() if loop != self.masked_key),
+               self.threads, frozenset(before.items()),
+               frozenset((var, tuple(region)) for var, region in self.descriptors.items()),
+               frozenset(self.batch), frozenset(self.bases.items()))
+        known = self.iterations.get(key)
+        if known is None:
+            first, entry = len(self.records), dict(self.env)
+            self.walk(loop.body)
+            changed = {var: value for var, value in self.env.items()
+                       if entry.get(var) != value}
+            dropped = [var for var in entry if var not in self.env]
+            self.iterations[key] = (
+                [dict(r) for r in self.records[first:]], changed, dropped,
+                {var: list(region) for var, region in self.descriptors.items()},
+                set(self.batch), dict(self.bases))
+            return
+        records, changed, dropped, descriptors, batch, bases = known
+        self.records.extend(dict(r) for r in records)
+        for var in dropped:
+            self.env.pop(var, None)
+        self.env.update(changed)
+        self.batch, self.bases = set(batch), dict(bases)
+        self.descriptors = {var: list(region) for var, region in descriptors.items()}
 
     def branch(self, stmt: Any) -> None:
         """A synchronisation under a condition on the thread index: one elected thread
@@ -395,16 +618,19 @@ class Trace:
         # branch, run by its own threads beside the others.
         if self.threads is None:
             raise Undecided(f"a synchronisation under the condition {cond}")
-        cases = [(case, self.thread_set(cond, holds))
+        cases = [(case, holds, self.thread_set(cond, holds))
                  for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
                  if case is not None]
-        cases = [(case, spans) for case, spans in cases if spans != []]  # run by none
-        if not cases or any(spans is None for _, spans in cases):
+        cases = [entry for entry in cases if entry[2] != []]  # run by none
+        if not cases or any(spans is None for _, _, spans in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
-        kinds = branch_roles([case for case, _ in cases])
+        key = (stmt.__chandle__(), tuple(holds for _, holds, _ in cases))
+        kinds = self.parts.get(key)
+        if kinds is None:  # read once: every walk of an unrolled loop asks again
+            kinds = self.parts[key] = branch_roles([case for case, _, _ in cases])
         nested = self.role != "all"
         parent, group, spans_before = self.role, self.group, self.spans
-        for (case, spans), kind_ in zip(cases, kinds, strict=True):
+        for (case, _, spans), kind_ in zip(cases, kinds, strict=True):
             assert spans is not None
             lo, hi = spans[0][0], spans[-1][1]
             # Each branch its own role; named by its threads where the kinds do not tell
