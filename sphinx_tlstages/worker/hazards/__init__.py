@@ -18,7 +18,21 @@ longer loop. A symbolic size is walked at the least value giving each of those c
 (elsewhere it leaves its ranges open: a grid, an unsynchronised loop), and a loop whose
 trip count is a range (set by the block index, as in causal attention) at each count of
 the range up to that bound (:class:`.trace.Ranged`); ``verdict.at_sizes`` walks one value,
-the brute-force reference of the tests.
+the brute-force reference of the tests. A synchronised loop whose first iteration depends
+on the block index (a sliding window's ``max(0, bx - w)``) is walked once per value of that
+index, in a grid of known extent (:class:`.trace.Blocked`): each walk is those blocks' own
+trace, start, trip count and every condition on the block decided, so the walks cover every
+start (a grid of symbolic extent stays "not checked", said so).
+
+Values read from memory (:mod:`.trace`): a shared read at an index the data sets
+(``s_cum[group[0]]``, the group a search found) reads some element of its buffer, so it is
+taken as every byte of it (an index outside its buffer is not this check's subject); an
+offset into global memory (a group's first row) bounds no shared byte and is not followed.
+A synchronisation under a condition every thread of the block decides alike (it uses no
+thread index, no thread's own local value: ``if tile < s_cum[groups]``, a block past the
+data's tiles skipping its pipeline) is walked with the condition false and with it true
+(:class:`.trace.Forked`); one met again in the same walk (in an unrolled loop, a block mask
+read per iteration) stays "not checked".
 
 Beyond the intrinsics: a local integer scalar the kernel keeps (``T.alloc_var``: a ring's
 counter, a phase it flips) is followed in the walk's environment (``trace._scalar``;
