@@ -1280,3 +1280,53 @@ def test_a_loop_starting_where_the_block_says_is_checked_per_block(arch: str,
     assert found["verdict"] == "hazard", found
     block = int(re.search(r"with bx = (\d+)", found["text"]).group(1))
     assert block in (3, 4, 5), found
+
+
+# --- three warp groups: a role split again, a barrier two roles arrive on ----------------
+
+# A producer copying with cp.async and two consumers, each multiplying one half of the
+# tile; the second hears of the tile from the first (``pair``), both free the slot
+# (``free``: 128 arrivals each of 256), and the one proxy fence is the first's.
+SPLIT_CONSUMERS = read("hazards/split_consumers.py")
+SPLIT_ARGS = {"M": 256, "N": 256, "K": 512}
+# The mutations, by the mbarrier wait or fence deleted (in the order the code runs them:
+# the first's wait on ready, its wait on pair, the second's wait on pair, the producer's
+# wait on free), and the finding each must give.
+SPLIT_MUTATIONS = {
+    "the first's wait on ready deleted": (("mbarrier_wait_parity", 0), "RAW", "reads xs"),
+    "the producer's wait on free deleted": (("mbarrier_wait_parity", 3), "WAR",
+                                            "may overwrite what the consumer"),
+    "the first's proxy fence deleted": (("fence_proxy_async", 0), "PROXY", "wgmma reads xs"),
+}
+
+
+@pytest.mark.parametrize("mutation", ["clean", *SPLIT_MUTATIONS])
+def test_three_warp_groups_with_a_shared_barrier_are_checked(mutation: str) -> None:
+    """``if tx < 128: ... elif tx < 256: ... else: ...`` is three roles (it was "not
+    checked: a synchronisation under the condition tx < 256"); a barrier both consumers
+    arrive on gives each arrival the phase of its role's count, where each role's arrival
+    for a phase is known to follow the previous phase's completion; the second consumer
+    is ordered after the copies through the first's arrival (and the first's proxy
+    fence). Each deletion is flagged."""
+    after, _ = lowered(SPLIT_CONSUMERS, "split_consumers", "sm_90a", **SPLIT_ARGS)
+    if mutation != "clean":
+        (name, n), kind, words = SPLIT_MUTATIONS[mutation]
+        after = mutated(after, _nth(name, n, _no_op)(), loop_only=False)
+    found = check(after, "sm_90a")
+    if mutation == "clean":
+        assert found["verdict"] == "none", found
+        return
+    assert found["verdict"] == "hazard", found
+    assert any(f["kind"] == kind and words in f["text"] for f in found["findings"]), found
+
+
+def test_a_consumer_that_runs_a_phase_ahead_is_not_checked() -> None:
+    """Without a consumer's wait on ``pair``, it may arrive on ``pair`` for the next tile
+    before the other arrives for this one: the arrivals' phases are not known, and the
+    check says so rather than guess."""
+    after, _ = lowered(SPLIT_CONSUMERS, "split_consumers", "sm_90a", **SPLIT_ARGS)
+    for n in (1, 2):
+        found = check(mutated(after, _nth("mbarrier_wait_parity", n, _no_op)(),
+                              loop_only=False), "sm_90a")
+        assert found["verdict"] == "not checked", found
+        assert "pair[0] has arrivals from several roles" in found["text"], found

@@ -10,7 +10,13 @@ completes. The model:
   the phase its running count says, and one that crosses a phase boundary is a finding
   (an init count lower than the arrivals that meet it) (PTX ISA, "mbarrier": "Phase
   Completion of the mbarrier object", "mbarrier.arrive"; ``cp.async.mbarrier.arrive.noinc``
-  is one arrival per executing thread, "cp.async.mbarrier.arrive");
+  is one arrival per executing thread, "cp.async.mbarrier.arrive"); or from several roles
+  (three warp groups), each making a fixed share of the count: the i-th arrival of each
+  belongs to phase i, where none can come before phase i - 1 completed as its role knows
+  (:func:`_shares`, :func:`_check_shares`; not checked otherwise);
+- what a role knows of a barrier's phases comes from its own waits and, with three roles
+  or more, from what the arrivals of a phase it knows completed knew when they were made
+  (:func:`_knowledge`: release and acquire, transitively);
 - a TMA copy belongs to the phase of the bytes last expected on its barrier, and its
   bytes have landed when that phase completes ("mbarrier.expect_tx", "cp.async.bulk.tensor":
   its complete-tx on the barrier has release semantics); a cp.async copy a
@@ -31,7 +37,7 @@ completes. The model:
 - barrier initialisation is fenced and followed by ``__syncthreads`` before first use
   ("mbarrier.init"; "membar/fence": ``fence.mbarrier_init``);
 - a wgmma read of bytes a cp.async wrote needs ``fence.proxy.async`` after the wait
-  (:func:`_fenced`): a ``PROXY`` finding otherwise.
+  (:func:`_check_data`): a ``PROXY`` finding otherwise.
 
 - per phase of a barrier, the bytes expected on it (``expect_tx``) equal the bytes of the
   TMA copies that signal it (a tensor copy's box, read from the descriptor the host
@@ -103,10 +109,10 @@ def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[J
     _check_init(records, add)
     _check_multicast(records)
     sequences = _sequences(records)
-    # Phases: each arrival's and each copy's phase, per barrier, from the one role that
-    # arrives on it; totals for the hang check.
+    # Phases: each arrival's and each copy's phase, per barrier, from the role that
+    # arrives on it (or each role's share, :func:`_shares`); totals for the hang check.
     phase: dict[int, int] = {}
-    arriving: dict[str, str] = {}
+    shares = _shares(records, init)
     for seq in sequences.values():
         count: dict[str, int] = {}
         expected: dict[str, int] = {}
@@ -114,26 +120,26 @@ def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[J
             bar = str(record.get("bar"))
             if record["op"] not in ("arrive", "expect", "tma") or bar not in init:
                 continue
-            if record["op"] in ("arrive", "expect") and record.get("n", 0):
-                owner = arriving.setdefault(bar, record["role"])
-                if owner != record["role"]:
-                    raise Unchecked(f"{bar} has arrivals from two roles")
             if index in phase:  # a record of "all", seen from an earlier role
                 continue
+            # Arrivals per phase: the init count, or this role's share of it.
+            per = shares.get(bar, {}).get(record["role"], init[bar])
             before = count.get(bar, 0)
             if record["op"] == "tma":
+                if bar in shares:
+                    raise Unchecked(f"{bar} has arrivals from several roles and TMA copies")
                 if bar not in expected:
                     add("TX", record, f"the TMA copy into {record['buffer']}"
                         f"{_slot_words(record)} signals {bar} with no bytes expected on it")
-                phase[index] = expected.get(bar, before // init[bar])
+                phase[index] = expected.get(bar, before // per)
                 continue
             if record["op"] == "expect":
-                expected[bar] = before // init[bar]
+                expected[bar] = before // per
             arrived = record.get("n", 0)
-            if arrived and before % init[bar] + arrived > init[bar]:
+            if arrived and before % per + arrived > per:
                 add("ARRIVE", record, f"{arrived} arrivals on {bar}{_slot_words(record)} "
                     f"cross a phase: its init count is {init[bar]}")
-            phase[index] = before // init[bar]
+            phase[index] = before // per
             count[bar] = before + arrived
     # What each role knows at each of its records: completed phases per barrier.
     known: dict[str, dict[int, dict[str, int]]] = {}
@@ -146,6 +152,14 @@ def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[J
                 if have % 2 == record["parity"]:
                     now[bar] = have + 1
             known[role][index] = dict(now)
+    # What a role learns through another role's arrivals matters where a role hears of a
+    # copy from another consumer (three roles or more); two roles order their pairs by
+    # their own waits, and the fixed point (a cost the search pays per statement) is
+    # left out.
+    transitive = bool(shares) or len(sequences) > 2
+    full, seen = _knowledge(records, sequences, phase, known, shares, transitive)
+    if shares:
+        _check_shares(records, shares, phase, seen)
     # A cp.async copy tracked by a ``cp.async.mbarrier.arrive`` lands with that arrival:
     # its phase is the arrival's (PTX ISA, "mbarrier.test_wait/try_wait": the cp.async
     # operations requested before ``cp.async.mbarrier.arrive`` during the completed
@@ -158,9 +172,156 @@ def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[J
             phase[index] = phase[where[id(arrive)]]
     _check_progress(sequences, init, add)
     bytes_checked = _check_bytes(records, phase, add)
-    _check_data(records, sequences, phase, known, add)
+    _check_data(records, sequences, phase, full, add)
     return findings, {"barriers": len(init), "roles": sorted(sequences),
                       "bytes": bytes_checked}
+
+
+def _shares(records: list[Json], init: dict[str, int]) -> dict[str, dict[str, int]]:
+    """Per barrier that several roles arrive on, each role's arrivals per phase.
+
+    The i-th arrival of each role is taken to belong to phase i: sound where each role
+    makes the same count of arrivals each time, the counts of the roles add up to the
+    init count, and no role arrives for phase i before phase i - 1 completed
+    (:func:`_check_shares`). Then the arrivals in the window between the completions of
+    phases i - 1 and i are exactly each role's i-th: phase i completes with them, no
+    sooner and no later (PTX ISA, "mbarrier": "Phase Completion of the mbarrier object":
+    a phase completes when its pending arrival count reaches zero)."""
+    made: dict[str, dict[str, set[int]]] = {}
+    for record in records:
+        bar = str(record.get("bar"))
+        if record["op"] in ("arrive", "expect") and record.get("n") and bar in init:
+            made.setdefault(bar, {}).setdefault(record["role"], set()).add(record["n"])
+    shares: dict[str, dict[str, int]] = {}
+    for bar, roles in made.items():
+        if len(roles) < 2:
+            continue
+        if "all" in roles or any(len(counts) != 1 for counts in roles.values()) \
+                or sum(min(counts) for counts in roles.values()) != init[bar]:
+            raise Unchecked(f"{bar} has arrivals from several roles that do not each make "
+                            "a fixed share of its count")
+        shares[bar] = {role: min(counts) for role, counts in roles.items()}
+    return shares
+
+
+def _check_shares(records: list[Json], shares: dict[str, dict[str, int]],
+                  phase: dict[int, int], seen: dict[int, tuple[dict[str, int], dict[str, int]]]
+                  ) -> None:
+    """Each role's arrival for phase i of a barrier several roles arrive on comes after
+    phase i - 1 completed, as the role knows it (:func:`_knowledge`). Unchecked
+    otherwise."""
+    for index, record in enumerate(records):
+        bar = str(record.get("bar"))
+        if bar not in shares or index not in phase or not phase[index] \
+                or record["op"] not in ("arrive", "expect") or not record.get("n"):
+            continue
+        if seen.get(index, ({}, {}))[0].get(bar, 0) < phase[index]:
+            raise Unchecked(f"{bar} has arrivals from several roles, and the "
+                            f"{record['role']}'s{_slot_words(record)} is not known to come "
+                            f"after phase {phase[index] - 1} completed")
+
+
+# Completed phases known, per barrier; and per ("made", barrier, role), the arrivals of
+# that role on a barrier several roles arrive on known made.
+Known = dict[Any, int]
+
+
+def _knowledge(records: list[Json], sequences: dict[str, list[tuple[int, Json]]],
+               phase: dict[int, int], known: dict[str, dict[int, dict[str, int]]],
+               shares: dict[str, dict[str, int]], transitive: bool = True
+               ) -> tuple[dict[str, dict[int, tuple[Known, Known]]],
+                          dict[int, tuple[Known, Known]]]:
+    """What each role knows at each of its records: the phases it knows completed, from
+    its own waits (``known``) and from what the arrivals of each phase it knows completed
+    knew when they were made (an arrive is a release, the wait that sees its phase
+    complete an acquire: PTX ISA, "mbarrier.arrive", "mbarrier.test_wait/try_wait";
+    Memory Consistency Model, "Release and Acquire Patterns"; the order is transitive,
+    "Causality Order"); and of those, the ones a ``fence.proxy.async`` followed on the
+    way ("Causality Order": proxy-preserved base causality order, a proxy fence on the
+    path). A phase of a barrier several roles arrive on (``shares``) is also known
+    complete once every thread's arrival for it is known made (known from the arrivals of
+    a phase the role waited for, whose threads had made it before: a thread's own arrival
+    in program order tells it nothing of its role's other threads): its pending count
+    reached zero (PTX ISA, "mbarrier": "Phase Completion of the mbarrier object"). Also
+    what each arrival's role knew when it arrived (a record of ``all``: what every role
+    knew). Computed to a fixed point: knowledge only grows (``transitive=False``: a role's
+    own waits only)."""
+    if not transitive:  # a role's own waits, and the proxy fences after them
+        own: dict[str, dict[int, tuple[Known, Known]]] = {}
+        for role, seq in sequences.items():
+            after: Known = {}
+            own[role] = {}
+            for index, record in seq:
+                here: Known = known[role].get(index, {})
+                if record["op"] == "pfence":
+                    after = {bar: max(n, after.get(bar, 0)) for bar, n in here.items()}
+                own[role][index] = (here, after)
+        return own, {}
+    made: dict[tuple[str, int], list[int]] = {}  # (barrier, phase) -> its arrivals
+    for index, record in enumerate(records):
+        if record["op"] in ("arrive", "expect") and record.get("n") and index in phase:
+            made.setdefault((str(record["bar"]), phase[index]), []).append(index)
+    seen: dict[int, tuple[Known, Known]] = {}
+    while True:
+        fresh: dict[int, tuple[Known, Known]] = {}
+        full: dict[str, dict[int, tuple[Known, Known]]] = {}
+        for role, seq in sequences.items():
+            now: Known = {}
+            fenced: Known = {}
+            taken: Known = {}  # phases whose arrivals' knowledge is taken, per barrier
+            # The arrivals each thread of the role made itself: known to the thread, not
+            # to the role's other threads until a wait tells them.
+            mine: Known = {}
+            full[role] = {}
+            current: tuple[Known, Known] = ({}, {})  # shared by records until it changes
+            for index, record in seq:
+                stale = False
+                for bar, count in known[role].get(index, {}).items():
+                    if now.get(bar, 0) < count:
+                        now[bar], stale = count, True
+                pending = stale
+                while pending:  # what the arrivals of each phase known completed knew
+                    pending = False
+                    for bar, roles in shares.items():  # each role's arrival known made
+                        done = min(now.get(("made", bar, r), 0) for r in roles)
+                        if now.get(bar, 0) < done:
+                            now[bar] = done
+                    for bar in [b for b in now if isinstance(b, str)
+                                and now[b] > taken.get(b, 0)]:
+                        count = now[bar]
+                        for number in range(taken.get(bar, 0), count):
+                            for arrival in made.get((bar, number), []):
+                                knew, fence = seen.get(arrival, ({}, {}))
+                                for name, n in knew.items():
+                                    if now.get(name, 0) < n:
+                                        now[name], pending = n, True
+                                for name, n in fence.items():
+                                    if fenced.get(name, 0) < n:
+                                        fenced[name] = n
+                        taken[bar] = count
+                if record["op"] == "pfence":
+                    fenced, stale = {bar: max(n, fenced.get(bar, 0))
+                                     for bar, n in now.items()}, True
+                if index in phase and record["op"] in ("arrive", "expect"):
+                    # What a thread that waits for this arrival's phase learns: what this
+                    # role knew, and the arrivals each of its threads made before it.
+                    lo, hi = record.get("threads") or (0, -1)
+                    every = record.get("n") == hi - lo + 1  # not one elected thread's
+                    knew = {**now, **{key: max(n, now.get(key, 0))
+                                      for key, n in mine.items() if every}}
+                    other = fresh.get(index)
+                    fresh[index] = (knew, dict(fenced)) if other is None else (
+                        {b: min(n, knew.get(b, 0)) for b, n in other[0].items()},
+                        {b: min(n, fenced.get(b, 0)) for b, n in other[1].items()})
+                    if str(record["bar"]) in shares:
+                        key = ("made", str(record["bar"]), role)
+                        mine[key] = mine.get(key, 0) + 1
+                if stale:
+                    current = (dict(now), dict(fenced))
+                full[role][index] = current
+        if fresh == seen:
+            return full, seen
+        seen = fresh
 
 
 def _check_multicast(records: list[Json]) -> None:
@@ -270,9 +431,11 @@ def _check_init(records: list[Json], add: Any) -> None:
 
 
 def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]],
-                phase: dict[int, int], known: dict[str, dict[int, dict[str, int]]],
+                phase: dict[int, int], known: dict[str, dict[int, tuple[Known, Known]]],
                 add: Any) -> None:
-    """Every TMA copy against every read of its bytes: ordered one way or the other."""
+    """Every TMA copy against every read of its bytes: ordered one way or the other
+    (``known``: what each role knows at each record, and what a proxy fence followed:
+    :func:`_knowledge`)."""
     retired = _retirements(sequences)
     copies = [(i, dict(r, bar=r["signal"]["bar"]) if r["op"] == "copy" else r)
               for i, r in enumerate(records)
@@ -305,10 +468,24 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             who = "every thread" if read["role"] == "all" else f"the {read['role']}"
             if copy["op"] == "copy" and copy["role"] == read["role"]:
                 continue  # one role's own cp.async copies: the cp.async model's
-            if known[reader].get(ri, {}).get(copy["bar"], 0) > phase[ci]:
+            knows, fenced = known[reader].get(ri, ({}, {}))
+            if knows.get(copy["bar"], 0) > phase[ci]:
+                # cp.async writes through the generic proxy (PTX ISA, "cp.async": "a weak
+                # memory operation performed in the generic proxy"); wgmma reads shared
+                # memory through the async proxy ("Asynchronous Warpgroup Level Matrix
+                # Multiply-Accumulate Operation"). Base causality order carries a write to
+                # a read only when both use the generic proxy or the same proxy (Memory
+                # Consistency Model, "Causality Order": proxy-preserved base causality
+                # order); the bridge is ``fence.proxy.async`` ("membar/fence": a
+                # bi-directional proxy fence between the generic and the async proxy),
+                # which the wgmma steps put before the wgmma "to make the generic proxy
+                # operations visible to the async proxy". The model gives no formal rule
+                # for where on the path it must stand; the check asks for it after a wait
+                # that tells a thread of the path the copy's phase completed, before the
+                # read (in the reader's role, or in a role whose arrival the reader then
+                # waited for: :func:`_knowledge`).
                 if copy["op"] == "copy" and read.get("how") == "wgmma" \
-                        and not _fenced(sequences[reader], known[reader], copy["bar"],
-                                        phase[ci], ri) \
+                        and fenced.get(copy["bar"], 0) <= phase[ci] \
                         and ("PROXY", read["buffer"]) not in reported:
                     reported.add(("PROXY", read["buffer"]))
                     add("PROXY", read, f"{who}'s wgmma reads {read['buffer']}"
@@ -324,7 +501,7 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                 continue  # one role, program order (a TMA is issued after the read)
             indices, least = arrivals.get(read["role"], ([], [{}]))
             after = least[bisect_right(indices, done)]
-            sees = known[copier].get(ci, {})
+            sees = known[copier].get(ci, ({}, {}))[0]
             if any(sees.get(bar, 0) > p for bar, p in after.items()):
                 continue  # the copier waited for an arrival made after the read
             kind = "WAR" if _iteration(copy) > _iteration(read) else "RAW"
@@ -341,33 +518,6 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                         f"overwrite what {who} reads{_slot_words(read)}: no "
                         "wait on an arrival made after that read covers it")
             add(kind, read if kind == "RAW" else copy, text)
-
-
-def _fenced(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]], bar: str,
-            number: int, read: int) -> bool:
-    """Whether the reader's role runs ``fence.proxy.async`` after the wait that tells it
-    phase ``number`` of ``bar`` completed and before the read at trace index ``read``.
-
-    cp.async writes through the generic proxy (PTX ISA, "cp.async": "a weak memory
-    operation performed in the generic proxy"); wgmma reads shared memory through the
-    async proxy ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate Operation").
-    Base causality order carries a write to a read only when both use the generic proxy
-    or the same proxy (Memory Consistency Model, "Causality Order": proxy-preserved base
-    causality order); the bridge is ``fence.proxy.async`` ("membar/fence": a
-    bi-directional proxy fence between the generic and the async proxy), which the wgmma
-    steps put before the wgmma "to make the generic proxy operations visible to the async
-    proxy". The model gives no formal rule for where on the path it must stand; the check
-    asks for it after the wait, the one point past the copy's completion that a thread
-    of the path executes."""
-    waited = False
-    for index, record in seq:
-        if index >= read:
-            return False
-        if not waited and known.get(index, {}).get(bar, 0) > number:
-            waited = True
-        elif waited and record["op"] == "pfence":
-            return True
-    return False
 
 
 def _iteration(record: Json) -> int:

@@ -22,7 +22,9 @@ the brute-force reference of the tests. A synchronised loop whose first iteratio
 on the block index (a sliding window's ``max(0, bx - w)``) is walked once per value of that
 index, in a grid of known extent (:class:`.trace.Blocked`): each walk is those blocks' own
 trace, start, trip count and every condition on the block decided, so the walks cover every
-start (a grid of symbolic extent stays "not checked", said so).
+start (a grid of symbolic extent stays "not checked", said so). Test: ``WINDOW_SCORES``
+(local attention scores; a wait deleted, barriers deleted or a parity flipped at one key
+block are flagged in a block whose window holds it).
 
 Values read from memory (:mod:`.trace`): a shared read at an index the data sets
 (``s_cum[group[0]]``, the group a search found) reads some element of its buffer, so it is
@@ -32,7 +34,17 @@ A synchronisation under a condition every thread of the block decides alike (it 
 thread index, no thread's own local value: ``if tile < s_cum[groups]``, a block past the
 data's tiles skipping its pipeline) is walked with the condition false and with it true
 (:class:`.trace.Forked`); one met again in the same walk (in an unrolled loop, a block mask
-read per iteration) stays "not checked".
+read per iteration) stays "not checked". Tests: ``GROUPED_ROWS`` (a group found in a
+shared table of tile counts; the table moved over the pipelined tile, and the pipeline's
+defects under the condition, are flagged).
+
+A role split again (``if tx < 128: ... elif tx < 256: ... else: ...``: three warp
+groups) gives each part a role of its own, named by its threads (``consumer (threads 128
+to 255)``); a role that runs code of its own around its split is "not checked". The
+mbarrier model checks a barrier several roles arrive on by each role's share
+(:mod:`...core.hazards.rings`). Test: ``SPLIT_CONSUMERS`` (two consumers and a cp.async
+producer; a deleted wait or proxy fence is flagged, a consumer that may run a tile ahead
+is "not checked").
 
 Beyond the intrinsics: a local integer scalar the kernel keeps (``T.alloc_var``: a ring's
 counter, a phase it flips) is followed in the walk's environment (``trace._scalar``;

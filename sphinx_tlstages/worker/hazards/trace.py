@@ -160,6 +160,7 @@ class Trace:
         self.where: list[str] = []
         self.steps = 0
         self.role = "all"  # "producer"/"consumer" inside a warp-specialised branch
+        self.split: set[str] = set()  # roles split into roles of their own
         self.elected = False  # inside a branch one thread runs
         self.threads: Any = None  # threadIdx.x
         self.descriptors: dict[Any, list[Any]] = {}  # wgmma descriptor -> [region]
@@ -297,6 +298,8 @@ class Trace:
 
     # --- statements -----------------------------------------------------------------
     def emit(self, record: Record) -> None:
+        if self.role in self.split:
+            raise Undecided(f"the {self.role} runs code after splitting into roles")
         record["at"] = " ".join(self.where)
         record["role"] = self.role
         if self.threads is not None and self.threads in self.env:
@@ -476,16 +479,27 @@ class Trace:
         cases = [(case, narrowed(cond, holds, self.env).get(self.threads))
                  for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
                  if case is not None] if self.threads is not None else []
-        if self.role != "all" or not cases or any(r is None for _, r in cases):
+        if not cases or any(r is None for _, r in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
         roles = branch_roles([case for case, _ in cases])
         if len(set(roles)) != len(roles):
             raise Undecided(f"two branches of one role under the condition {cond}")
-        everyone = self.env[self.threads]
+        parent, everyone = self.role, self.env[self.threads]
+        if parent != "all":
+            # A role split again (``if tx < 128: ... else: if tx < 256: ... else: ...``:
+            # three warp groups): each part is a role of its own, named by its threads.
+            # What the parent role runs around the split would be both parts': not
+            # followed.
+            if any(r["role"] == parent for r in self.records):
+                raise Undecided(f"a role split again under the condition {cond} after "
+                                "running code of its own")
+            self.split.add(parent)
+            roles = [f"{role} (threads {span[0]} to {span[1]})"
+                     for role, (_, span) in zip(roles, cases, strict=True) if span]
         for (case, threads), role in zip(cases, roles, strict=True):
             self.env[self.threads], self.role = threads or everyone, role
             self.walk(case)
-        self.env[self.threads], self.role = everyone, "all"
+        self.env[self.threads], self.role = everyone, parent
 
     def fork(self, stmt: Any) -> None:
         """A synchronisation under a condition every thread of the block decides alike
