@@ -125,6 +125,11 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
 # Records that name the statement they come from (redundant synchronisation is found per
 # statement).
 SITE_OPS = frozenset({"sync", "wait", "bwait"})
+# Calls whose value depends only on their arguments (any other, a warp's index or an
+# election, may differ between threads).
+_PURE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+                   "shift_right", "shift_left", "if_then_else", "truncmod", "truncdiv",
+                   "likely"})
 # Reads through a pointer: bytes each thread reads at its address.
 _POINTER_READS = {"ptx_ldmatrix": 16}
 # Stores the threads make themselves through a pointer (like a BufferStore into shared
@@ -227,6 +232,8 @@ class Trace:
                 known = self.env.get((node.buffer.data, "scalar"))
                 if known is None or known[0] != known[1]:
                     found[0] = False
+            elif what == "Call" and short(op_name(node)) not in _PURE:
+                found[0] = False  # a lane's or a warp's index, an election: per thread
 
         post_order_visit(expr, visit)
         return found[0]
