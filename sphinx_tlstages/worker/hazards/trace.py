@@ -15,7 +15,7 @@ does not model) it raises :class:`Undecided`, which the check reports as "not ch
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
@@ -57,9 +57,60 @@ class Ranged(Undecided):
     as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`,
     keyed by the extent's structural hash)."""
 
-    def __init__(self, key: int, lo: int, hi: int, name: str) -> None:
+    # Whether the choices past the bound of the periodic argument (:mod:`.sizes`) repeat
+    # those below it (a trip count's do; a block index's need not).
+    periodic = True
+
+    def __init__(self, key: Hashable, lo: int, hi: int, name: str) -> None:
         super().__init__(f"{name} has a trip count from {lo} to {hi}")
-        self.key, self.lo, self.hi = key, lo, hi
+        self.key, self.lo, self.hi, self.name = key, lo, hi, name
+
+    def said(self, value: int) -> str:
+        """The walk's choice, in words."""
+        return f"{self.name} running {value} times"
+
+    def covered(self, lo: int, hi: int) -> str:
+        """The choices walked, in words."""
+        return f"{self.name} running {lo} to {hi} times"
+
+
+class Blocked(Ranged):
+    """A synchronised loop whose first iteration depends on the block index (a sliding
+    window's first key block, ``max(0, bx - w)``), in a grid of known extent: the walk is
+    made once per value of that index (:attr:`Trace.trips`, keyed by its thread tag), each
+    the exact walk of those blocks."""
+
+    periodic = False
+
+    def __init__(self, key: Hashable, hi: int, name: str, loop: str) -> None:
+        Undecided.__init__(self, f"{loop} starts at a value set by {name}")
+        self.key, self.lo, self.hi, self.name = key, 0, hi, name
+
+    def said(self, value: int) -> str:
+        return f"{self.name} = {value}"
+
+    def covered(self, lo: int, hi: int) -> str:
+        return f"{self.name} from {lo} to {hi}"
+
+
+class Forked(Ranged):
+    """A synchronisation under a condition the walk cannot decide but that every thread
+    of the block decides alike (it reads memory at an index that does not depend on the
+    thread: ``if tile < s_cum[groups]``, a block past the data's tiles skipping its
+    work): the walk is made once with the condition false and once with it true
+    (:attr:`Trace.trips`, keyed by the statement)."""
+
+    periodic = False
+
+    def __init__(self, key: Hashable, name: str) -> None:
+        Undecided.__init__(self, f"a synchronisation under the condition {name}")
+        self.key, self.lo, self.hi, self.name = key, 0, 1, name
+
+    def said(self, value: int) -> str:
+        return f"the condition {self.name} {'true' if value else 'false'}"
+
+    def covered(self, lo: int, hi: int) -> str:
+        return f"the condition {self.name} true and false"
 
 
 def shared(var: Any) -> bool:
@@ -83,6 +134,11 @@ _SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
 # Records that name the statement they come from (redundant synchronisation is found per
 # statement).
 SITE_OPS = frozenset({"sync", "wait", "bwait"})
+# Calls whose value depends only on their arguments (any other, a warp's index or an
+# election, may differ between threads).
+_PURE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+                   "shift_right", "shift_left", "if_then_else", "truncmod", "truncdiv",
+                   "likely"})
 # Reads through a pointer: bytes each thread reads at its address.
 _POINTER_READS = {"ptx_ldmatrix": 16}
 # Stores the threads make themselves through a pointer (like a BufferStore into shared
@@ -95,7 +151,7 @@ class Trace:
 
     def __init__(self, func: Any, boxes: dict[str, int] | None = None,
                  sizes: dict[Any, int] | None = None,
-                 trips: dict[int, int] | None = None,
+                 trips: dict[Hashable, int] | None = None,
                  memo: dict[str, dict[int, Any]] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
@@ -103,8 +159,14 @@ class Trace:
         self.env.update({var: (value, value) for var, value in self.sizes.items()})
         self.open: dict[int, bool] = {}  # whether an expression uses a symbolic size
         # The trip count of each synchronised loop whose extent is a range, by the extent,
-        # for this walk (the driver tries each; see :class:`Ranged`).
+        # for this walk, and the outcome of each condition the block decides alike that the
+        # walk cannot, by its statement (the driver tries each; see :class:`Ranged`).
         self.trips = dict(trips or {})
+        self.forked: set[Hashable] = set()  # the conditions met in this walk
+        # The variables whose value may differ between the block's threads: the thread
+        # indices and what is bound to an expression of them.
+        self.varying: set[Any] = set()
+        self.blocks: dict[Any, tuple[str, int | None]] = {}  # block index -> (tag, extent)
         # Inside code walked once for many runs: a scalar's store leaves it unknown.
         self.summarised = 0
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
@@ -168,16 +230,34 @@ class Trace:
             found = self.open[key] = any(hits)
         return found
 
+    def uniform(self, expr: Any) -> bool:
+        """Whether every thread of the block gives ``expr`` the same value: it uses no
+        thread index (nor a variable bound to one), and reads no thread's local memory
+        other than a scalar the walk knows to be one value."""
+        found = [True]
+
+        def visit(node: Any) -> None:
+            what = kind(node)
+            if what == "Var" and node in self.varying:
+                found[0] = False
+            elif what == "BufferLoad" and not (shared(node.buffer.data)
+                                               or _global(node.buffer.data)):
+                known = self.env.get((node.buffer.data, "scalar"))
+                if known is None or known[0] != known[1]:
+                    found[0] = False
+            elif what == "Call" and short(op_name(node)) not in _PURE:
+                found[0] = False  # a lane's or a warp's index, an election: per thread
+
+        post_order_visit(expr, visit)
+        return found[0]
+
     def extent(self, expr: Any, what: str) -> Interval:
         """A loop's trip count; one read from memory (a sequence's start in a cumulative
         array, ``s_cum[b + 1] - s_cum[b]``) is any count, like a symbolic size's."""
         try:
             return self.bound(expr, what)
         except Undecided:
-            loads: list[Any] = []
-            post_order_visit(expr, lambda node: loads.append(node)
-                             if kind(node) == "BufferLoad" else None)
-            if not loads:
+            if not _memory(expr):
                 raise
             return 0, OPEN
 
@@ -266,21 +346,30 @@ class Trace:
 
     def _AttrStmt(self, stmt: Any) -> None:
         if stmt.attr_key == "thread_extent":
-            var = stmt.node.var
-            if str(stmt.node.thread_tag).startswith("blockIdx") and self.uses_size(stmt.value):
+            var, tag = stmt.node.var, str(stmt.node.thread_tag)
+            if tag.startswith("blockIdx") and self.uses_size(stmt.value):
                 # A grid from a symbolic size: any block index, whatever size was fixed.
                 self.env[var] = (0, OPEN)
+                self.blocks[var] = (tag, None)
                 self.walk(stmt.body)
                 return
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
+            if tag.startswith("blockIdx"):
+                self.blocks[var] = (tag, extent)
+                if ("block", tag) in self.trips:  # this walk's block (:class:`Blocked`)
+                    self.env[var] = (self.trips["block", tag],) * 2
             if str(stmt.node.thread_tag) == "threadIdx.x":
                 self.threads, self.group = var, (0, extent - 1)
                 self.spans = [self.group]
+            if str(stmt.node.thread_tag).startswith("threadIdx"):
+                self.varying.add(var)
         self.walk(stmt.body)
 
     def _Bind(self, stmt: Any) -> None:
         value = stmt.value
+        if not self.uniform(value):
+            self.varying.add(stmt.var)
         if kind(value) == "Call" and short(op_name(value)) == "handle_add_byte_offset":
             root, offset = self.base(value.args[0])
             extra = self.constant(value.args[1], f"the offset of {stmt.var.name}")
@@ -315,7 +404,11 @@ class Trace:
                 self.summarised -= 1
             self.forget(stmt.body)
             return
-        lo_c = self.constant(stmt.min, name)
+        try:
+            lo_c = self.constant(stmt.min, name)
+        except Undecided:
+            self.by_block(stmt.min, name)
+            raise
         low, high = self.extent(stmt.extent, name)
         if low != high:
             # Loops of one extent run as often (a warp-specialised loop's two roles): one
@@ -336,6 +429,22 @@ class Trace:
             finally:
                 self.where.pop()
         self.env.pop(stmt.loop_var, None)
+
+    def by_block(self, start: Any, name: str) -> None:
+        """A synchronised loop's first iteration that is not one value: raise
+        :class:`Blocked` for a block index it depends on that this walk has not fixed, in a
+        grid of known extent (one of symbolic extent is said plainly)."""
+        used: list[Any] = []
+        post_order_visit(start, lambda node: used.append(node)
+                         if kind(node) == "Var" and node in self.blocks else None)
+        for var in used:
+            tag, extent = self.blocks[var]
+            if self.env[var][0] == self.env[var][1]:
+                continue
+            if extent is None:
+                raise Undecided(f"{name} starts at a value set by {var.name}, in a grid of "
+                                "symbolic extent")
+            raise Blocked(("block", tag), extent - 1, str(var.name), name)
 
     def _IfThenElse(self, stmt: Any) -> None:
         try:
@@ -387,6 +496,9 @@ class Trace:
                 self.elected = outer
                 self.summarised -= 1
             self.forget(stmt.then_case)
+            return
+        if self.uniform(cond):
+            self.fork(stmt)
             return
         # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
         # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself;
@@ -457,6 +569,22 @@ class Trace:
         self.group = span
         for var in (self.threads, *self.aliases):
             self.env[var] = span
+
+    def fork(self, stmt: Any) -> None:
+        """A synchronisation under a condition every thread of the block decides alike
+        (:class:`Forked`): the branch the driver chose for this walk. A condition met
+        again in one walk (in a loop unrolled: each time may read another value) is not
+        decided."""
+        key = ("if", stmt.__chandle__())
+        if key in self.forked:
+            raise Undecided(f"a synchronisation under the condition {stmt.condition}, "
+                            "read from memory each time a loop runs")
+        self.forked.add(key)
+        if key not in self.trips:
+            raise Forked(key, str(stmt.condition))
+        branch = stmt.then_case if self.trips[key] else stmt.else_case
+        if branch is not None:
+            self.walk(branch)
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
@@ -633,9 +761,29 @@ class Trace:
         for call in known:
             self.all_reduce(call)
         for load in found:
-            buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+            try:
+                buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+                own: Any = self.per_thread()
+            except Undecided:
+                if not any(_memory(index) for index in load.indices):
+                    raise
+                # An index read from memory (``s_cum[group[0]]``, the group a search
+                # found): any element of the buffer, so every byte of it.
+                buffer, root, lo, hi = self.whole(load.buffer)
+                own = None
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
-                       "how": "load", "own": self.per_thread()})
+                       "how": "load", "own": own})
+
+    def whole(self, buffer: Any) -> tuple[str, str, int, int]:
+        """(buffer, allocation, first byte, last byte) of every element of a buffer."""
+        size = buffer.dtype.bits * buffer.dtype.lanes // 8
+        count: Any = 1
+        for extent in buffer.shape:
+            count = count * extent
+        first = self.bound(buffer.elem_offset, str(buffer.name))[0]
+        last = self.bound(buffer.elem_offset + count, str(buffer.name))[1]
+        root, offset = self.base(buffer.data)
+        return str(buffer.data.name), root, offset + first * size, offset + last * size - 1
 
     def all_reduce(self, call: Any) -> None:
         """TileLang's ``tl::AllReduce<Reducer, threads, scale, thread_offset[, Barrier[,
@@ -903,6 +1051,20 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
     post_order_visit(expr, lambda node: visit(node)
                      if node.__chandle__() not in followed else None)
     return found, passed, known
+
+
+def _global(data: Any) -> bool:
+    """Whether a buffer's data lives in global memory (a kernel's argument)."""
+    return str(getattr(getattr(data, "type_annotation", None), "storage_scope", "")) \
+        in ("", "global")
+
+
+def _memory(expr: Any) -> bool:
+    """Whether an expression reads memory (a buffer's element: a value the data sets)."""
+    found: list[Any] = []
+    post_order_visit(expr, lambda node: found.append(node)
+                     if kind(node) == "BufferLoad" else None)
+    return bool(found)
 
 
 def _scalar(stmt: Any) -> tuple[Any, str] | None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
@@ -119,22 +119,23 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
     buffers."""
     warmup, cycle = argument
     found: dict[str, Any] = {}
-    ranged: dict[int, tuple[str, int, int]] = {}  # loop -> (name, least, greatest trips)
+    # A loop or condition -> (what it is, its least and greatest choice walked).
+    ranged: dict[Hashable, tuple[Ranged, int, int]] = {}
     count = 0
     memo: dict[str, dict[int, Any]] = {}  # what every walk reads of the IR, read once
     for walk in walks:
-        pending: list[dict[int, int]] = [{}]
+        pending: list[dict[Hashable, int]] = [{}]
         while pending:
             trips = pending.pop(0)
             said = ", ".join([*dict.fromkeys(f"{var.name} = {value}"
                                              for var, value in walk.items())]
-                             + [f"{ranged[key][0]} running {n} times"
-                                for key, n in trips.items()])
+                             + [ranged[key][0].said(n) for key, n in trips.items()])
             try:
                 trace = Trace(func, boxes, walk, trips, memo)
             except Ranged as exc:
-                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle)
-                ranged[exc.key] = (str(exc).split(" has ")[0], exc.lo, top)
+                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle) if exc.periodic \
+                    else exc.hi
+                ranged[exc.key] = (exc, exc.lo, top)
                 pending += [{**trips, exc.key: n} for n in range(exc.lo, top + 1)]
                 count += top + 1 - exc.lo
                 if count > MAX_WALKS * 4:
@@ -164,11 +165,12 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
         return not_checked("no asynchronous copy into shared memory")
     names = ", ".join(dict.fromkeys(str(var.name) for var in walks[0]))
     covered = [f"every {names}" if names else ""] + [
-        f"{name} running {lo} to {top} times" for name, lo, top in ranged.values()]
+        exc.covered(lo, top) for exc, lo, top in ranged.values()]
     if found["verdict"] == "none" and (names or ranged):
-        top = warmup + 2 * cycle
-        found["text"] += (f"; for {', '.join(c for c in covered if c)} (every synchronised "
-                          f"loop's trip count to {top}: longer loops repeat their states)")
+        found["text"] += f"; for {', '.join(c for c in covered if c)}"
+        if names or any(exc.periodic for exc, _, _ in ranged.values()):
+            found["text"] += (f" (every synchronised loop's trip count to "
+                              f"{warmup + 2 * cycle}: longer loops repeat their states)")
     return found
 
 
