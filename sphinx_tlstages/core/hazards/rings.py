@@ -225,10 +225,13 @@ def _shared_phases(sequences: dict[str, list[tuple[int, Json]]], shared: set[str
     each phase to exactly the init count (the last one to at most): then no arrival can
     count towards a phase other than its own, by induction over the phases (each phase's
     arrivals come after the phase before it completed). What a role learns through a
-    shared barrier's arrivals depends on their phases: the phases are given again with
-    what the last ones teach until they no longer change (an arrival whose role then
-    knows its own phase completed before it arrived contradicts them). Where they do not
-    settle, or the counts do not add up, the barrier is outside the model. A TMA copy and
+    shared barrier's arrivals depends on their phases: they are settled a prefix at a
+    time (each phase up to the first whose count is wrong), given again with what the
+    settled ones teach, and where two barriers' phases rest on each other the next phase
+    of one is guessed (:func:`_guess`); the result must be a fixed point, every guess
+    confirmed (an arrival whose role then knows its own phase completed before it
+    arrived contradicts them). Where they do not settle, or the counts do not add up,
+    the barrier is outside the model. A TMA copy and
     an ``expect_tx`` without arrival belong to the phase of their role's next arrival on
     the barrier."""
     given: dict[int, int] = {}  # the phases settled so far
@@ -278,6 +281,9 @@ def _shared_phases(sequences: dict[str, list[tuple[int, Json]]], shared: set[str
         if not guess:
             break
         guessed.update(guess)
+    else:  # still changing: no fixed point
+        raise Unchecked(f"{', '.join(sorted(shared))} have arrivals from several roles "
+                        "whose phases the check cannot tell (they do not settle)")
     if len(given) < len(fresh) or any(given.get(i) != n for i, n in guessed.items()):
         # Every barrier not settled is named (one's phases may rest on another's).
         left = [(bar, number, total) for (bar, number), total in sorted(totals.items())
