@@ -1221,6 +1221,7 @@ def test_a_release_barrier_whose_phases_cannot_be_told_is_not_called_clean() -> 
     assert found["verdict"] != "none", found
     assert "b_free[0]" in found["text"], found
 
+
 # --- Blackwell: tcgen05 MMAs read shared memory until the commit that tracks them
 # completes its barrier's phase --------------------------------------------------------------
 
@@ -1354,6 +1355,41 @@ def _mask_loop(after: dict[str, Any], change: Any, consumer: bool = False) -> di
     mod = after["final"]
     device = ir_facts.device_function(mod)
     body = ir_transform(device.body, None, in_loop, ["tirx.For"])
+    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
+
+
+# --- a bound read from a shared array, a block's work under a condition read from memory --
+
+# Row groups of different sizes: each block finds its group in a table of tile counts it
+# builds in shared memory (``tiles[group[0]]``: an index the data sets), and runs its
+# pipeline only under ``if by < tiles[groups]`` (a block past the data's tiles skips it).
+GROUPED_ROWS = read("hazards/grouped_rows.py")
+GROUPED_ARGS = {"groups": 4, "total_rows": 1024, "N": 256, "K": 256, "num_stages": 2}
+
+
+def _rebased(after: dict[str, Any], name: str, onto: str) -> dict[str, Any]:
+    """``after`` with the shared buffer ``name`` placed at ``onto``'s bytes (its byte
+    offset in the dynamic allocation replaced by the other's)."""
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    offsets: dict[str, Any] = {}
+
+    def find(node: Any) -> None:
+        if type(node).__name__ == "Bind" and str(node.var.name) == onto:
+            offsets[onto] = node.value.args[1]
+
+    post_order_visit(device.body, find)
+
+    def change(node: Any) -> Any:
+        if type(node).__name__ != "Bind" or str(node.var.name) != name:
+            return None
+        value = tvm.tirx.call_intrin("handle", "tirx.handle_add_byte_offset",
+                                     node.value.args[0], offsets[onto])
+        return tvm.tirx.Bind(node.var, value)
+
+    body = ir_transform(device.body, None, change, ["tirx.Bind"])
     gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
     return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
                                             gvar: device.with_body(body)})}
@@ -1507,3 +1543,146 @@ def test_a_load_waited_for_under_the_mask_races_when_no_tile_runs() -> None:
     found = check(after, "sm_90a")
     assert found["verdict"] == "hazard" and "S_s" in found["text"], found
     assert "every element of the mask" in found["text"] and "false" in found["text"]
+
+
+GROUPED_CASES = [(arch, mutation) for arch in ("sm_80", "sm_90a")
+                 for mutation in ("clean", "the table placed over A_s")] + [
+    ("sm_80", "the wait deleted"), ("sm_90a", "the parity flipped")]
+
+
+@pytest.mark.parametrize(("arch", "mutation"), GROUPED_CASES,
+                         ids=[f"{a}-{m}" for a, m in GROUPED_CASES])
+def test_a_group_found_in_a_shared_table_is_checked(arch: str, mutation: str) -> None:
+    """A shared read at an index read from memory reads any element of its buffer, and a
+    synchronisation under a condition every thread of the block decides alike from memory
+    is walked with the condition false and true (both were "not checked: tiles cannot be
+    bounded", "a synchronisation under the condition"). The table moved over the pipelined
+    tile is raced by the copies in flight; the pipeline's defects under the condition are
+    found with it true."""
+    after, _ = lowered(GROUPED_ROWS, "grouped_rows", arch, **GROUPED_ARGS)
+    if mutation == "the table placed over A_s":
+        after = _rebased(after, "tiles", "A_s")
+    elif mutation == "the wait deleted":
+        after = mutated(after, _nth("ptx_wait_group", 0, _no_op)())
+    elif mutation == "the parity flipped":
+        after = mutated(after, _nth("mbarrier_wait_parity", 0, _flip)(), loop_only=False)
+    found = check(after, arch)
+    if mutation == "clean":
+        assert found["verdict"] == "none", found
+        assert "for the condition by < tiles[4] true and false" in found["text"], found
+        assert "trip count" not in found["text"], found
+        return
+    assert found["verdict"] == "hazard", found
+    assert "(with the condition by < tiles[4] true)" in found["text"], found
+    if mutation == "the table placed over A_s":
+        assert any(f["buffer"] in ("A_s", "tiles") for f in found["findings"]), found
+
+
+def test_a_read_at_an_index_from_memory_spans_its_buffer() -> None:
+    """The read of ``tiles[group[0]]`` (the group a loop found: unknown to the walk) is
+    every byte of ``tiles``; with the condition false the block copies nothing."""
+    from sphinx_tlstages.worker.hazards.trace import Forked, Trace
+
+    after, _ = lowered(GROUPED_ROWS, "grouped_rows", "sm_80", **GROUPED_ARGS)
+    func = ir_facts.device_function(after["final"])
+    with pytest.raises(Forked) as fork:
+        Trace(func)
+    records = Trace(func, trips={fork.value.key: 1}).records
+    table = {(r["lo"], r["hi"]) for r in records if r["op"] == "read"
+             and r["buffer"] == "tiles" and r["how"] == "load"}
+    assert (0, 4 * 5 - 1) in table, table  # five int32: tiles[0 .. groups]
+    assert not [r for r in Trace(func, trips={fork.value.key: 0}).records
+                if r["op"] in ("copy", "commit", "wait")]
+
+
+# --- a loop whose first iteration depends on the block ------------------------------------
+
+# Local attention scores: block ``bx`` reads the key blocks ``max(0, bx - 2) .. bx``.
+WINDOW_SCORES = read("hazards/window_scores.py")
+WINDOW_ARGS = {"seq": 512, "dim": 64, "window": 3, "num_stages": 2}
+
+
+def _at_key_block(k: Any, n: Any) -> Any:
+    """Key block 3 only: read by blocks 3, 4 and 5 (first, second, third iteration)."""
+    return _eq(k, 3)
+
+
+WINDOW_CASES = [("sm_80", "clean"), ("sm_80", "the wait deleted"),
+                ("sm_80", "the barriers deleted"), ("sm_90a", "clean"),
+                ("sm_90a", "the parity flipped")]
+
+
+@pytest.mark.parametrize(("arch", "mutation"), WINDOW_CASES,
+                         ids=[f"{a}-{m}" for a, m in WINDOW_CASES])
+def test_a_loop_starting_where_the_block_says_is_checked_per_block(arch: str,
+                                                                   mutation: str) -> None:
+    """A synchronised loop starting at ``max(0, bx - 2)`` is walked once per block index
+    (it was "not checked: the loop over k is not known"); a defect at one key block shows
+    in the blocks whose window holds it, and the verdict names one of them."""
+    after, _ = lowered(WINDOW_SCORES, "window_scores", arch, **WINDOW_ARGS)
+    if mutation != "clean":
+        name, replace = DEFECTS[arch][mutation]
+        after = _when(after, name, replace, _at_key_block)
+    found = check(after, arch)
+    if mutation == "clean":
+        assert found["verdict"] == "none", found
+        assert found["text"].endswith("; for bx from 0 to 7"), found
+        return
+    assert found["verdict"] == "hazard", found
+    block = int(re.search(r"with bx = (\d+)", found["text"]).group(1))
+    assert block in (3, 4, 5), found
+
+
+# --- three warp groups: a role split again, a barrier two roles arrive on ----------------
+
+# A producer copying with cp.async and two consumers, each multiplying one half of the
+# tile; the second hears of the tile from the first (``pair``), both free the slot
+# (``free``: 128 arrivals each of 256), and the one proxy fence is the first's.
+SPLIT_CONSUMERS = read("hazards/split_consumers.py")
+CONSUMERS_ARGS = {"M": 256, "N": 256, "K": 512}
+# The mutations, by the mbarrier wait or fence deleted (in the order the code runs them:
+# the first's wait on ready, its wait on pair, the second's wait on pair, the producer's
+# wait on free), and the finding each must give.
+SPLIT_MUTATIONS = {
+    "the first's wait on ready deleted": (("mbarrier_wait_parity", 0), "RAW", "reads xs"),
+    "the producer's wait on free deleted": (("mbarrier_wait_parity", 3), "WAR",
+                                            "may overwrite what the consumer"),
+    "the first's proxy fence deleted": (("fence_proxy_async", 0), "PROXY", "wgmma reads xs"),
+}
+
+
+@pytest.mark.parametrize("mutation", ["clean", *SPLIT_MUTATIONS])
+def test_three_warp_groups_with_a_shared_barrier_are_checked(mutation: str) -> None:
+    """``if tx < 128: ... elif tx < 256: ... else: ...`` is three roles (it was "not
+    checked: a synchronisation under the condition tx < 256"); a barrier both consumers
+    arrive on gives each arrival the phase its role knows the ones before it completed:
+    the second never waits on ``free``, and knows its earlier phases complete because the
+    first's arrivals on ``pair`` tell it the first's arrivals on ``free`` were made (and
+    its own, through its own arrivals on ``pair``). The second consumer is ordered after
+    the copies through the first's arrival, and so is the first's proxy fence (a fence on
+    the path: "Causality Order"), so the clean kernel has no PROXY finding. Each deletion
+    is flagged."""
+    after, _ = lowered(SPLIT_CONSUMERS, "split_consumers", "sm_90a", **CONSUMERS_ARGS)
+    if mutation != "clean":
+        (name, n), kind, words = SPLIT_MUTATIONS[mutation]
+        after = mutated(after, _nth(name, n, _no_op)(), loop_only=False)
+    found = check(after, "sm_90a")
+    if mutation == "clean":
+        assert found["verdict"] == "none", found
+        return
+    assert found["verdict"] == "hazard", found
+    assert any(f["kind"] == kind and words in f["text"] for f in found["findings"]), found
+
+
+def test_a_consumer_that_runs_a_phase_ahead_is_not_checked() -> None:
+    """Without a consumer's wait on ``pair``, it may arrive on ``pair`` for the next tile
+    before the other arrives for this one: the arrivals' phases are not known, and the
+    check says so rather than guess. The barriers not settled are named, ``pair`` among
+    them (``free``'s phases, learnt through ``pair``, are not settled either)."""
+    after, _ = lowered(SPLIT_CONSUMERS, "split_consumers", "sm_90a", **CONSUMERS_ARGS)
+    for n in (1, 2):
+        found = check(mutated(after, _nth("mbarrier_wait_parity", n, _no_op)(),
+                              loop_only=False), "sm_90a")
+        assert found["verdict"] == "not checked", found
+        assert "arrivals from several roles" in found["text"], found
+        assert "pair[0]" in found["text"].split(" arrivals")[0], found

@@ -24,13 +24,22 @@ from tvm.tirx.stmt_functor import post_order_visit, substitute
 
 from ..ir.walk import integer, kind, op_name, short
 
-# Calls a mask may make: its value is still the block's.
-_PURE_CALLS = frozenset({"if_then_else", "likely", "bitwise_and", "bitwise_or", "bitwise_xor",
-                         "bitwise_not", "shift_left", "shift_right"})
+# Calls whose value depends only on their arguments (any other, a warp's index or an
+# election, may differ between threads): a mask, or a condition the block decides alike
+# (:meth:`.trace.Trace.uniform`), may make them.
+_PURE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+                   "shift_right", "shift_left", "if_then_else", "truncmod", "truncdiv",
+                   "likely"})
 
 
-def _scope(buffer: Any) -> str:
-    return str(getattr(buffer.data.type_annotation, "storage_scope", ""))
+def _scope(data: Any) -> str:
+    """A buffer's data's storage scope (``""``: a kernel's argument)."""
+    return str(getattr(getattr(data, "type_annotation", None), "storage_scope", ""))
+
+
+def _global(data: Any) -> bool:
+    """Whether a buffer's data lives in global memory (a kernel's argument)."""
+    return _scope(data) in ("", "global")
 
 
 class Masks:
@@ -61,8 +70,8 @@ class Masks:
                     ("int", "uint", "bool")):
                 self.bound[node.var] = node.value
             elif what == "BufferStore":
-                scope = _scope(node.buffer)
-                if scope in ("", "global"):
+                scope = _scope(node.buffer.data)
+                if _global(node.buffer.data):
                     self.written.add(node.buffer.data)
                 elif scope.startswith("local"):
                     stores.setdefault(node.buffer.data, []).append(node)
@@ -88,7 +97,7 @@ class Masks:
         if key not in self.resolved:
             calls: list[bool] = []
             post_order_visit(cond, lambda n: calls.append(True) if kind(n) == "Call"
-                             and short(op_name(n)) not in _PURE_CALLS else None)
+                             and short(op_name(n)) not in _PURE else None)
             if calls:  # ``tl_shuffle_elect()``: the thread's, whatever the function holds
                 self.resolved[key] = None
                 return None
@@ -108,7 +117,7 @@ class Masks:
                       arrays: list[Any] = arrays) -> None:
                 if kind(node) == "Var" and node in self.bound:
                     lets[node] = self.bound[node]
-                elif kind(node) == "BufferLoad" and _scope(node.buffer).startswith("local") \
+                elif kind(node) == "BufferLoad" and _scope(node.buffer.data).startswith("local") \
                         and node.buffer.data in self.filled and len(node.indices) == 1:
                     arrays.append(node)
 
@@ -132,12 +141,11 @@ class Masks:
             if what == "Var" and (node in self.threads or node in self.bound):
                 verdict["other"] = True
             elif what == "BufferLoad":
-                scope = _scope(node.buffer)
-                if scope in ("", "global") and node.buffer.data not in self.written:
+                if _global(node.buffer.data) and node.buffer.data not in self.written:
                     verdict["global"] = True
                 else:
                     verdict["other"] = True
-            elif what == "Call" and short(op_name(node)) not in _PURE_CALLS:
+            elif what == "Call" and short(op_name(node)) not in _PURE:
                 verdict["other"] = True
 
         post_order_visit(expr, check)

@@ -27,7 +27,11 @@ the epilogue's slots and parities, which the trip count sets; a shared index tha
 size in any other way is walked at the value chosen for each trip count. A trip count that
 depends on the block index (causal attention) or is read from memory (``s_cum[b + 1] -
 s_cum[b]``) is not a size: the walk meets it as a range and is repeated per count
-(:class:`.trace.Ranged`, ``verdict._every``), to the same bound.
+(:class:`.trace.Ranged`, ``verdict._every``), to the same bound. A loop whose first
+iteration depends on the block index is walked per block instead (:class:`.trace.Blocked`):
+the ring's state depends on the iteration's distance from the first (TileLang versions
+slots by ``k - start``), but the body also compares ``k`` itself with bounds of the block
+(``if k == start``, the window's mask), so each block is walked with its own start.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from tvm.tirx.stmt_functor import post_order_visit, substitute
 
 from ..ir.walk import integer, kind
 from .intervals import Interval, Unbounded, interval
-from .masks import Masks
+from .masks import Masks, _global
 from .trace import _SYNC_OPS, Undecided, has_call
 
 # A size that sets no synchronised loop: one value, past any tile.
@@ -70,7 +74,7 @@ def sized(func: Any) -> list[list[Any]]:
         if kind(node) in ("Bind", "LetStmt") and str(node.var.dtype).startswith(("int", "uint")):
             loads: list[Any] = []
             post_order_visit(node.value, lambda n: loads.append(n)
-                             if kind(n) == "BufferLoad" and _global(n.buffer) else None)
+                             if kind(n) == "BufferLoad" and _global(n.buffer.data) else None)
             if not loads:
                 return
             # The same value up to the sizes already grouped (each role binds its own
@@ -86,11 +90,6 @@ def sized(func: Any) -> list[list[Any]]:
 
     post_order_visit(func.body, visit)
     return groups
-
-
-def _global(buffer: Any) -> bool:
-    scope = str(getattr(buffer.data.type_annotation, "storage_scope", ""))
-    return scope in ("", "global")
 
 
 def _uses(expr: Any, var: Any) -> bool:

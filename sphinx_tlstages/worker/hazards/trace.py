@@ -15,8 +15,7 @@ does not model) it raises :class:`Undecided`, which the check reports as "not ch
 from __future__ import annotations
 
 import contextlib
-import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
@@ -25,7 +24,7 @@ from tvm.tirx.stmt_functor import post_order_visit
 
 from ..ir.walk import integer, kind, op_name, short
 from .intervals import Interval, Unbounded, interval, narrowed
-from .masks import Masks
+from .masks import _PURE, Masks, _global
 
 BARRIER_OPS = frozenset({
     "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
@@ -59,10 +58,31 @@ class Ranged(Undecided):
     as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`,
     keyed by the extent's structural hash)."""
 
-    def __init__(self, key: int, lo: int, hi: int, name: str, masked: str = "") -> None:
+    # Whether the choices past the bound of the periodic argument (:mod:`.sizes`) repeat
+    # those below it (a trip count's do; a block index's need not).
+    periodic = True
+
+    def __init__(self, key: Hashable, lo: int, hi: int, name: str, masked: str = "") -> None:
         super().__init__(f"{name} has a trip count from {lo} to {hi}")
-        self.key, self.lo, self.hi = key, lo, hi
-        self.masked = masked  # the mask whose true iterations these are (``""``: none)
+        self.key, self.lo, self.hi, self.name = key, lo, hi, name
+        # The mask whose true iterations the count is (``""``: none): a loop whose
+        # synchronisations a condition read from memory runs or skips
+        # (:meth:`Trace.masked_loop`).
+        self.masked = masked
+
+    def said(self, value: int) -> str:
+        """The walk's choice, in words."""
+        if self.masked:
+            return (f"{self.name} running {value} of its iterations (the others skipped "
+                    f"by the mask {self.masked})")
+        return f"{self.name} running {value} times"
+
+    def covered(self, lo: int, hi: int) -> str:
+        """The choices walked, in words."""
+        if self.masked:
+            return (f"every pattern of the mask {self.masked} over {self.name} ({lo} to {hi} "
+                    "of its iterations running, each skipped one doing nothing)")
+        return f"{self.name} running {lo} to {hi} times"
 
 
 class Masked(Undecided):
@@ -72,6 +92,47 @@ class Masked(Undecided):
     def __init__(self, key: str) -> None:
         super().__init__(f"the mask {key} has no value")
         self.key = key
+
+
+class Blocked(Ranged):
+    """A synchronised loop whose first iteration depends on the block index (a sliding
+    window's first key block, ``max(0, bx - w)``), in a grid of known extent: the walk is
+    made once per value of that index (:attr:`Trace.trips`, keyed by its thread tag), each
+    the exact walk of those blocks."""
+
+    periodic = False
+
+    def __init__(self, key: Hashable, hi: int, name: str, loop: str) -> None:
+        Undecided.__init__(self, f"{loop} starts at a value set by {name}")
+        self.key, self.lo, self.hi, self.name, self.masked = key, 0, hi, name, ""
+
+    def said(self, value: int) -> str:
+        return f"{self.name} = {value}"
+
+    def covered(self, lo: int, hi: int) -> str:
+        return f"{self.name} from {lo} to {hi}"
+
+
+class Forked(Ranged):
+    """A synchronisation under a condition the walk cannot decide but that every thread
+    of the block decides alike (it reads memory at an index that does not depend on the
+    thread: ``if tile < s_cum[groups]``, a block past the data's tiles skipping its
+    work), met once in a walk: the walk is made once with the condition false and once
+    with it true (:attr:`Trace.trips`, keyed by the statement). One read from memory in
+    each iteration of the synchronised loop it guards (a block mask) is a mask instead
+    (:meth:`Trace.masked_loop`: every pattern)."""
+
+    periodic = False
+
+    def __init__(self, key: Hashable, name: str) -> None:
+        Undecided.__init__(self, f"a synchronisation under the condition {name}")
+        self.key, self.lo, self.hi, self.name, self.masked = key, 0, 1, name, ""
+
+    def said(self, value: int) -> str:
+        return f"the condition {self.name} {'true' if value else 'false'}"
+
+    def covered(self, lo: int, hi: int) -> str:
+        return f"the condition {self.name} true and false"
 
 
 def shared(var: Any) -> bool:
@@ -107,7 +168,7 @@ class Trace:
 
     def __init__(self, func: Any, boxes: dict[str, int] | None = None,
                  sizes: dict[Any, int] | None = None,
-                 trips: dict[int, int] | None = None,
+                 trips: dict[Hashable, int] | None = None,
                  memo: dict[str, dict[int, Any]] | None = None,
                  masks: dict[str, bool] | None = None,
                  decide: Callable[[int], bool] | None = None) -> None:
@@ -117,8 +178,14 @@ class Trace:
         self.env.update({var: (value, value) for var, value in self.sizes.items()})
         self.open: dict[int, bool] = {}  # whether an expression uses a symbolic size
         # The trip count of each synchronised loop whose extent is a range, by the extent,
-        # for this walk (the driver tries each; see :class:`Ranged`).
+        # for this walk, and the outcome of each condition the block decides alike that the
+        # walk cannot, by its statement (the driver tries each; see :class:`Ranged`).
         self.trips = dict(trips or {})
+        self.forked: set[Hashable] = set()  # the conditions met in this walk
+        # The variables whose value may differ between the block's threads: the thread
+        # indices and what is bound to an expression of them.
+        self.varying: set[Any] = set()
+        self.blocks: dict[Any, tuple[str, int | None]] = {}  # block index -> (tag, extent)
         # Inside code walked once for many runs: a scalar's store leaves it unknown.
         self.summarised = 0
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
@@ -168,8 +235,7 @@ class Trace:
         self.decided: dict[str, str] = {}  # an element decided -> where (``k=3``)
         self.form = ""  # the form of the first mask decided (:meth:`.Masks.form`)
         self.masking: tuple[str, bool, Any] | None = None
-        self.masked_key = 0  # the trip-count key of the masked loop walked
-        self.blocks: set[Any] = set()  # blockIdx variables
+        self.masked_key: Hashable = None  # the trip-count key of the masked loop walked
         self.masked_loops: dict[int, str | None] = memo.setdefault("masked_loops", {})
         # The variables a mask's form reads besides its loop's (by the form).
         self.mask_vars: dict[Any, list[Any]] = memo.setdefault("mask_vars", {})
@@ -203,16 +269,34 @@ class Trace:
             found = self.open[key] = any(hits)
         return found
 
+    def uniform(self, expr: Any) -> bool:
+        """Whether every thread of the block gives ``expr`` the same value: it uses no
+        thread index (nor a variable bound to one), and reads no thread's local memory
+        other than a scalar the walk knows to be one value."""
+        found = [True]
+
+        def visit(node: Any) -> None:
+            what = kind(node)
+            if what == "Var" and node in self.varying:
+                found[0] = False
+            elif what == "BufferLoad" and not (shared(node.buffer.data)
+                                               or _global(node.buffer.data)):
+                known = self.env.get((node.buffer.data, "scalar"))
+                if known is None or known[0] != known[1]:
+                    found[0] = False
+            elif what == "Call" and short(op_name(node)) not in _PURE:
+                found[0] = False  # a lane's or a warp's index, an election: per thread
+
+        post_order_visit(expr, visit)
+        return found[0]
+
     def extent(self, expr: Any, what: str) -> Interval:
         """A loop's trip count; one read from memory (a sequence's start in a cumulative
         array, ``s_cum[b + 1] - s_cum[b]``) is any count, like a symbolic size's."""
         try:
             return self.bound(expr, what)
         except Undecided:
-            loads: list[Any] = []
-            post_order_visit(expr, lambda node: loads.append(node)
-                             if kind(node) == "BufferLoad" else None)
-            if not loads:
+            if not _memory(expr):
                 raise
             return 0, OPEN
 
@@ -301,24 +385,30 @@ class Trace:
 
     def _AttrStmt(self, stmt: Any) -> None:
         if stmt.attr_key == "thread_extent":
-            var = stmt.node.var
-            if str(stmt.node.thread_tag).startswith("blockIdx") and self.uses_size(stmt.value):
+            var, tag = stmt.node.var, str(stmt.node.thread_tag)
+            if tag.startswith("blockIdx") and self.uses_size(stmt.value):
                 # A grid from a symbolic size: any block index, whatever size was fixed.
                 self.env[var] = (0, OPEN)
-                self.blocks.add(var)
+                self.blocks[var] = (tag, None)
                 self.walk(stmt.body)
                 return
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
-            if str(stmt.node.thread_tag).startswith("blockIdx"):
-                self.blocks.add(var)
+            if tag.startswith("blockIdx"):
+                self.blocks[var] = (tag, extent)
+                if ("block", tag) in self.trips:  # this walk's block (:class:`Blocked`)
+                    self.env[var] = (self.trips["block", tag],) * 2
             if str(stmt.node.thread_tag) == "threadIdx.x":
                 self.threads, self.group = var, (0, extent - 1)
                 self.spans = [self.group]
+            if str(stmt.node.thread_tag).startswith("threadIdx"):
+                self.varying.add(var)
         self.walk(stmt.body)
 
     def _Bind(self, stmt: Any) -> None:
         value = stmt.value
+        if not self.uniform(value):
+            self.varying.add(stmt.var)
         if kind(value) == "Call" and short(op_name(value)) == "handle_add_byte_offset":
             root, offset = self.base(value.args[0])
             extra = self.constant(value.args[1], f"the offset of {stmt.var.name}")
@@ -353,7 +443,11 @@ class Trace:
                 self.summarised -= 1
             self.forget(stmt.body)
             return
-        lo_c = self.constant(stmt.min, name)
+        try:
+            lo_c = self.constant(stmt.min, name)
+        except Undecided:
+            self.by_block(stmt.min, name)
+            raise
         low, high = self.extent(stmt.extent, name)
         if low != high:
             # Loops of one extent run as often (a warp-specialised loop's two roles): one
@@ -378,6 +472,22 @@ class Trace:
             finally:
                 self.where.pop()
         self.env.pop(stmt.loop_var, None)
+
+    def by_block(self, start: Any, name: str) -> None:
+        """A synchronised loop's first iteration that is not one value: raise
+        :class:`Blocked` for a block index it depends on that this walk has not fixed, in a
+        grid of known extent (one of symbolic extent is said plainly)."""
+        used: list[Any] = []
+        post_order_visit(start, lambda node: used.append(node)
+                         if kind(node) == "Var" and node in self.blocks else None)
+        for var in used:
+            tag, extent = self.blocks[var]
+            if self.env[var][0] == self.env[var][1]:
+                continue
+            if extent is None:
+                raise Undecided(f"{name} starts at a value set by {var.name}, in a grid of "
+                                "symbolic extent")
+            raise Blocked(("block", tag), extent - 1, str(var.name), name)
 
     def _IfThenElse(self, stmt: Any) -> None:
         try:
@@ -498,7 +608,7 @@ class Trace:
         # One count of run iterations per mask row: the values of the other variables
         # the mask reads (an outer loop's, walked unrolled) are part of the key.
         row = [self.env.get(v) for v in self.mask_vars.get(form, [])]
-        key = zlib.crc32(f"mask {form} {row}".encode())
+        key = ("mask", form, tuple(row))
         if key not in self.trips:
             raise Ranged(key, 0, trips, f"the loop over {var.name}", form)
         runs, self.masked_key = self.trips[key], key
@@ -611,6 +721,9 @@ class Trace:
                 self.summarised -= 1
             self.forget(stmt.then_case)
             return
+        if self.uniform(cond):
+            self.fork(stmt)
+            return
         # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
         # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself;
         # inside a role, a split of its threads again (``if tx < 128: ... elif tx < 256:
@@ -683,6 +796,23 @@ class Trace:
         self.group = span
         for var in (self.threads, *self.aliases):
             self.env[var] = span
+
+    def fork(self, stmt: Any) -> None:
+        """A synchronisation under a condition every thread of the block decides alike
+        (:class:`Forked`): the branch the driver chose for this walk. A block mask read in
+        each iteration of the synchronised loop it guards never comes here (:meth:`_For`
+        gives that loop to :meth:`masked_loop`); any other condition met again in one walk
+        (in a loop unrolled: each time may read another value) is not decided."""
+        key = ("if", stmt.__chandle__())
+        if key in self.forked:
+            raise Undecided(f"a synchronisation under the condition {stmt.condition}, "
+                            "read from memory each time a loop runs")
+        self.forked.add(key)
+        if key not in self.trips:
+            raise Forked(key, str(stmt.condition))
+        branch = stmt.then_case if self.trips[key] else stmt.else_case
+        if branch is not None:
+            self.walk(branch)
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
@@ -859,9 +989,29 @@ class Trace:
         for call in known:
             self.all_reduce(call)
         for load in found:
-            buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+            try:
+                buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+                own: Any = self.per_thread()
+            except Undecided:
+                if not any(_memory(index) for index in load.indices):
+                    raise
+                # An index read from memory (``s_cum[group[0]]``, the group a search
+                # found): any element of the buffer, so every byte of it.
+                buffer, root, lo, hi = self.whole(load.buffer)
+                own = None
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
-                       "how": "load", "own": self.per_thread()})
+                       "how": "load", "own": own})
+
+    def whole(self, buffer: Any) -> tuple[str, str, int, int]:
+        """(buffer, allocation, first byte, last byte) of every element of a buffer."""
+        size = buffer.dtype.bits * buffer.dtype.lanes // 8
+        count: Any = 1
+        for extent in buffer.shape:
+            count = count * extent
+        first = self.bound(buffer.elem_offset, str(buffer.name))[0]
+        last = self.bound(buffer.elem_offset + count, str(buffer.name))[1]
+        root, offset = self.base(buffer.data)
+        return str(buffer.data.name), root, offset + first * size, offset + last * size - 1
 
     def all_reduce(self, call: Any) -> None:
         """TileLang's ``tl::AllReduce<Reducer, threads, scale, thread_offset[, Barrier[,
@@ -1129,6 +1279,14 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
     post_order_visit(expr, lambda node: visit(node)
                      if node.__chandle__() not in followed else None)
     return found, passed, known
+
+
+def _memory(expr: Any) -> bool:
+    """Whether an expression reads memory (a buffer's element: a value the data sets)."""
+    found: list[Any] = []
+    post_order_visit(expr, lambda node: found.append(node)
+                     if kind(node) == "BufferLoad" else None)
+    return bool(found)
 
 
 def _scalar(stmt: Any) -> tuple[Any, str] | None:

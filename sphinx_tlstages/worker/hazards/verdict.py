@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
@@ -123,27 +123,25 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
     buffers."""
     warmup, cycle = argument
     found: dict[str, Any] = {}
-    # loop -> (name, least, greatest trips, the mask whose true iterations they are)
-    ranged: dict[int, tuple[str, int, int, str]] = {}
+    # A loop or condition -> (what it is, its least and greatest choice walked).
+    ranged: dict[Hashable, tuple[Ranged, int, int]] = {}
     count = 0
     memo: dict[str, dict[int, Any]] = {}  # what every walk reads of the IR, read once
     if masks is not None:
         memo["masks"] = {0: masks}
     for walk in walks:
-        pending: list[dict[int, int]] = [{}]
+        pending: list[dict[Hashable, int]] = [{}]
         while pending:
             trips = pending.pop(0)
             said = ", ".join([*dict.fromkeys(f"{var.name} = {value}"
                                              for var, value in walk.items())]
-                             + [f"{ranged[key][0]} running {n} times" if not ranged[key][3]
-                                else f"{ranged[key][0]} running {n} of its iterations "
-                                f"(the others skipped by the mask {ranged[key][3]})"
-                                for key, n in trips.items()])
+                             + [ranged[key][0].said(n) for key, n in trips.items()])
             try:
                 trace = Trace(func, boxes, walk, trips, memo)
             except Ranged as exc:
-                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle)
-                ranged[exc.key] = (str(exc).split(" has ")[0], exc.lo, top, exc.masked)
+                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle) if exc.periodic \
+                    else exc.hi
+                ranged[exc.key] = (exc, exc.lo, top)
                 pending += [{**trips, exc.key: n} for n in range(exc.lo, top + 1)]
                 count += top + 1 - exc.lo
                 if count > MAX_WALKS * 4:
@@ -167,12 +165,12 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
             found = this
             if found["verdict"] == "not checked" and "no asynchronous copy" in found["text"]:
                 continue
-            masked = [n for key, n in trips.items() if ranged[key][3]]
+            masked = [n for key, n in trips.items() if ranged[key][0].masked]
             if found["verdict"] != "none" and masked:
                 # The walk of ``n`` run iterations bounds every pattern's records; the
                 # finding is reported as a pattern that shows it (the first ``n`` run).
                 hit = _search(func, boxes, walk,
-                              {key: n for key, n in trips.items() if not ranged[key][3]},
+                              {key: n for key, n in trips.items() if not ranged[key][0].masked},
                               memo, kept, main, shapes, masked[0])
                 if hit is None:
                     return not_checked(f"a race the bound over every pattern of a mask "
@@ -188,14 +186,12 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
         return not_checked("no asynchronous copy into shared memory")
     names = ", ".join(dict.fromkeys(str(var.name) for var in walks[0]))
     covered = [f"every {names}" if names else ""] + [
-        f"{name} running {lo} to {top} times" if not mask else
-        f"every pattern of the mask {mask} over {name} ({lo} to {top} of its iterations "
-        "running, each skipped one doing nothing)"
-        for name, lo, top, mask in ranged.values()]
+        exc.covered(lo, top) for exc, lo, top in ranged.values()]
     if found["verdict"] == "none" and (names or ranged):
-        top = warmup + 2 * cycle
-        found["text"] += (f"; for {', '.join(c for c in covered if c)} (every synchronised "
-                          f"loop's trip count to {top}: longer loops repeat their states)")
+        found["text"] += f"; for {', '.join(c for c in covered if c)}"
+        if names or any(exc.periodic for exc, _, _ in ranged.values()):
+            found["text"] += (f" (every synchronised loop's trip count to "
+                              f"{warmup + 2 * cycle}: longer loops repeat their states)")
     return found
 
 
@@ -218,7 +214,8 @@ def _guarded(func: Any, memo: dict[str, dict[int, Any]]) -> bool:
     return bool(found)
 
 
-def _search(func: Any, boxes: dict[str, int], walk: dict[Any, int], trips: dict[int, int],
+def _search(func: Any, boxes: dict[str, int], walk: dict[Any, int],
+            trips: dict[Hashable, int],
             memo: dict[str, dict[int, Any]], kept: dict[str, Any], main: Callable[[Any], Any],
             shapes: dict[str, tuple[int, int | None, int | None]] | None,
             first: int | None) -> dict[str, Any] | None:
