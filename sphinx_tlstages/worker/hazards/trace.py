@@ -56,7 +56,9 @@ class Undecided(Exception):
 class Ranged(Undecided):
     """A synchronised loop whose trip count is a range (it depends on the block index,
     as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`,
-    keyed by the extent's structural hash)."""
+    keyed by the extent's structural hash). A loop a block mask guards
+    (:meth:`Trace.masked_loop`) is one too: its count is that of the iterations the mask
+    runs (:attr:`masked` names the mask; keyed by the mask's form and row)."""
 
     # Whether the choices past the bound of the periodic argument (:mod:`.sizes`) repeat
     # those below it (a trip count's do; a block index's need not).
