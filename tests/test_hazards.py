@@ -1221,6 +1221,7 @@ def test_a_release_barrier_whose_phases_cannot_be_told_is_not_called_clean() -> 
     assert found["verdict"] != "none", found
     assert "b_free[0]" in found["text"], found
 
+
 # --- Blackwell: tcgen05 MMAs read shared memory until the commit that tracks them
 # completes its barrier's phase --------------------------------------------------------------
 
@@ -1308,3 +1309,380 @@ def test_a_cp_async_refill_before_the_mma_commit_is_flagged_on_sm100a(num_stages
     mutated(after, take)
     fixed = check(mutated(after, put), "sm_100a")
     assert fixed["verdict"] == "none", fixed
+
+
+# --- a synchronisation under a condition read from memory: every mask pattern ----------
+
+# A block-sparse GEMM: ``if keep[by, k] != 0:`` around the copies and the product. On
+# sm_90a TileLang keeps a phase counter per role that counts the tiles run; on sm_80 the
+# copies under the condition are plain loads and stores (no cp.async).
+SKIPPED_TILES = read("hazards/skipped_tiles.py")
+# Every tile fetched, the product of a gated-off one skipped (cp.async on sm_80).
+GATED_TILES = read("hazards/gated_tiles.py")
+MASK_ARGS = {"M": 256, "N": 256, "K": 128}  # 4 tiles along K: 16 patterns
+_MASKED: dict[tuple[str, str, int], dict[str, Any]] = {}
+
+
+def _masked(name: str, arch: str, num_stages: int) -> dict[str, Any]:
+    if (name, arch, num_stages) not in _MASKED:
+        source = SKIPPED_TILES if name == "skipped_tiles" else GATED_TILES
+        _MASKED[name, arch, num_stages], _ = lowered(source, name, arch, num_stages=num_stages,
+                                                     **MASK_ARGS)
+    return _MASKED[name, arch, num_stages]
+
+
+def _mask_loop(after: dict[str, Any], change: Any, consumer: bool = False) -> dict[str, Any]:
+    """``after`` with ``change`` applied to the statements of each loop whose body has a
+    condition reading ``keep`` or ``gate`` (with ``consumer``: only a loop that issues no
+    TMA copy)."""
+
+    def reads_mask(node: Any) -> bool:
+        found: list[bool] = []
+        post_order_visit(node, lambda n: found.append(True) if type(n).__name__ ==
+                         "BufferLoad" and str(n.buffer.name).startswith(("keep", "gate"))
+                         else None)
+        return bool(found)
+
+    def in_loop(node: Any) -> Any:
+        if type(node).__name__ != "For" or not reads_mask(node.body):
+            return None
+        if consumer and _calls_anywhere(node.body, "tma_load"):
+            return None
+        body = ir_transform(node.body, None, lambda s: change(s, node), ["tirx.Evaluate"])
+        return tvm.tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
+                            node.thread_binding, node.annotations)
+
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    body = ir_transform(device.body, None, in_loop, ["tirx.For"])
+    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
+
+
+# --- a bound read from a shared array, a block's work under a condition read from memory --
+
+# Row groups of different sizes: each block finds its group in a table of tile counts it
+# builds in shared memory (``tiles[group[0]]``: an index the data sets), and runs its
+# pipeline only under ``if by < tiles[groups]`` (a block past the data's tiles skips it).
+GROUPED_ROWS = read("hazards/grouped_rows.py")
+GROUPED_ARGS = {"groups": 4, "total_rows": 1024, "N": 256, "K": 256, "num_stages": 2}
+
+
+def _rebased(after: dict[str, Any], name: str, onto: str) -> dict[str, Any]:
+    """``after`` with the shared buffer ``name`` placed at ``onto``'s bytes (its byte
+    offset in the dynamic allocation replaced by the other's)."""
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    offsets: dict[str, Any] = {}
+
+    def find(node: Any) -> None:
+        if type(node).__name__ == "Bind" and str(node.var.name) == onto:
+            offsets[onto] = node.value.args[1]
+
+    post_order_visit(device.body, find)
+
+    def change(node: Any) -> Any:
+        if type(node).__name__ != "Bind" or str(node.var.name) != name:
+            return None
+        value = tvm.tirx.call_intrin("handle", "tirx.handle_add_byte_offset",
+                                     node.value.args[0], offsets[onto])
+        return tvm.tirx.Bind(node.var, value)
+
+    body = ir_transform(device.body, None, change, ["tirx.Bind"])
+    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
+
+
+def _calls_anywhere(stmt: Any, name: str) -> bool:
+    found: list[bool] = []
+    post_order_visit(stmt, lambda n: found.append(True) if type(n).__name__ == "Call"
+                     and str(n.op.name).endswith(name) else None)
+    return bool(found)
+
+
+def _wait_by_k(stmt: Any, loop: Any) -> Any:
+    """The consumer's waits with their barrier and parity from the loop's variable instead
+    of the counter of tiles run: right when every tile runs, wrong after a skipped one."""
+    if not _calls(stmt, "mbarrier_wait_parity"):
+        return None
+
+    def by_k(expr: Any) -> Any:
+        return ir_transform(tvm.tirx.Evaluate(expr), None,
+                            lambda n: loop.loop_var if str(n.buffer.scope()) == "local"
+                            and str(n.buffer.name).startswith("consumer") else None,
+                            ["tirx.BufferLoad"]).value
+
+    return _call(stmt, [by_k(arg) for arg in stmt.value.args])
+
+
+def _first_sync_under_gate() -> Any:
+    """The loop's first ``__syncthreads`` (the one before the next tile's cp.async) put
+    under the product's condition: a skipped tile after a run one lets the copy into the
+    slot it read land while other threads may still read it."""
+    done: list[bool] = []
+
+    def change(stmt: Any, loop: Any) -> Any:
+        if done or not _calls(stmt, "tvm_storage_sync"):
+            return None
+        done.append(True)
+        gates: list[Any] = []
+        post_order_visit(loop.body, lambda n: gates.append(n.condition)
+                         if type(n).__name__ == "IfThenElse" and not gates else None)
+        return tvm.tirx.IfThenElse(gates[0], stmt, None)
+
+    return change
+
+
+def _verdicts(after: dict[str, Any]) -> list[tuple[dict[str, bool], str]]:
+    each = hazard_check.at_patterns(after, ir_facts.main_function, ir_facts.device_function,
+                                    {})
+    # A pattern that runs no tile copies nothing: nothing can race ("none" for the
+    # comparison with the one verdict, which covers it).
+    return [(masks, "none" if "no asynchronous copy" in found["text"] else found["verdict"])
+            for masks, found in each]
+
+
+@pytest.mark.parametrize("num_stages", [2, 3])
+def test_a_block_sparse_ring_is_checked_for_every_mask_pattern(num_stages: int) -> None:
+    """sm_90a: the producer and the consumer skip a tile together (their counters count
+    the tiles run); the one verdict, from the walks of each number of tiles run, equals
+    the brute force over all 16 patterns of the 4 tiles."""
+    after = _masked("skipped_tiles", "sm_90a", num_stages)
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "none", found
+    assert "for every pattern of the mask" in found["text"], found
+    each = _verdicts(after)
+    assert len(each) == 16 and {said for _, said in each} == {"none"}, each
+
+
+@pytest.mark.parametrize("num_stages", [2, 3])
+def test_a_wait_by_the_loop_variable_races_after_a_skipped_tile(num_stages: int) -> None:
+    """The consumer's waits computed from k, not from the tiles run: every pattern that
+    skips a tile before a run one races, all-true does not; the check flags it."""
+    after = _mask_loop(_masked("skipped_tiles", "sm_90a", num_stages), _wait_by_k,
+                       consumer=True)
+    each = _verdicts(after)
+    racy = [masks for masks, said in each if said == "hazard"]
+    assert len(each) == 16 and racy and len(racy) < len(each), each
+    assert all(not all(masks.values()) for masks in racy)
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard", found
+    assert "(with the mask " in found["text"] or "(with every element" in found["text"]
+
+
+def test_masked_copies_on_sm80_are_no_asynchronous_copies() -> None:
+    """On sm_80 TileLang 0.1.15 lowers the copies under the condition to plain loads and
+    stores: nothing asynchronous to check, and the verdict says so."""
+    after, code = lowered(SKIPPED_TILES, "skipped_tiles", "sm_80", num_stages=2, **MASK_ARGS)
+    assert "cp_async" not in code
+    assert check(after)["text"] == "not checked: no asynchronous copy into shared memory"
+
+
+def test_a_gated_product_on_sm80_is_clean_for_every_pattern() -> None:
+    """cp.async copies of every tile, the product under the gate: clean, and so is each of
+    the 16 patterns."""
+    after = _masked("gated_tiles", "sm_80", 2)
+    assert check(after)["verdict"] == "none"
+    each = _verdicts(after)
+    assert len(each) == 16 and {said for _, said in each} == {"none"}, each
+
+
+def test_a_barrier_under_the_gate_is_flagged_on_sm80() -> None:
+    """The barrier before the next tile's cp.async put under the gate: a WAR for the
+    patterns where a run tile is followed by a skipped one, and only those."""
+    after = _mask_loop(_masked("gated_tiles", "sm_80", 2), _first_sync_under_gate())
+    each = _verdicts(after)
+    racy = [masks for masks, said in each if said == "hazard"]
+    assert len(each) == 16 and racy and len(racy) < len(each), each
+    for masks, said in each:
+        held = {int(m.group(1) or 0): value for key, value in masks.items()
+                if (m := re.search(r"gate\[by \* 4(?: \+ (\d))?\]", key))}
+        # The loop runs k = 0, 1, 2 (the last tile is the epilogue's): the barrier of
+        # iteration k orders the reads of iteration k - 1.
+        fall = any(held[k - 1] and not held[k] for k in (1, 2))
+        assert (said == "hazard") == fall, (masks, said)
+    found = check(after)
+    assert found["verdict"] == "hazard" and "WAR" in found["text"], found
+
+
+def test_a_condition_on_the_thread_index_is_no_mask() -> None:
+    """A condition that reads memory and a thread index may differ between threads: it
+    is not walked as a mask (and a synchronisation under it stays "not checked")."""
+    from sphinx_tlstages.worker.hazards.masks import Masks
+
+    func = ir_facts.device_function(_masked("skipped_tiles", "sm_90a", 2)["final"])
+    conds: list[Any] = []
+    post_order_visit(func.body, lambda n: conds.append(n.condition)
+                     if type(n).__name__ == "IfThenElse" else None)
+    masks = Masks(func)
+    mask = next(c for c in conds if masks.mask(c) is not None)
+    thread = next(iter(masks.threads))
+    assert masks.mask(tvm.tirx.And(mask, thread < 64)) is None
+    assert masks.mask(thread < 64) is None
+
+
+
+# A query tile loaded before a block-sparse loop: on sm_90a TileLang 0.1.15 loads it by
+# TMA before the roles split and waits for it only inside the loop, under the mask (and
+# ``if consumer_phase_cnt[0] == 0``), and the scores' tile shares its bytes: a row block
+# that keeps no key block never waits, and the copy may land over the scores it stores.
+SPARSE_SCORES = read("hazards/sparse_scores.py")
+
+
+def test_a_load_waited_for_under_the_mask_races_when_no_tile_runs() -> None:
+    after, _ = lowered(SPARSE_SCORES, "sparse_scores", "sm_90a", M=256, N=256, D=64,
+                       num_stages=2)
+    each = _verdicts(after)
+    racy = [masks for masks, said in each if said == "hazard"]
+    if not racy:  # a TileLang that waits for the load outside the loop: no defect left
+        assert check(after, "sm_90a")["verdict"] == "none"
+        return
+    assert len(each) == 16 and len(racy) == 1 and not any(racy[0].values()), each
+    found = check(after, "sm_90a")
+    assert found["verdict"] == "hazard" and "S_s" in found["text"], found
+    assert "every element of the mask" in found["text"] and "false" in found["text"]
+
+
+GROUPED_CASES = [(arch, mutation) for arch in ("sm_80", "sm_90a")
+                 for mutation in ("clean", "the table placed over A_s")] + [
+    ("sm_80", "the wait deleted"), ("sm_90a", "the parity flipped")]
+
+
+@pytest.mark.parametrize(("arch", "mutation"), GROUPED_CASES,
+                         ids=[f"{a}-{m}" for a, m in GROUPED_CASES])
+def test_a_group_found_in_a_shared_table_is_checked(arch: str, mutation: str) -> None:
+    """A shared read at an index read from memory reads any element of its buffer, and a
+    synchronisation under a condition every thread of the block decides alike from memory
+    is walked with the condition false and true (both were "not checked: tiles cannot be
+    bounded", "a synchronisation under the condition"). The table moved over the pipelined
+    tile is raced by the copies in flight; the pipeline's defects under the condition are
+    found with it true."""
+    after, _ = lowered(GROUPED_ROWS, "grouped_rows", arch, **GROUPED_ARGS)
+    if mutation == "the table placed over A_s":
+        after = _rebased(after, "tiles", "A_s")
+    elif mutation == "the wait deleted":
+        after = mutated(after, _nth("ptx_wait_group", 0, _no_op)())
+    elif mutation == "the parity flipped":
+        after = mutated(after, _nth("mbarrier_wait_parity", 0, _flip)(), loop_only=False)
+    found = check(after, arch)
+    if mutation == "clean":
+        assert found["verdict"] == "none", found
+        assert "for the condition by < tiles[4] true and false" in found["text"], found
+        assert "trip count" not in found["text"], found
+        return
+    assert found["verdict"] == "hazard", found
+    assert "(with the condition by < tiles[4] true)" in found["text"], found
+    if mutation == "the table placed over A_s":
+        assert any(f["buffer"] in ("A_s", "tiles") for f in found["findings"]), found
+
+
+def test_a_read_at_an_index_from_memory_spans_its_buffer() -> None:
+    """The read of ``tiles[group[0]]`` (the group a loop found: unknown to the walk) is
+    every byte of ``tiles``; with the condition false the block copies nothing."""
+    from sphinx_tlstages.worker.hazards.trace import Forked, Trace
+
+    after, _ = lowered(GROUPED_ROWS, "grouped_rows", "sm_80", **GROUPED_ARGS)
+    func = ir_facts.device_function(after["final"])
+    with pytest.raises(Forked) as fork:
+        Trace(func)
+    records = Trace(func, trips={fork.value.key: 1}).records
+    table = {(r["lo"], r["hi"]) for r in records if r["op"] == "read"
+             and r["buffer"] == "tiles" and r["how"] == "load"}
+    assert (0, 4 * 5 - 1) in table, table  # five int32: tiles[0 .. groups]
+    assert not [r for r in Trace(func, trips={fork.value.key: 0}).records
+                if r["op"] in ("copy", "commit", "wait")]
+
+
+# --- a loop whose first iteration depends on the block ------------------------------------
+
+# Local attention scores: block ``bx`` reads the key blocks ``max(0, bx - 2) .. bx``.
+WINDOW_SCORES = read("hazards/window_scores.py")
+WINDOW_ARGS = {"seq": 512, "dim": 64, "window": 3, "num_stages": 2}
+
+
+def _at_key_block(k: Any, n: Any) -> Any:
+    """Key block 3 only: read by blocks 3, 4 and 5 (first, second, third iteration)."""
+    return _eq(k, 3)
+
+
+WINDOW_CASES = [("sm_80", "clean"), ("sm_80", "the wait deleted"),
+                ("sm_80", "the barriers deleted"), ("sm_90a", "clean"),
+                ("sm_90a", "the parity flipped")]
+
+
+@pytest.mark.parametrize(("arch", "mutation"), WINDOW_CASES,
+                         ids=[f"{a}-{m}" for a, m in WINDOW_CASES])
+def test_a_loop_starting_where_the_block_says_is_checked_per_block(arch: str,
+                                                                   mutation: str) -> None:
+    """A synchronised loop starting at ``max(0, bx - 2)`` is walked once per block index
+    (it was "not checked: the loop over k is not known"); a defect at one key block shows
+    in the blocks whose window holds it, and the verdict names one of them."""
+    after, _ = lowered(WINDOW_SCORES, "window_scores", arch, **WINDOW_ARGS)
+    if mutation != "clean":
+        name, replace = DEFECTS[arch][mutation]
+        after = _when(after, name, replace, _at_key_block)
+    found = check(after, arch)
+    if mutation == "clean":
+        assert found["verdict"] == "none", found
+        assert found["text"].endswith("; for bx from 0 to 7"), found
+        return
+    assert found["verdict"] == "hazard", found
+    block = int(re.search(r"with bx = (\d+)", found["text"]).group(1))
+    assert block in (3, 4, 5), found
+
+
+# --- three warp groups: a role split again, a barrier two roles arrive on ----------------
+
+# A producer copying with cp.async and two consumers, each multiplying one half of the
+# tile; the second hears of the tile from the first (``pair``), both free the slot
+# (``free``: 128 arrivals each of 256), and the one proxy fence is the first's.
+SPLIT_CONSUMERS = read("hazards/split_consumers.py")
+CONSUMERS_ARGS = {"M": 256, "N": 256, "K": 512}
+# The mutations, by the mbarrier wait or fence deleted (in the order the code runs them:
+# the first's wait on ready, its wait on pair, the second's wait on pair, the producer's
+# wait on free), and the finding each must give.
+SPLIT_MUTATIONS = {
+    "the first's wait on ready deleted": (("mbarrier_wait_parity", 0), "RAW", "reads xs"),
+    "the producer's wait on free deleted": (("mbarrier_wait_parity", 3), "WAR",
+                                            "may overwrite what the consumer"),
+    "the first's proxy fence deleted": (("fence_proxy_async", 0), "PROXY", "wgmma reads xs"),
+}
+
+
+@pytest.mark.parametrize("mutation", ["clean", *SPLIT_MUTATIONS])
+def test_three_warp_groups_with_a_shared_barrier_are_checked(mutation: str) -> None:
+    """``if tx < 128: ... elif tx < 256: ... else: ...`` is three roles (it was "not
+    checked: a synchronisation under the condition tx < 256"); a barrier both consumers
+    arrive on gives each arrival the phase its role knows the ones before it completed:
+    the second never waits on ``free``, and knows its earlier phases complete because the
+    first's arrivals on ``pair`` tell it the first's arrivals on ``free`` were made (and
+    its own, through its own arrivals on ``pair``). The second consumer is ordered after
+    the copies through the first's arrival, and so is the first's proxy fence (a fence on
+    the path: "Causality Order"), so the clean kernel has no PROXY finding. Each deletion
+    is flagged."""
+    after, _ = lowered(SPLIT_CONSUMERS, "split_consumers", "sm_90a", **CONSUMERS_ARGS)
+    if mutation != "clean":
+        (name, n), kind, words = SPLIT_MUTATIONS[mutation]
+        after = mutated(after, _nth(name, n, _no_op)(), loop_only=False)
+    found = check(after, "sm_90a")
+    if mutation == "clean":
+        assert found["verdict"] == "none", found
+        return
+    assert found["verdict"] == "hazard", found
+    assert any(f["kind"] == kind and words in f["text"] for f in found["findings"]), found
+
+
+def test_a_consumer_that_runs_a_phase_ahead_is_not_checked() -> None:
+    """Without a consumer's wait on ``pair``, it may arrive on ``pair`` for the next tile
+    before the other arrives for this one: the arrivals' phases are not known, and the
+    check says so rather than guess. The barriers not settled are named, ``pair`` among
+    them (``free``'s phases, learnt through ``pair``, are not settled either)."""
+    after, _ = lowered(SPLIT_CONSUMERS, "split_consumers", "sm_90a", **CONSUMERS_ARGS)
+    for n in (1, 2):
+        found = check(mutated(after, _nth("mbarrier_wait_parity", n, _no_op)(),
+                              loop_only=False), "sm_90a")
+        assert found["verdict"] == "not checked", found
+        assert "arrivals from several roles" in found["text"], found
+        assert "pair[0]" in found["text"].split(" arrivals")[0], found

@@ -36,11 +36,15 @@ completes. The model:
   role made after its own wait on it, is ordered after them;
 - a barrier several roles arrive on (:func:`_shared_phases`): each arrival counts
   towards the phase its role knows the ones before it completed, each phase exactly
-  its init count;
+  its init count; with plain arrivals only, its first ``k`` phases are known complete
+  once ``k`` times its init count of arrivals are known made (:func:`_learned`: an
+  arrival every thread of a role makes tells that the role's earlier ones were made;
+  "Phase Completion of the mbarrier object");
 - barrier initialisation is fenced and followed by ``__syncthreads`` before first use
   ("mbarrier.init"; "membar/fence": ``fence.mbarrier_init``);
-- a wgmma read of bytes a cp.async wrote needs ``fence.proxy.async`` after the wait
-  (:func:`_fenced`): a ``PROXY`` finding otherwise.
+- a wgmma read of bytes a cp.async wrote needs ``fence.proxy.async`` on the way from
+  the wait to the read (the reader's own, or one made before an arrival
+  the reader then waited for: :func:`_learned`): a ``PROXY`` finding otherwise.
 
 - per phase of a barrier, the bytes expected on it (``expect_tx``) equal the bytes of the
   TMA copies that signal it (a tensor copy's box, read from the descriptor the host
@@ -61,6 +65,9 @@ from bisect import bisect_right
 from typing import Any
 
 Json = dict[str, Any]
+# What a role knows at a record: per barrier, the phases it knows completed; per
+# ("fenced", barrier), those of them a ``fence.proxy.async`` followed on the way.
+Known = dict[Any, int]
 
 
 class Unchecked(Exception):
@@ -191,101 +198,206 @@ def _check(records: list[Json], init: dict[str, int], add: Any, findings: list[J
         if arrive is not None and where.get(id(arrive)) in phase \
                 and arrive["bar"] in init:
             phase[index] = phase[where[id(arrive)]]
+    counted = _counted(records, shared, init)
     if shared:
-        _shared_phases(sequences, shared, init, phase, known)
+        _shared_phases(sequences, shared, init, phase, known, counted)
     _check_progress(sequences, init, add)
     bytes_checked = _check_bytes(records, phase, add)
     # Orders reach a role through other roles too (release and acquire are transitive).
-    _check_data(records, sequences, phase, _learned(sequences, phase, known), add)
+    _check_data(records, sequences, phase, _learned(sequences, phase, known, counted),
+                add)
     return findings, {"barriers": len(init), "roles": sorted(sequences),
                       "bytes": bytes_checked}
 
 
 def _shared_phases(sequences: dict[str, list[tuple[int, Json]]], shared: set[str],
                    init: dict[str, int], phase: dict[int, int],
-                   known: dict[str, dict[int, dict[str, int]]]) -> None:
+                   known: dict[str, dict[int, dict[str, int]]],
+                   counted: dict[str, int]) -> None:
     """The phases of the barriers several roles arrive on (two consumer warp groups
     releasing one slot, 128 arrivals each on a count of 256; or one group's first
     arrival and another's later ones). A phase completes when its pending count reaches
     zero, whoever arrived (PTX ISA, "mbarrier": "Phase Completion of the mbarrier
     object"), so which phase an arrival counts towards depends on the order of the
     roles' arrivals. The model gives each arrival the phase ``k`` its role knows the
-    phases before it completed (:func:`_learned`: by a wait of its own, or through the
-    arrivals another role's wait observed), and holds each phase to exactly the init
-    count (the last one to at most): then no arrival can count towards a phase other than
-    its own, by induction over the phases (each phase's arrivals come after the phase
-    before it completed). Where the counts do not add up, the barrier is outside the
-    model. A TMA copy and an ``expect_tx`` without arrival belong to the phase of their
-    role's next arrival on the barrier."""
-    learned = _learned(sequences, phase, known)
-    given: dict[int, int] = {}
-    totals: dict[tuple[str, int], int] = {}
-    for role, seq in sequences.items():
-        waiting: list[int] = []  # copies and expectations before the role's next arrival
-        for index, record in seq:
-            bar = record.get("bar")
-            if bar not in shared or record["role"] != role \
-                    or record["op"] not in ("arrive", "expect", "tma"):
-                continue
-            if record["op"] == "tma" or not record.get("n"):
-                waiting.append(index)
-                continue
-            number = given[index] = learned[role][index].get(bar, 0)
-            totals[(bar, number)] = totals.get((bar, number), 0) + record["n"]
-            for other in waiting:
-                given[other] = number
-            waiting = []
-    last = {bar: max(n for b, n in totals if b == bar) for bar in shared}
-    for (bar, number), total in sorted(totals.items()):
-        if total > init[bar] or (total < init[bar] and number < last[bar]):
-            raise Unchecked(f"{bar} has arrivals from several roles whose phases the "
-                            f"check cannot tell ({total} arrivals known to count towards "
-                            f"phase {number}, of {init[bar]})")
+    phases before it completed (:func:`_learned`: by a wait of its own, through the
+    arrivals another role's wait observed, or from the arrivals known made), and holds
+    each phase to exactly the init count (the last one to at most): then no arrival can
+    count towards a phase other than its own, by induction over the phases (each phase's
+    arrivals come after the phase before it completed). What a role learns through a
+    shared barrier's arrivals depends on their phases: they are settled a prefix at a
+    time (each phase up to the first whose count is wrong), given again with what the
+    settled ones teach, and where two barriers' phases rest on each other the next phase
+    of one is guessed (:func:`_guess`); the result must be a fixed point, every guess
+    confirmed (an arrival whose role then knows its own phase completed before it
+    arrived contradicts them). Where they do not settle, or the counts do not add up,
+    the barrier is outside the model. A TMA copy and
+    an ``expect_tx`` without arrival belong to the phase of their role's next arrival on
+    the barrier."""
+    given: dict[int, int] = {}  # the phases settled so far
+    guessed: dict[int, int] = {}  # the phases guessed, to be settled or refuted
+    for _ in range(4 * len(shared) + 64):
+        learned = _learned(sequences, {**phase, **given, **guessed}, known, counted)
+        fresh: dict[int, tuple[str, int]] = {}
+        totals: dict[tuple[str, int], int] = {}
+        for role, seq in sequences.items():
+            waiting: list[int] = []  # copies and expectations before the next arrival
+            for index, record in seq:
+                bar = record.get("bar")
+                if bar not in shared or record["role"] != role \
+                        or record["op"] not in ("arrive", "expect", "tma"):
+                    continue
+                if record["op"] == "tma" or not record.get("n"):
+                    waiting.append(index)
+                    continue
+                number = learned[role][index].get(bar, 0)
+                fresh[index] = (bar, number)
+                totals[(bar, number)] = totals.get((bar, number), 0) + record["n"]
+                for other in waiting:
+                    fresh[other] = (bar, number)
+                waiting = []
+        # Settled: each barrier's phases up to the first whose count is not its init
+        # count (the last may take fewer); what their arrivals knew is learned next time.
+        sound: dict[str, int] = {}
+        for bar in shared:
+            last = max(n for b, n in totals if b == bar)
+            upto = 0
+            while upto <= last and (totals.get((bar, upto), 0) == init[bar] or (
+                    upto == last and totals.get((bar, upto), 0) < init[bar])):
+                upto += 1
+            sound[bar] = upto
+        settled = {index: number for index, (bar, number) in fresh.items()
+                   if number < sound[bar]}
+        if settled != given:
+            given = settled
+            continue
+        if len(given) == len(fresh):
+            break
+        # Stuck: what would settle the next phase of a barrier rests on phases of
+        # another that rest on it (two groups each waiting on what the other arrived
+        # on). Its arrivals are guessed, the earliest unsettled one of each role, and
+        # kept only if what the roles then know gives them that phase.
+        guess = _guess(sequences, shared, init, fresh, given, sound, guessed)
+        if not guess:
+            break
+        guessed.update(guess)
+    else:  # still changing: no fixed point
+        raise Unchecked(f"{', '.join(sorted(shared))} have arrivals from several roles "
+                        "whose phases the check cannot tell (they do not settle)")
+    if len(given) < len(fresh) or any(given.get(i) != n for i, n in guessed.items()):
+        # Every barrier not settled is named (one's phases may rest on another's).
+        left = [(bar, number, total) for (bar, number), total in sorted(totals.items())
+                if number >= sound[bar]] or [
+            (bar, number, totals[(bar, number)]) for bar, number in sorted(
+                fresh[i] for i in guessed if given.get(i) != guessed[i])]
+        names = list(dict.fromkeys(bar for bar, _, _ in left))
+        bar, number, total = left[0]
+        raise Unchecked(f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} "
+                        "arrivals from several roles whose phases the check cannot tell "
+                        f"({total} arrivals known to count towards phase {number} of "
+                        f"{bar}, of {init[bar]})")
     phase.update(given)
-    # With these phases known, a role may learn more; an arrival whose role then knows
-    # its own phase completed before it arrived contradicts them.
-    again = _learned(sequences, phase, known)
-    for role, seq in sequences.items():
-        for index, record in seq:
-            if index in given and record["op"] != "tma" and record.get("n") \
-                    and again[role][index].get(record["bar"], 0) > given[index]:
-                raise Unchecked(f"{record['bar']} has arrivals from several roles whose "
-                                "phases the check cannot tell")
+
+
+def _guess(sequences: dict[str, list[tuple[int, Json]]], shared: set[str],
+           init: dict[str, int], fresh: dict[int, tuple[str, int]], given: dict[int, int],
+           sound: dict[str, int], guessed: dict[int, int]) -> dict[int, int]:
+    """A guess at the next phase of the first barrier not settled and not guessed
+    already: of each role, its earliest arrival on it not settled, where what the role
+    knows allows that phase; none unless they make up the init count exactly."""
+    for bar in sorted(shared):
+        number = sound[bar]
+        taken: dict[int, int] = {}
+        for role, seq in sequences.items():
+            for index, record in seq:
+                if record.get("bar") == bar and record["role"] == role \
+                        and record["op"] in ("arrive", "expect") and record.get("n") \
+                        and index not in given:
+                    if fresh[index][1] <= number:
+                        taken[index] = record["n"]
+                    break
+        if taken and sum(taken.values()) == init[bar] \
+                and any(guessed.get(index) != number for index in taken):
+            return dict.fromkeys(taken, number)
+    return {}
+
+
+def _counted(records: list[Json], shared: set[str], init: dict[str, int]) -> dict[str, int]:
+    """The barriers several roles arrive on whose phases are counted from arrivals known
+    made (:func:`_learned`), by init count: those with plain arrivals only (no expected
+    bytes, which a phase also waits for; no arrival a cp.async or a tcgen05 commit makes
+    later than the thread runs it: "cp.async.mbarrier.arrive", "tcgen05.commit")."""
+    other = {r["bar"] for r in records if r["op"] in ("expect", "tma")
+             or (r["op"] == "arrive" and ("cp" in r or "commit" in r))}
+    return {bar: init[bar] for bar in shared if bar not in other}
 
 
 def _learned(sequences: dict[str, list[tuple[int, Json]]], phase: dict[int, int],
-             known: dict[str, dict[int, dict[str, int]]]
-             ) -> dict[str, dict[int, dict[str, int]]]:
+             known: dict[str, dict[int, dict[str, int]]],
+             counted: dict[str, int] | None = None
+             ) -> dict[str, dict[int, Known]]:
     """What each role knows at each record, its own waits' phases (``known``) closed
     over the arrivals: a wait that observes a phase complete learns what every role
     arriving in that phase knew when it arrived (the arrive is a release, the wait an
     acquire: PTX ISA, "mbarrier.arrive", "mbarrier.test_wait/try_wait"; Memory
     Consistency Model, "Release and Acquire Patterns", whose order is transitive). A
-    fixed point, each role's knowledge only growing."""
+    fixed point, each role's knowledge only growing.
+
+    ``counted``: barriers several roles arrive on with plain arrivals only (no expected
+    bytes, no arrival made later by a cp.async or a tcgen05 commit), by init count. An
+    arrival every thread of its role makes also tells the waiter that the role's earlier
+    arrivals on them were made (each thread made its own before, in program order; one
+    elected thread's tells nothing of the others'); once ``k`` times the init count of
+    arrivals on one are known made, its first ``k`` phases are known complete, whichever
+    phase each arrival counted towards (PTX ISA, "mbarrier": "Phase Completion of the
+    mbarrier object": a phase completes when its pending arrival count reaches zero)."""
+    counted = counted or {}
     made: dict[tuple[str, int], list[tuple[str, int]]] = {}
     for role, seq in sequences.items():
         for index, record in seq:
             if record["op"] in ("arrive", "expect") and record.get("n") and index in phase:
                 made.setdefault((record["bar"], phase[index]), []).append((role, index))
-    full = {role: {index: dict(now) for index, now in seen.items()}
-            for role, seen in known.items()}
+    full: dict[str, dict[int, Known]] = {
+        role: {index: dict(now) for index, now in seen.items()} for role, seen in known.items()}
+    # What a waiter learns from each arrival, by its role and trace index.
+    sent: dict[tuple[str, int], dict[Any, int]] = {}
     changed = True
     while changed:
         changed = False
         for role, seq in sequences.items():
-            now: dict[str, int] = {}
+            now: dict[Any, int] = {}
             before: dict[str, int] = {}
-            for index, _ in seq:
+            mine: dict[Any, int] = {}  # the role's own plain arrivals so far, per barrier
+            for index, record in seq:
                 direct = known[role][index]
                 for bar, count in direct.items():
                     now[bar] = max(now.get(bar, 0), count)
                     if count > before.get(bar, 0):  # a wait observed phase count - 1
-                        for other, at in made.get((bar, count - 1), []):
-                            for what, number in full[other][at].items():
+                        for at in made.get((bar, count - 1), []):
+                            for what, number in sent.get(at, {}).items():
                                 now[what] = max(now.get(what, 0), number)
                 before = direct
-                if now != full[role][index]:
-                    full[role][index] = dict(now)
+                for bar, count in counted.items():  # phases whose arrivals are all made
+                    total = sum(n for key, n in now.items()
+                                if isinstance(key, tuple) and key[:2] == ("made", bar))
+                    now[bar] = max(now.get(bar, 0), total // count)
+                if record["op"] == "pfence":  # what it knows is now fenced too
+                    now.update({("fenced", bar): n for bar, n in now.items()
+                                if isinstance(bar, str)})
+                if record["op"] in ("arrive", "expect") and record.get("n"):
+                    # Every thread of the role arrives here: each made its own earlier
+                    # arrivals before (program order), so the role's are all made.
+                    lo, hi = record.get("group") or (0, -1)
+                    tell = {**now, **mine} if record["n"] == hi - lo + 1 else dict(now)
+                    if sent.get((role, index)) != tell:
+                        sent[role, index], changed = tell, True
+                    if record["bar"] in counted and record["role"] == role:
+                        key = ("made", record["bar"], role)
+                        mine[key] = mine.get(key, 0) + record["n"]
+                phases = {key: n for key, n in now.items()
+                          if not (isinstance(key, tuple) and key[0] == "made")}
+                if phases != full[role][index]:
+                    full[role][index] = phases
                     changed = True
     return full
 
@@ -397,7 +509,7 @@ def _check_init(records: list[Json], add: Any) -> None:
 
 
 def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]],
-                phase: dict[int, int], known: dict[str, dict[int, dict[str, int]]],
+                phase: dict[int, int], known: dict[str, dict[int, Known]],
                 add: Any) -> None:
     """Every TMA copy against every read of its bytes: ordered one way or the other."""
     retired = _retirements(sequences)
@@ -444,9 +556,23 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             if copy["op"] == "copy" and copy["role"] == read["role"]:
                 continue  # one role's own cp.async copies: the cp.async model's
             if known[reader].get(ri, {}).get(copy["bar"], 0) > phase[ci]:
+                # cp.async writes through the generic proxy (PTX ISA, "cp.async": "a weak
+                # memory operation performed in the generic proxy"); wgmma reads shared
+                # memory through the async proxy ("Asynchronous Warpgroup Level Matrix
+                # Multiply-Accumulate Operation"). Base causality order carries a write
+                # to a read only when both use the generic proxy or the same proxy
+                # (Memory Consistency Model, "Causality Order": proxy-preserved base
+                # causality order); the bridge is ``fence.proxy.async`` ("membar/fence":
+                # a bi-directional proxy fence between the generic and the async proxy),
+                # which the wgmma steps put before the wgmma "to make the generic proxy
+                # operations visible to the async proxy". The model gives no formal rule
+                # for where on the path it must stand; the check asks for it after a wait
+                # that tells a thread of the path the copy's phase completed, before the
+                # read: in the reader's role, or in a role whose arrival the reader then
+                # waited for (:func:`_learned`, ``("fenced", barrier)``).
+                fenced = known[reader].get(ri, {}).get(("fenced", copy["bar"]), 0)
                 if copy["op"] == "copy" and read.get("how") in ("wgmma", "tcgen05.mma") \
-                        and not _fenced(sequences[reader], known[reader], copy["bar"],
-                                        phase[ci], ri) \
+                        and fenced <= phase[ci] \
                         and ("PROXY", read["buffer"]) not in reported:
                     reported.add(("PROXY", read["buffer"]))
                     add("PROXY", read, f"{who}'s wgmma reads {read['buffer']}"
@@ -503,7 +629,7 @@ def _certain(copy: Json, read: Json) -> bool:
     return bool(spans[0][0] <= spans[1][1] and spans[1][0] <= spans[0][1])
 
 
-def _umma_retired(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]],
+def _umma_retired(seq: list[tuple[int, Json]], known: dict[int, Known],
                   tracked: tuple[str, int] | None) -> int:
     """The trace index at which a tcgen05 MMA's reads are known retired to the role that
     issued them: its first record that knows the phase of the commit tracking them
@@ -516,33 +642,6 @@ def _umma_retired(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]],
             if known.get(index, {}).get(bar, 0) > number:
                 return index
     return 1 << 30
-
-
-def _fenced(seq: list[tuple[int, Json]], known: dict[int, dict[str, int]], bar: str,
-            number: int, read: int) -> bool:
-    """Whether the reader's role runs ``fence.proxy.async`` after the wait that tells it
-    phase ``number`` of ``bar`` completed and before the read at trace index ``read``.
-
-    cp.async writes through the generic proxy (PTX ISA, "cp.async": "a weak memory
-    operation performed in the generic proxy"); wgmma reads shared memory through the
-    async proxy ("Asynchronous Warpgroup Level Matrix Multiply-Accumulate Operation").
-    Base causality order carries a write to a read only when both use the generic proxy
-    or the same proxy (Memory Consistency Model, "Causality Order": proxy-preserved base
-    causality order); the bridge is ``fence.proxy.async`` ("membar/fence": a
-    bi-directional proxy fence between the generic and the async proxy), which the wgmma
-    steps put before the wgmma "to make the generic proxy operations visible to the async
-    proxy". The model gives no formal rule for where on the path it must stand; the check
-    asks for it after the wait, the one point past the copy's completion that a thread
-    of the path executes."""
-    waited = False
-    for index, record in seq:
-        if index >= read:
-            return False
-        if not waited and known.get(index, {}).get(bar, 0) > number:
-            waited = True
-        elif waited and record["op"] == "pfence":
-            return True
-    return False
 
 
 def _iteration(record: Json) -> int:

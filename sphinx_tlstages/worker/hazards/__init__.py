@@ -18,7 +18,42 @@ longer loop. A symbolic size is walked at the least value giving each of those c
 (elsewhere it leaves its ranges open: a grid, an unsynchronised loop), and a loop whose
 trip count is a range (set by the block index, as in causal attention) at each count of
 the range up to that bound (:class:`.trace.Ranged`); ``verdict.at_sizes`` walks one value,
-the brute-force reference of the tests.
+the brute-force reference of the tests. A synchronised loop whose first iteration depends
+on the block index (a sliding window's ``max(0, bx - w)``) is walked once per value of that
+index, in a grid of known extent (:class:`.trace.Blocked`): each walk is those blocks' own
+trace, start, trip count and every condition on the block decided, so the walks cover every
+start (a grid of symbolic extent stays "not checked", said so). Test: ``WINDOW_SCORES``
+(local attention scores; a wait deleted, barriers deleted or a parity flipped at one key
+block are flagged in a block whose window holds it).
+
+Values read from memory (:mod:`.trace`): a shared read at an index the data sets
+(``s_cum[group[0]]``, the group a search found) reads some element of its buffer, so it is
+taken as every byte of it (an index outside its buffer is not this check's subject); an
+offset into global memory (a group's first row) bounds no shared byte and is not followed.
+A synchronisation under a condition every thread of the block decides alike (it uses no
+thread index, no thread's own local value: ``if tile < s_cum[groups]``, a block past the
+data's tiles skipping its pipeline) is walked with the condition false and with it true
+(:class:`.trace.Forked`), where it is met once in a walk. One that reads memory at each
+iteration of the synchronised loop whose synchronisation it guards (a block mask) is not
+forked but walked as a mask (below); any other met again in the same walk (in an unrolled
+loop) stays "not checked". Tests: ``GROUPED_ROWS`` (a group found in a
+shared table of tile counts; the table moved over the pipelined tile, and the pipeline's
+defects under the condition, are flagged).
+
+Conditions read from memory (:mod:`.masks`, ``Trace.masked_loop``): a synchronisation
+in each iteration of a synchronised loop under a condition of its variable that reads no
+thread index and only global memory the kernel never writes (``if BlockMask[by, bx,
+k]:``, a *mask*: the same value for every thread and both roles) is walked for every
+pattern at a bounded cost. The loop it guards is walked once
+with the mask false (which must record nothing and change no counter: a skipped iteration
+is nothing to the check), then as ``m`` run iterations with the loop variable any of its
+values (each access bounded over all of them) and its counters followed: every pattern
+that runs ``m`` tiles records within that walk, and findings only grow with wider
+accesses; ``m`` goes to the bound of the periodic argument. Where a premise fails, patterns
+the kernel may meet are tried (``verdict._search``) and a racing one is a finding; else
+"not checked". ``verdict.at_patterns`` walks each pattern, the brute-force reference of
+the tests (``SKIPPED_TILES``, ``GATED_TILES``, ``SPARSE_SCORES``: a load waited for
+only under the mask races when no tile runs, as TileLang 0.1.15 lowers it on sm_90a).
 
 Beyond the intrinsics: a local integer scalar the kernel keeps (``T.alloc_var``: a ring's
 counter, a phase it flips) is followed in the walk's environment (``trace._scalar``;
@@ -81,13 +116,20 @@ Three warp groups (:meth:`.trace.Trace.branch`): a split of a role's threads aga
 thread range (``group``; a condition that is no one range is evaluated per thread,
 ``Trace.thread_set``, and threads in several ranges may only split again);
 :func:`...core.hazards.rings._sequences` runs the innermost groups, each with the records
-of the groups around it. A barrier several roles arrive on
-gets its phases from what each arriving role knows (``rings._shared_phases``, PTX ISA
-"mbarrier": "Phase Completion of the mbarrier object"; the order is transitive: Memory
-Consistency Model, "Release and Acquire Patterns"); an overlap that rests only on a wgmma
-operand's guessed extent is "not checked", never a finding. Tests: ``SPLIT_ROWS_GEMM``
-(clean; its bottom group copying into the top group's tile: RAW and WAR; its release
-dropped: WAR).
+of the groups around it. A barrier several roles arrive on gets its phases from what
+each arriving role knows (``rings._shared_phases``, PTX ISA "mbarrier": "Phase Completion
+of the mbarrier object"; the order is transitive: Memory Consistency Model, "Release and
+Acquire Patterns"), including that every arrival of a phase was made (an arrival every
+thread of a role makes tells that the role's earlier ones were: ``rings._learned``); where
+two barriers' phases rest on each other, the next phase is guessed and kept only if what
+the roles then know confirms it. A reader also hears of a copy, and of a
+``fence.proxy.async`` after the wait on it, through another role's arrival ("Causality
+Order": a proxy fence on the path). An overlap that rests only on a wgmma operand's
+guessed extent is "not checked", never a finding. Tests: ``SPLIT_ROWS_GEMM`` (clean; its
+bottom group copying into the top group's tile: RAW and WAR; its release dropped: WAR),
+``SPLIT_CONSUMERS`` (two consumers and a cp.async producer, the second hearing of each
+tile through the first's arrival: clean; a deleted wait or the first's proxy fence
+flagged; a consumer that may run a tile ahead "not checked").
 
 Blackwell (:meth:`.trace.Trace.commit`): a tcgen05 MMA (``ptx_tcgen05_mma_ss``/``_ts``,
 block-scaled too) reads its shared operands through descriptors (``initialize_tcgen05_

@@ -27,7 +27,11 @@ the epilogue's slots and parities, which the trip count sets; a shared index tha
 size in any other way is walked at the value chosen for each trip count. A trip count that
 depends on the block index (causal attention) or is read from memory (``s_cum[b + 1] -
 s_cum[b]``) is not a size: the walk meets it as a range and is repeated per count
-(:class:`.trace.Ranged`, ``verdict._every``), to the same bound.
+(:class:`.trace.Ranged`, ``verdict._every``), to the same bound. A loop whose first
+iteration depends on the block index is walked per block instead (:class:`.trace.Blocked`):
+the ring's state depends on the iteration's distance from the first (TileLang versions
+slots by ``k - start``), but the body also compares ``k`` itself with bounds of the block
+(``if k == start``, the window's mask), so each block is walked with its own start.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from tvm.tirx.stmt_functor import post_order_visit, substitute
 
 from ..ir.walk import integer, kind
 from .intervals import Interval, Unbounded, interval
+from .masks import Masks, _global
 from .trace import _SYNC_OPS, Undecided, has_call
 
 # A size that sets no synchronised loop: one value, past any tile.
@@ -69,7 +74,7 @@ def sized(func: Any) -> list[list[Any]]:
         if kind(node) in ("Bind", "LetStmt") and str(node.var.dtype).startswith(("int", "uint")):
             loads: list[Any] = []
             post_order_visit(node.value, lambda n: loads.append(n)
-                             if kind(n) == "BufferLoad" and _global(n.buffer) else None)
+                             if kind(n) == "BufferLoad" and _global(n.buffer.data) else None)
             if not loads:
                 return
             # The same value up to the sizes already grouped (each role binds its own
@@ -87,11 +92,6 @@ def sized(func: Any) -> list[list[Any]]:
     return groups
 
 
-def _global(buffer: Any) -> bool:
-    scope = str(getattr(buffer.data.type_annotation, "storage_scope", ""))
-    return scope in ("", "global")
-
-
 def _uses(expr: Any, var: Any) -> bool:
     hits: list[bool] = []
     post_order_visit(expr, lambda node: hits.append(node.same_as(var))
@@ -107,12 +107,13 @@ def synced_loops(func: Any) -> list[Any]:
     return loops
 
 
-def period(func: Any, counts: list[int]) -> tuple[int, int]:
+def period(func: Any, counts: list[int], masks: Masks | None = None) -> tuple[int, int]:
     """``(K0, P)`` of the argument above, from the buffers' versions and tiles (``counts``),
     the loops' ``num_stages``, the barrier arrays' sizes and the constants a synchronised
     loop compares its variable with."""
     cycle = [2, *[c for c in counts if c and c > 0]]
     warmup = max(cycle)
+    masks = masks or Masks(func)
 
     def visit(node: Any) -> None:
         nonlocal warmup
@@ -123,9 +124,19 @@ def period(func: Any, counts: list[int]) -> tuple[int, int]:
                 warmup = max(warmup, stages)
             variable = node.loop_var
 
+            # A loop a mask guards a synchronisation of (:mod:`.masks`) is walked by the
+            # number of iterations the mask runs: its masks are no comparison of the
+            # variable (a mask elsewhere is evaluated as any condition is).
+            guarded: list[bool] = []
+            post_order_visit(node.body, lambda inner: guarded.append(True)
+                             if kind(inner) == "IfThenElse"
+                             and masks.form(inner.condition, variable) is not None
+                             and has_call(inner, _SYNC_OPS) else None)
+
             def compared(inner: Any) -> None:
                 nonlocal warmup
-                if kind(inner) == "IfThenElse" and _uses(inner.condition, variable):
+                if kind(inner) == "IfThenElse" and _uses(inner.condition, variable) \
+                        and not (guarded and masks.form(inner.condition, variable)):
                     post_order_visit(inner.condition, lambda c: constant(c))
 
             def constant(c: Any) -> None:
@@ -157,11 +168,12 @@ def _trips(extent: Any, env: dict[Any, Interval]) -> int | None:
     return max(lo, 0) if lo == hi else None
 
 
-def choices(func: Any, counts: list[int]) -> tuple[list[dict[Any, int]], int, int]:
+def choices(func: Any, counts: list[int], masks: Masks | None = None
+            ) -> tuple[list[dict[Any, int]], int, int]:
     """The assignments of the symbolic sizes to walk (``[{}]``: none), and ``(K0, P)``
     (:class:`.trace.Undecided` where there are too many assignments)."""
     groups = sized(func)
-    warmup, cycle = period(func, counts)
+    warmup, cycle = period(func, counts, masks)
     if not groups:
         return [{}], warmup, cycle
     top = warmup + 2 * cycle

@@ -15,7 +15,7 @@ does not model) it raises :class:`Undecided`, which the check reports as "not ch
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
@@ -24,6 +24,7 @@ from tvm.tirx.stmt_functor import post_order_visit
 
 from ..ir.walk import integer, kind, op_name, short
 from .intervals import Interval, Unbounded, interval, narrowed
+from .masks import _PURE, Masks, _global
 
 BARRIER_OPS = frozenset({
     "ptx_init_barrier_thread_count", "mbarrier_wait_parity", "ptx_arrive_barrier",
@@ -55,11 +56,85 @@ class Undecided(Exception):
 class Ranged(Undecided):
     """A synchronised loop whose trip count is a range (it depends on the block index,
     as a causal mask's does): the walk is made once per trip count (:attr:`Trace.trips`,
-    keyed by the extent's structural hash)."""
+    keyed by the extent's structural hash). A loop a block mask guards
+    (:meth:`Trace.masked_loop`) is one too: its count is that of the iterations the mask
+    runs (:attr:`masked` names the mask; keyed by the mask's form and row)."""
 
-    def __init__(self, key: int, lo: int, hi: int, name: str) -> None:
+    # Whether the choices past the bound of the periodic argument (:mod:`.sizes`) repeat
+    # those below it (a trip count's do; a block index's need not).
+    periodic = True
+
+    def __init__(self, key: Hashable, lo: int, hi: int, name: str, masked: str = "") -> None:
         super().__init__(f"{name} has a trip count from {lo} to {hi}")
-        self.key, self.lo, self.hi = key, lo, hi
+        self.key, self.lo, self.hi, self.name = key, lo, hi, name
+        # The mask whose true iterations the count is (``""``: none): a loop whose
+        # synchronisations a condition read from memory runs or skips
+        # (:meth:`Trace.masked_loop`).
+        self.masked = masked
+
+    def said(self, value: int) -> str:
+        """The walk's choice, in words."""
+        if self.masked:
+            return (f"{self.name} running {value} of its iterations (the others skipped "
+                    f"by the mask {self.masked})")
+        return f"{self.name} running {value} times"
+
+    def covered(self, lo: int, hi: int) -> str:
+        """The choices walked, in words."""
+        if self.masked:
+            return (f"every pattern of the mask {self.masked} over {self.name} ({lo} to {hi} "
+                    "of its iterations running, each skipped one doing nothing)")
+        return f"{self.name} running {lo} to {hi} times"
+
+
+class Masked(Undecided):
+    """A mask's element the walk of fixed mask values (:attr:`Trace.masks`) has no value
+    for: the brute-force reference walks again with each."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"the mask {key} has no value")
+        self.key = key
+
+
+class Blocked(Ranged):
+    """A synchronised loop whose first iteration depends on the block index (a sliding
+    window's first key block, ``max(0, bx - w)``), in a grid of known extent: the walk is
+    made once per value of that index (:attr:`Trace.trips`, keyed by its thread tag), each
+    the exact walk of those blocks."""
+
+    periodic = False
+
+    def __init__(self, key: Hashable, hi: int, name: str, loop: str) -> None:
+        Undecided.__init__(self, f"{loop} starts at a value set by {name}")
+        self.key, self.lo, self.hi, self.name, self.masked = key, 0, hi, name, ""
+
+    def said(self, value: int) -> str:
+        return f"{self.name} = {value}"
+
+    def covered(self, lo: int, hi: int) -> str:
+        return f"{self.name} from {lo} to {hi}"
+
+
+class Forked(Ranged):
+    """A synchronisation under a condition the walk cannot decide but that every thread
+    of the block decides alike (it reads memory at an index that does not depend on the
+    thread: ``if tile < s_cum[groups]``, a block past the data's tiles skipping its
+    work), met once in a walk: the walk is made once with the condition false and once
+    with it true (:attr:`Trace.trips`, keyed by the statement). One read from memory in
+    each iteration of the synchronised loop it guards (a block mask) is a mask instead
+    (:meth:`Trace.masked_loop`: every pattern)."""
+
+    periodic = False
+
+    def __init__(self, key: Hashable, name: str) -> None:
+        Undecided.__init__(self, f"a synchronisation under the condition {name}")
+        self.key, self.lo, self.hi, self.name, self.masked = key, 0, 1, name, ""
+
+    def said(self, value: int) -> str:
+        return f"the condition {self.name} {'true' if value else 'false'}"
+
+    def covered(self, lo: int, hi: int) -> str:
+        return f"the condition {self.name} true and false"
 
 
 def shared(var: Any) -> bool:
@@ -95,16 +170,24 @@ class Trace:
 
     def __init__(self, func: Any, boxes: dict[str, int] | None = None,
                  sizes: dict[Any, int] | None = None,
-                 trips: dict[int, int] | None = None,
-                 memo: dict[str, dict[int, Any]] | None = None) -> None:
+                 trips: dict[Hashable, int] | None = None,
+                 memo: dict[str, dict[int, Any]] | None = None,
+                 masks: dict[str, bool] | None = None,
+                 decide: Callable[[int], bool] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
         self.sizes = dict(sizes or {})
         self.env.update({var: (value, value) for var, value in self.sizes.items()})
         self.open: dict[int, bool] = {}  # whether an expression uses a symbolic size
         # The trip count of each synchronised loop whose extent is a range, by the extent,
-        # for this walk (the driver tries each; see :class:`Ranged`).
+        # for this walk, and the outcome of each condition the block decides alike that the
+        # walk cannot, by its statement (the driver tries each; see :class:`Ranged`).
         self.trips = dict(trips or {})
+        self.forked: set[Hashable] = set()  # the conditions met in this walk
+        # The variables whose value may differ between the block's threads: the thread
+        # indices and what is bound to an expression of them.
+        self.varying: set[Any] = set()
+        self.blocks: dict[Any, tuple[str, int | None]] = {}  # block index -> (tag, extent)
         # Inside code walked once for many runs: a scalar's store leaves it unknown.
         self.summarised = 0
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
@@ -134,12 +217,32 @@ class Trace:
         # A call's name and arguments.
         self.calls: dict[int, tuple[str, list[Any]]] = memo.setdefault("calls", {})
         self.seqs: dict[int, list[Any]] = memo.setdefault("seqs", {})  # a sequence's items
-        self.parts: dict[int, Any] = memo.setdefault("parts", {})
+        self.parts: dict[Any, Any] = memo.setdefault("parts", {})
         # An expression's shared loads, pointers passed on, TileLang templates followed.
         self.loads: dict[int, Any] = memo.setdefault("loads", {})
         self.stored: dict[int, list[Any]] = memo.setdefault("stored", {})  # scalars set
         # An access's flat index and element, by its buffer's and indices' addresses.
         self.flats: dict[Any, Any] = memo.setdefault("flats", {})
+        # Conditions read from memory (:mod:`.masks`). Either each element's value is
+        # fixed (``masks``, filled by ``decide(n)`` for the n-th element met, else
+        # :class:`Masked`), or a loop the mask guards runs a number of its iterations
+        # (``trips``) with its variable any of its values (``masking``: the mask's form,
+        # its value, the loop's variable).
+        known_masks = memo.setdefault("masks", {})
+        if 0 not in known_masks:
+            known_masks[0] = Masks(func)
+        self.mask_info: Masks = known_masks[0]
+        self.masks = masks
+        self.decide = decide
+        self.decided: dict[str, str] = {}  # an element decided -> where (``k=3``)
+        self.form = ""  # the form of the first mask decided (:meth:`.Masks.form`)
+        self.masking: tuple[str, bool, Any] | None = None
+        self.masked_key: Hashable = None  # the trip-count key of the masked loop walked
+        self.masked_loops: dict[int, str | None] = memo.setdefault("masked_loops", {})
+        # The variables a mask's form reads besides its loop's (by the form).
+        self.mask_vars: dict[Any, list[Any]] = memo.setdefault("mask_vars", {})
+        self.iterations: dict[Any, Any] = memo.setdefault("iterations", {})
+        self.uses: dict[int, set[Any]] = memo.setdefault("uses", {})
         self.walk(func.body)
 
     # --- expressions ----------------------------------------------------------------
@@ -168,16 +271,34 @@ class Trace:
             found = self.open[key] = any(hits)
         return found
 
+    def uniform(self, expr: Any) -> bool:
+        """Whether every thread of the block gives ``expr`` the same value: it uses no
+        thread index (nor a variable bound to one), and reads no thread's local memory
+        other than a scalar the walk knows to be one value."""
+        found = [True]
+
+        def visit(node: Any) -> None:
+            what = kind(node)
+            if what == "Var" and node in self.varying:
+                found[0] = False
+            elif what == "BufferLoad" and not (shared(node.buffer.data)
+                                               or _global(node.buffer.data)):
+                known = self.env.get((node.buffer.data, "scalar"))
+                if known is None or known[0] != known[1]:
+                    found[0] = False
+            elif what == "Call" and short(op_name(node)) not in _PURE:
+                found[0] = False  # a lane's or a warp's index, an election: per thread
+
+        post_order_visit(expr, visit)
+        return found[0]
+
     def extent(self, expr: Any, what: str) -> Interval:
         """A loop's trip count; one read from memory (a sequence's start in a cumulative
         array, ``s_cum[b + 1] - s_cum[b]``) is any count, like a symbolic size's."""
         try:
             return self.bound(expr, what)
         except Undecided:
-            loads: list[Any] = []
-            post_order_visit(expr, lambda node: loads.append(node)
-                             if kind(node) == "BufferLoad" else None)
-            if not loads:
+            if not _memory(expr):
                 raise
             return 0, OPEN
 
@@ -266,21 +387,30 @@ class Trace:
 
     def _AttrStmt(self, stmt: Any) -> None:
         if stmt.attr_key == "thread_extent":
-            var = stmt.node.var
-            if str(stmt.node.thread_tag).startswith("blockIdx") and self.uses_size(stmt.value):
+            var, tag = stmt.node.var, str(stmt.node.thread_tag)
+            if tag.startswith("blockIdx") and self.uses_size(stmt.value):
                 # A grid from a symbolic size: any block index, whatever size was fixed.
                 self.env[var] = (0, OPEN)
+                self.blocks[var] = (tag, None)
                 self.walk(stmt.body)
                 return
             extent = self.constant(stmt.value, f"the extent of {var.name}")
             self.env[var] = (0, extent - 1)
+            if tag.startswith("blockIdx"):
+                self.blocks[var] = (tag, extent)
+                if ("block", tag) in self.trips:  # this walk's block (:class:`Blocked`)
+                    self.env[var] = (self.trips["block", tag],) * 2
             if str(stmt.node.thread_tag) == "threadIdx.x":
                 self.threads, self.group = var, (0, extent - 1)
                 self.spans = [self.group]
+            if str(stmt.node.thread_tag).startswith("threadIdx"):
+                self.varying.add(var)
         self.walk(stmt.body)
 
     def _Bind(self, stmt: Any) -> None:
         value = stmt.value
+        if not self.uniform(value):
+            self.varying.add(stmt.var)
         if kind(value) == "Call" and short(op_name(value)) == "handle_add_byte_offset":
             root, offset = self.base(value.args[0])
             extra = self.constant(value.args[1], f"the offset of {stmt.var.name}")
@@ -315,7 +445,11 @@ class Trace:
                 self.summarised -= 1
             self.forget(stmt.body)
             return
-        lo_c = self.constant(stmt.min, name)
+        try:
+            lo_c = self.constant(stmt.min, name)
+        except Undecided:
+            self.by_block(stmt.min, name)
+            raise
         low, high = self.extent(stmt.extent, name)
         if low != high:
             # Loops of one extent run as often (a warp-specialised loop's two roles): one
@@ -324,6 +458,10 @@ class Trace:
             if key not in self.trips:
                 raise Ranged(key, max(low, 0), max(high, 0), name)
             low = high = self.trips[key]
+        form = self.loop_mask(stmt) if self.masks is None else None
+        if form is not None:
+            self.masked_loop(stmt, form, lo_c, max(low, 0))
+            return
         extent_c = max(low, 0)
         self.steps += extent_c
         if self.steps > MAX_STEPS:
@@ -337,6 +475,22 @@ class Trace:
                 self.where.pop()
         self.env.pop(stmt.loop_var, None)
 
+    def by_block(self, start: Any, name: str) -> None:
+        """A synchronised loop's first iteration that is not one value: raise
+        :class:`Blocked` for a block index it depends on that this walk has not fixed, in a
+        grid of known extent (one of symbolic extent is said plainly)."""
+        used: list[Any] = []
+        post_order_visit(start, lambda node: used.append(node)
+                         if kind(node) == "Var" and node in self.blocks else None)
+        for var in used:
+            tag, extent = self.blocks[var]
+            if self.env[var][0] == self.env[var][1]:
+                continue
+            if extent is None:
+                raise Undecided(f"{name} starts at a value set by {var.name}, in a grid of "
+                                "symbolic extent")
+            raise Blocked(("block", tag), extent - 1, str(var.name), name)
+
     def _IfThenElse(self, stmt: Any) -> None:
         try:
             decided = interval(stmt.condition, self.env)
@@ -346,6 +500,8 @@ class Trace:
             branch = stmt.then_case if decided[0] else stmt.else_case
             if branch is not None:
                 self.walk(branch)
+            return
+        if (self.masks is not None or self.masking is not None) and self.by_mask(stmt):
             return
         if self.has_sync(stmt.then_case) or (stmt.else_case is not None
                                          and self.has_sync(stmt.else_case)):
@@ -368,6 +524,185 @@ class Trace:
         self.summarised -= 1
         self.forget(stmt)
 
+    def by_mask(self, stmt: Any) -> bool:
+        """Walk the branch a mask takes (:mod:`.masks`): the element's fixed value
+        (:attr:`masks`), or the value of the masked loop's iteration (:attr:`masking`)
+        where the condition is that loop's mask. False: not such a condition."""
+        cond = stmt.condition
+        if self.masks is not None:
+            points: dict[Any, int] = {}
+            for var in self.mask_info.variables(cond):
+                lo, hi = self.env.get(var, (0, -1))
+                if lo == hi:
+                    points[var] = lo
+                elif var in self.env and var not in self.blocks:
+                    return False  # a summarised loop's variable: no one element
+            key = self.mask_info.key(cond, points)
+            if key is None:
+                return False
+            if key.startswith("="):
+                case = stmt.then_case if key != "=0" else stmt.else_case
+                if case is not None:
+                    self.walk(case)
+                return True
+            if key not in self.masks:
+                if self.decide is None:
+                    raise Masked(key)
+                self.masks[key] = self.decide(len(self.masks))
+            if key not in self.decided:  # where it was met, and the mask's form there
+                self.decided[key] = " ".join(self.where)
+                self.form = self.form or next(
+                    (form for var in points
+                     if (form := self.mask_info.form(cond, var)) is not None), "")
+            holds = self.masks[key]
+        else:
+            assert self.masking is not None
+            form, holds, var = self.masking
+            if self.mask_info.form(cond, var) != form:
+                return False
+        case = stmt.then_case if holds else stmt.else_case
+        if case is not None:
+            self.walk(case)
+        return True
+
+    def loop_mask(self, stmt: Any) -> str | None:
+        """The form of the mask a synchronised loop's synchronisation sits under (None:
+        none does); :class:`Undecided` where its conditions read memory in two forms."""
+        handle = stmt.__chandle__()
+        if handle not in self.masked_loops:
+            forms: set[str] = set()
+            synced: list[bool] = []
+            var = stmt.loop_var
+
+            def visit(node: Any) -> None:
+                if kind(node) == "IfThenElse":
+                    form = self.mask_info.form(node.condition, var)
+                    if form is not None:
+                        forms.add(form)
+                        synced.append(self.has_sync(node))
+                        self.mask_vars.setdefault(form, [
+                            v for v in self.mask_info.variables(node.condition)
+                            if not v.same_as(var)])
+
+            post_order_visit(stmt.body, visit)
+            self.masked_loops[handle] = None
+            if any(synced):
+                if len(forms) > 1:
+                    raise Undecided(f"the loop over {var.name} has synchronisations under "
+                                    f"conditions read from memory of {len(forms)} forms")
+                self.masked_loops[handle] = forms.pop()
+        return self.masked_loops[handle]
+
+    def masked_loop(self, stmt: Any, form: str, first: int, trips: int) -> None:
+        """A synchronised loop whose iterations a mask runs or skips (``if
+        BlockMask[by, k]:`` around the copies and the GEMM): walked as ``m`` iterations
+        that run, ``m`` from the walk's :attr:`trips` (:class:`Ranged`: the driver tries
+        each count), with the loop's variable any of its values, after one iteration the
+        mask skips, which must leave no record and no scalar changed. Then every mask
+        pattern's trace is one of these walks' (the hazards chapter, "Conditions read from
+        memory"): a skipped iteration is nothing to the check, and what a run iteration
+        records does not depend on which iteration it is beyond what the bounds over every
+        value of the variable include."""
+        var = stmt.loop_var
+        if self.masking is not None:
+            raise Undecided(f"a loop under a mask inside the loop over "
+                            f"{self.masking[2].name} under a mask")
+        # One count of run iterations per mask row: the values of the other variables
+        # the mask reads (an outer loop's, walked unrolled) are part of the key.
+        row = [self.env.get(v) for v in self.mask_vars.get(form, [])]
+        key = ("mask", form, tuple(row))
+        if key not in self.trips:
+            raise Ranged(key, 0, trips, f"the loop over {var.name}", form)
+        runs, self.masked_key = self.trips[key], key
+        if runs > trips:
+            raise Undecided(f"loops of {trips} and more iterations under the mask {form}")
+        self.steps += runs + 1
+        if self.steps > MAX_STEPS:
+            raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")
+        if trips <= 0:
+            return
+        self.env[var] = (first, first + trips - 1)
+        try:
+            self.masked_walk(stmt, form, runs, trips)
+        except (Ranged, Masked):
+            raise
+        except Undecided as exc:
+            if form in str(exc):
+                raise
+            raise Undecided(f"{exc}, with {var.name} any iteration the mask {form} runs or "
+                            "skips") from None
+        self.env.pop(var, None)
+
+    def masked_walk(self, stmt: Any, form: str, runs: int, trips: int) -> None:
+        """:meth:`masked_loop`'s walk: a skipped iteration, then ``runs`` run ones."""
+        var = stmt.loop_var
+        try:
+            if runs < trips:
+                before, saved = len(self.records), dict(self.env)
+                self.masking = (form, False, var)
+                self.where.append(f"{var.name} skipped")
+                self.run_once(stmt)
+                self.where.pop()
+                changed = [key for key in {*saved, *self.env}
+                           if kind(key) != "Var" and self.env.get(key) != saved.get(key)]
+                if len(self.records) != before or changed:
+                    raise Undecided(f"an iteration the mask {form} skips still "
+                                    + ("synchronises or touches shared memory"
+                                       if len(self.records) != before
+                                       else "changes a counter"))
+                self.env = saved
+            for number in range(runs):
+                self.masking = (form, True, var)
+                self.where.append(f"{var.name}={number}")
+                try:
+                    self.run_once(stmt)
+                finally:
+                    self.where.pop()
+        finally:
+            self.masking = None
+
+    def run_once(self, loop: Any) -> None:
+        """One run iteration of a masked loop. The walks for each number of run
+        iterations repeat the same iterations from the same states: what one walked
+        (its records, and what it changed of the state) is kept in the memo by the
+        state it started from (of the environment, the variables its body reads), and
+        copied."""
+        handle = loop.__chandle__()
+        uses = self.uses.get(handle)
+        if uses is None:
+            found: set[Any] = set()
+            post_order_visit(loop.body, lambda n: found.add(n) if kind(n) == "Var" else
+                             found.add((n.buffer.data, "scalar"))
+                             if kind(n) == "BufferLoad" else None)
+            uses = self.uses[handle] = found
+        before = {var: value for var, value in self.env.items()
+                  if var in uses or var is self.threads}
+        key = (handle, self.masking, tuple(self.where), self.role, self.elected,
+               self.summarised, self.fallback, frozenset(  # inner loops' trip counts
+                   (loop, n) for loop, n in self.trips.items() if loop != self.masked_key),
+               self.threads, frozenset(before.items()),
+               frozenset((var, tuple(region)) for var, region in self.descriptors.items()),
+               frozenset(self.batch), frozenset(self.bases.items()))
+        known = self.iterations.get(key)
+        if known is None:
+            first, entry = len(self.records), dict(self.env)
+            self.walk(loop.body)
+            changed = {var: value for var, value in self.env.items()
+                       if entry.get(var) != value}
+            dropped = [var for var in entry if var not in self.env]
+            self.iterations[key] = (
+                [dict(r) for r in self.records[first:]], changed, dropped,
+                {var: list(region) for var, region in self.descriptors.items()},
+                set(self.batch), dict(self.bases))
+            return
+        records, changed, dropped, descriptors, batch, bases = known
+        self.records.extend(dict(r) for r in records)
+        for var in dropped:
+            self.env.pop(var, None)
+        self.env.update(changed)
+        self.batch, self.bases = set(batch), dict(bases)
+        self.descriptors = {var: list(region) for var, region in descriptors.items()}
+
     def branch(self, stmt: Any) -> None:
         """A synchronisation under a condition on the thread index: one elected thread
         (``T.tl_shuffle_elect``, ``tx == c``), or the roles of a warp-specialised loop
@@ -388,6 +723,9 @@ class Trace:
                 self.summarised -= 1
             self.forget(stmt.then_case)
             return
+        if self.uniform(cond):
+            self.fork(stmt)
+            return
         # The roles' thread ranges: ``if tx < P: ... else: ...`` (TileLang's split), or a
         # branch per role (``if P <= tx:``) in a kernel that specialises its warps itself;
         # inside a role, a split of its threads again (``if tx < 128: ... elif tx < 256:
@@ -395,16 +733,19 @@ class Trace:
         # branch, run by its own threads beside the others.
         if self.threads is None:
             raise Undecided(f"a synchronisation under the condition {cond}")
-        cases = [(case, self.thread_set(cond, holds))
+        cases = [(case, holds, self.thread_set(cond, holds))
                  for case, holds in ((stmt.then_case, True), (stmt.else_case, False))
                  if case is not None]
-        cases = [(case, spans) for case, spans in cases if spans != []]  # run by none
-        if not cases or any(spans is None for _, spans in cases):
+        cases = [entry for entry in cases if entry[2] != []]  # run by none
+        if not cases or any(spans is None for _, _, spans in cases):
             raise Undecided(f"a synchronisation under the condition {cond}")
-        kinds = branch_roles([case for case, _ in cases])
+        key = (stmt.__chandle__(), tuple(holds for _, holds, _ in cases))
+        kinds = self.parts.get(key)
+        if kinds is None:  # read once: every walk of an unrolled loop asks again
+            kinds = self.parts[key] = branch_roles([case for case, _, _ in cases])
         nested = self.role != "all"
         parent, group, spans_before = self.role, self.group, self.spans
-        for (case, spans), kind_ in zip(cases, kinds, strict=True):
+        for (case, _, spans), kind_ in zip(cases, kinds, strict=True):
             assert spans is not None
             lo, hi = spans[0][0], spans[-1][1]
             # Each branch its own role; named by its threads where the kinds do not tell
@@ -457,6 +798,23 @@ class Trace:
         self.group = span
         for var in (self.threads, *self.aliases):
             self.env[var] = span
+
+    def fork(self, stmt: Any) -> None:
+        """A synchronisation under a condition every thread of the block decides alike
+        (:class:`Forked`): the branch the driver chose for this walk. A block mask read in
+        each iteration of the synchronised loop it guards never comes here (:meth:`_For`
+        gives that loop to :meth:`masked_loop`); any other condition met again in one walk
+        (in a loop unrolled: each time may read another value) is not decided."""
+        key = ("if", stmt.__chandle__())
+        if key in self.forked:
+            raise Undecided(f"a synchronisation under the condition {stmt.condition}, "
+                            "read from memory each time a loop runs")
+        self.forked.add(key)
+        if key not in self.trips:
+            raise Forked(key, str(stmt.condition))
+        branch = stmt.then_case if self.trips[key] else stmt.else_case
+        if branch is not None:
+            self.walk(branch)
 
     def _Evaluate(self, stmt: Any) -> None:
         value = stmt.value
@@ -633,9 +991,29 @@ class Trace:
         for call in known:
             self.all_reduce(call)
         for load in found:
-            buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+            try:
+                buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+                own: Any = self.per_thread()
+            except Undecided:
+                if not any(_memory(index) for index in load.indices):
+                    raise
+                # An index read from memory (``s_cum[group[0]]``, the group a search
+                # found): any element of the buffer, so every byte of it.
+                buffer, root, lo, hi = self.whole(load.buffer)
+                own = None
             self.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
-                       "how": "load", "own": self.per_thread()})
+                       "how": "load", "own": own})
+
+    def whole(self, buffer: Any) -> tuple[str, str, int, int]:
+        """(buffer, allocation, first byte, last byte) of every element of a buffer."""
+        size = buffer.dtype.bits * buffer.dtype.lanes // 8
+        count: Any = 1
+        for extent in buffer.shape:
+            count = count * extent
+        first = self.bound(buffer.elem_offset, str(buffer.name))[0]
+        last = self.bound(buffer.elem_offset + count, str(buffer.name))[1]
+        root, offset = self.base(buffer.data)
+        return str(buffer.data.name), root, offset + first * size, offset + last * size - 1
 
     def all_reduce(self, call: Any) -> None:
         """TileLang's ``tl::AllReduce<Reducer, threads, scale, thread_offset[, Barrier[,
@@ -903,6 +1281,14 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
     post_order_visit(expr, lambda node: visit(node)
                      if node.__chandle__() not in followed else None)
     return found, passed, known
+
+
+def _memory(expr: Any) -> bool:
+    """Whether an expression reads memory (a buffer's element: a value the data sets)."""
+    found: list[Any] = []
+    post_order_visit(expr, lambda node: found.append(node)
+                     if kind(node) == "BufferLoad" else None)
+    return bool(found)
 
 
 def _scalar(stmt: Any) -> tuple[Any, str] | None:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
@@ -14,8 +14,9 @@ from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, version_dims
 from . import intervals
+from .masks import Masks
 from .sizes import MAX_WALKS, choices, symbolic
-from .trace import Ranged, Trace, Undecided, shared
+from .trace import _SYNC_OPS, Masked, Ranged, Trace, Undecided, has_call, shared
 
 
 def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
@@ -50,10 +51,10 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
     try:
         func, boxes = device(final), _boxes(kept)
-        shapes = _shapes(kept, main)
+        shapes, masks = _shapes(kept, main), Masks(func)  # one reading of the masks
         walks, warmup, cycle = choices(func, [count for _, versions, tiles in shapes.values()
-                                              for count in (versions, tiles) if count])
-        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean, shapes)
+                                              for count in (versions, tiles) if count], masks)
+        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean, shapes, masks)
     except Undecided as exc:
         return {"hazards": not_checked(str(exc)), "unneeded_sync": []}
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
@@ -111,8 +112,8 @@ def at_sizes(kept: dict[str, Any], main: Callable[[Any], Any], device: Callable[
 def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
            argument: tuple[int, int], kept: dict[str, Any], main: Callable[[Any], Any],
            clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] | None = None,
-           shapes: dict[str, tuple[int, int | None, int | None]] | None = None
-           ) -> dict[str, Any]:
+           shapes: dict[str, tuple[int, int | None, int | None]] | None = None,
+           masks: Masks | None = None) -> dict[str, Any]:
     """The verdict over every value of the kernel's symbolic sizes and every trip count of
     its synchronised loops: one walk per value :func:`.sizes.choices` picks, and per trip
     count of a loop whose trip count is a range (:class:`.trace.Ranged`), each up to the
@@ -122,29 +123,36 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
     buffers."""
     warmup, cycle = argument
     found: dict[str, Any] = {}
-    ranged: dict[int, tuple[str, int, int]] = {}  # loop -> (name, least, greatest trips)
+    # A loop or condition -> (what it is, its least and greatest choice walked).
+    ranged: dict[Hashable, tuple[Ranged, int, int]] = {}
     count = 0
     memo: dict[str, dict[int, Any]] = {}  # what every walk reads of the IR, read once
+    if masks is not None:
+        memo["masks"] = {0: masks}
     for walk in walks:
-        pending: list[dict[int, int]] = [{}]
+        pending: list[dict[Hashable, int]] = [{}]
         while pending:
             trips = pending.pop(0)
             said = ", ".join([*dict.fromkeys(f"{var.name} = {value}"
                                              for var, value in walk.items())]
-                             + [f"{ranged[key][0]} running {n} times"
-                                for key, n in trips.items()])
+                             + [ranged[key][0].said(n) for key, n in trips.items()])
             try:
                 trace = Trace(func, boxes, walk, trips, memo)
             except Ranged as exc:
-                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle)
-                ranged[exc.key] = (str(exc).split(" has ")[0], exc.lo, top)
+                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle) if exc.periodic \
+                    else exc.hi
+                ranged[exc.key] = (exc, exc.lo, top)
                 pending += [{**trips, exc.key: n} for n in range(exc.lo, top + 1)]
                 count += top + 1 - exc.lo
                 if count > MAX_WALKS * 4:
                     raise Undecided(f"more than {MAX_WALKS * 4} walks: {exc}") from None
                 continue
             except Undecided as exc:
-                return not_checked(f"{exc} (with {said})" if said else str(exc))
+                # Outside the argument over every mask pattern: a race some patterns show
+                # is still a finding.
+                hit = _search(func, boxes, walk, trips, memo, kept, main, shapes, None) \
+                    if _guarded(func, memo) else None
+                return hit or not_checked(f"{exc} (with {said})" if said else str(exc))
             shapes = shapes or _shapes(kept, main)
             buffers = _buffers(trace.bases, kept, main, shapes)
             records = _sized(trace.records, buffers)
@@ -157,6 +165,17 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
             found = this
             if found["verdict"] == "not checked" and "no asynchronous copy" in found["text"]:
                 continue
+            masked = [n for key, n in trips.items() if ranged[key][0].masked]
+            if found["verdict"] != "none" and masked:
+                # The walk of ``n`` run iterations bounds every pattern's records; the
+                # finding is reported as a pattern that shows it (the first ``n`` run).
+                hit = _search(func, boxes, walk,
+                              {key: n for key, n in trips.items() if not ranged[key][0].masked},
+                              memo, kept, main, shapes, masked[0])
+                if hit is None:
+                    return not_checked(f"a race the bound over every pattern of a mask "
+                                       f"allows, which no pattern tried shows ({said})")
+                return hit
             if found["verdict"] != "none":
                 if said:
                     found["text"] += f" (with {said})"
@@ -167,12 +186,107 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
         return not_checked("no asynchronous copy into shared memory")
     names = ", ".join(dict.fromkeys(str(var.name) for var in walks[0]))
     covered = [f"every {names}" if names else ""] + [
-        f"{name} running {lo} to {top} times" for name, lo, top in ranged.values()]
+        exc.covered(lo, top) for exc, lo, top in ranged.values()]
     if found["verdict"] == "none" and (names or ranged):
-        top = warmup + 2 * cycle
-        found["text"] += (f"; for {', '.join(c for c in covered if c)} (every synchronised "
-                          f"loop's trip count to {top}: longer loops repeat their states)")
+        found["text"] += f"; for {', '.join(c for c in covered if c)}"
+        if names or any(exc.periodic for exc, _, _ in ranged.values()):
+            found["text"] += (f" (every synchronised loop's trip count to "
+                              f"{warmup + 2 * cycle}: longer loops repeat their states)")
     return found
+
+
+# Elements of a mask whose values the search of a racing pattern tries each way (the
+# elements after them are all false, or all true): 2 ** _PREFIX * 2 walks at most.
+_PREFIX = 3
+
+
+def _guarded(func: Any, memo: dict[str, dict[int, Any]]) -> bool:
+    """Whether a synchronisation of the function sits under a mask (:mod:`.masks`)."""
+    known = memo.setdefault("masks", {})
+    if 0 not in known:
+        known[0] = Masks(func)
+    info: Masks = known[0]
+    found: list[bool] = []
+    post_order_visit(func.body, lambda node: found.append(True)
+                     if type(node).__name__ == "IfThenElse"
+                     and info.mask(node.condition) is not None
+                     and has_call(node, _SYNC_OPS) else None)
+    return bool(found)
+
+
+def _search(func: Any, boxes: dict[str, int], walk: dict[Any, int],
+            trips: dict[Hashable, int],
+            memo: dict[str, dict[int, Any]], kept: dict[str, Any], main: Callable[[Any], Any],
+            shapes: dict[str, tuple[int, int | None, int | None]] | None,
+            first: int | None) -> dict[str, Any] | None:
+    """A mask pattern whose walk races, with the pattern said; None where none of those
+    tried does: the first ``first`` elements true and the rest false, then each value of
+    the first :data:`_PREFIX` elements met with the rest false, then true. Every pattern
+    tried is one the kernel may meet, so what it shows is a finding under the model."""
+    def prefix(bits: int, tail: bool) -> Callable[[int], bool]:
+        return lambda n: bool(bits >> n & 1) if n < _PREFIX else tail
+
+    tried: list[Callable[[int], bool]] = []
+    if first is not None:
+        tried.append(lambda n: n < first)
+    tried += [prefix(bits, tail) for tail in (False, True) for bits in range(1 << _PREFIX)]
+    seen: set[tuple[bool, ...]] = set()
+    for decide in tried:
+        masks: dict[str, bool] = {}
+        try:
+            trace = Trace(func, boxes, walk, trips, memo, masks, decide)
+        except Undecided:
+            return None
+        if tuple(masks.values()) in seen:
+            continue
+        seen.add(tuple(masks.values()))
+        buffers = _buffers(trace.bases, kept, main, shapes)
+        this = verdict(_sized(trace.records, buffers), buffers)
+        if this["verdict"] == "hazard":
+            said = _pattern(masks, trace.decided, trace.form)
+            this["text"] += f" (with {said})"
+            for finding in this["findings"]:
+                finding["text"] += f" (with {said})"
+            return this
+    return None
+
+
+def _pattern(masks: dict[str, bool], where: dict[str, str], form: str) -> str:
+    """A mask pattern in words: where its elements are true (``form``: the mask with the
+    loop's variable named ``k``)."""
+    first = form or next(iter(masks), "")
+    if all(masks.values()):
+        return f"every element of the mask {first} true"
+    if not any(masks.values()):
+        return f"every element of the mask {first} false"
+    true = [where.get(key) or "before the loop" for key, held in masks.items() if held]
+    return f"the mask {first} true at {', '.join(true)} only"
+
+
+def at_patterns(kept: dict[str, Any], main: Callable[[Any], Any], device: Callable[[Any], Any],
+                values: dict[str, int]) -> list[tuple[dict[str, bool], dict[str, Any]]]:
+    """The verdict of each pattern of the kernel's masks (each element a condition read
+    from memory reads: true or false) at fixed symbolic sizes: the brute-force reference
+    for the argument of :meth:`.trace.Trace.masked_loop`."""
+    func = device(kept["final"])
+    walk = {var: values[str(var.name)] for var in symbolic(func)}
+    boxes = _boxes(kept)
+    memo: dict[str, dict[int, Any]] = {}
+    out: list[tuple[dict[str, bool], dict[str, Any]]] = []
+    pending: list[dict[str, bool]] = [{}]
+    while pending:
+        masks = pending.pop(0)
+        try:
+            trace = Trace(func, boxes, walk, {}, memo, dict(masks))
+        except Masked as exc:
+            pending += [{**masks, exc.key: False}, {**masks, exc.key: True}]
+            continue
+        except Undecided as exc:
+            out.append((masks, not_checked(str(exc))))
+            continue
+        buffers = _buffers(trace.bases, kept, main)
+        out.append((masks, verdict(_sized(trace.records, buffers), buffers)))
+    return out
 
 
 # The calls each synchronisation record comes from, as the code generator prints them
