@@ -169,8 +169,6 @@ def mutated(after: dict[str, Any], change: Any, loop_only: bool = True) -> dict[
     """``after`` with the final device function's pipelined loop body (or its whole body)
     rewritten by ``change`` (a function of each statement: None keeps it, a statement
     replaces it)."""
-    mod = after["final"]
-    device = ir_facts.device_function(mod)
 
     def in_loop(node: Any) -> Any:
         if type(node).__name__ == "For" and "tl_pipelined_num_stages" in node.annotations:
@@ -179,12 +177,19 @@ def mutated(after: dict[str, Any], change: Any, loop_only: bool = True) -> dict[
                                 node.thread_binding, node.annotations)
         return None
 
-    body = ir_transform(device.body, None, in_loop, ["tirx.For"]) if loop_only \
-        else ir_transform(device.body, None, change, ["tirx.Evaluate"])
+    return _rewritten(after, in_loop, ["tirx.For"]) if loop_only \
+        else _rewritten(after, change, ["tirx.Evaluate"])
+
+
+def _rewritten(after: dict[str, Any], change: Any, kinds: list[str]) -> dict[str, Any]:
+    """``after`` with the final device function's body rewritten by ``change`` on the
+    nodes of ``kinds`` (None keeps a node, a node replaces it)."""
+    mod = after["final"]
+    device = ir_facts.device_function(mod)
+    body = ir_transform(device.body, None, change, kinds)
     gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
-    new = tvm.IRModule({**{g: f for g, f in mod.functions.items()},
-                        gvar: device.with_body(body)})
-    return {**after, "final": new}
+    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
+                                            gvar: device.with_body(body)})}
 
 
 def _nth(name: str, n: int, replace: Any) -> Any:
@@ -924,12 +929,7 @@ def _when(after: dict[str, Any], name: str, replace: Any, when: Any) -> dict[str
         return tvm.tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
                             node.thread_binding, node.annotations)
 
-    mod = after["final"]
-    device = ir_facts.device_function(mod)
-    body = ir_transform(device.body, None, in_loop, ["tirx.For"])
-    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
-    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
-                                            gvar: device.with_body(body)})}
+    return _rewritten(after, in_loop, ["tirx.For"])
 
 
 def _eq(a: Any, b: int) -> Any:
@@ -1016,13 +1016,6 @@ def _workspace_at(element: int) -> Any:
     return change
 
 
-def _outside_loop(after: dict[str, Any], change: Any, kinds: list[str]) -> dict[str, Any]:
-    mod = after["final"]
-    device = ir_facts.device_function(mod)
-    body = ir_transform(device.body, None, change, kinds)
-    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
-    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
-                                            gvar: device.with_body(body)})}
 
 
 def test_a_reduction_workspace_is_followed_into_the_template() -> None:
@@ -1035,7 +1028,7 @@ def test_a_reduction_workspace_is_followed_into_the_template() -> None:
     # The workspace over the second slot of the tile, whose last copy the epilogue's
     # wait<0> completes: still clean; with that wait raised to 1, the template's read races
     # the copy.
-    moved = _outside_loop(after, _workspace_at(256), ["tirx.BufferStore"])
+    moved = _rewritten(after, _workspace_at(256), ["tirx.BufferStore"])
     assert check(moved)["verdict"] == "none", check(moved)
     seen = [0]
 
@@ -1045,7 +1038,7 @@ def test_a_reduction_workspace_is_followed_into_the_template() -> None:
         seen[0] += 1
         return _wait_more(stmt)
 
-    racy = _outside_loop(moved, epilogue_wait, ["tirx.Evaluate"])
+    racy = _rewritten(moved, epilogue_wait, ["tirx.Evaluate"])
     assert seen[0] == 1
     found = check(racy)
     assert found["verdict"] == "hazard", found
@@ -1080,7 +1073,7 @@ def test_a_phase_from_a_counter_is_followed_on_sm90a() -> None:
     assert "uses" in code
     found = check(after, "sm_90a")
     assert found["verdict"] == "none", found
-    skipping = check(_outside_loop(after, _count_by(2), ["tirx.BufferStore"]), "sm_90a")
+    skipping = check(_rewritten(after, _count_by(2), ["tirx.BufferStore"]), "sm_90a")
     assert skipping["verdict"] == "hazard", skipping
     flipped = check(mutated(after, _nth("mbarrier_wait_parity", 1, _flip)(), loop_only=False),
                     "sm_90a")
@@ -1352,12 +1345,7 @@ def _mask_loop(after: dict[str, Any], change: Any, consumer: bool = False) -> di
         return tvm.tirx.For(node.loop_var, node.min, node.extent, node.kind, body,
                             node.thread_binding, node.annotations)
 
-    mod = after["final"]
-    device = ir_facts.device_function(mod)
-    body = ir_transform(device.body, None, in_loop, ["tirx.For"])
-    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
-    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
-                                            gvar: device.with_body(body)})}
+    return _rewritten(after, in_loop, ["tirx.For"])
 
 
 # --- a bound read from a shared array, a block's work under a condition read from memory --
@@ -1372,8 +1360,7 @@ GROUPED_ARGS = {"groups": 4, "total_rows": 1024, "N": 256, "K": 256, "num_stages
 def _rebased(after: dict[str, Any], name: str, onto: str) -> dict[str, Any]:
     """``after`` with the shared buffer ``name`` placed at ``onto``'s bytes (its byte
     offset in the dynamic allocation replaced by the other's)."""
-    mod = after["final"]
-    device = ir_facts.device_function(mod)
+    device = ir_facts.device_function(after["final"])
     offsets: dict[str, Any] = {}
 
     def find(node: Any) -> None:
@@ -1389,10 +1376,7 @@ def _rebased(after: dict[str, Any], name: str, onto: str) -> dict[str, Any]:
                                      node.value.args[0], offsets[onto])
         return tvm.tirx.Bind(node.var, value)
 
-    body = ir_transform(device.body, None, change, ["tirx.Bind"])
-    gvar = next(g for g, f in mod.functions.items() if f.same_as(device))
-    return {**after, "final": tvm.IRModule({**dict(mod.functions.items()),
-                                            gvar: device.with_body(body)})}
+    return _rewritten(after, change, ["tirx.Bind"])
 
 
 def _calls_anywhere(stmt: Any, name: str) -> bool:
