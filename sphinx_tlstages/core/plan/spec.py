@@ -68,10 +68,11 @@ class VariantSpec:
     # Whether the worker takes the IR's fingerprint after each pass run (what a snapshot
     # keeps to name the pass behind a drift; the structural hash of every pass's output
     # costs about 2 % of a lowering): where a snapshot may be written from the result.
-    # Never part of the key nor of equality: a result with them holds all of one without
-    # (see ext/batch), and one without them is lowered again before a snapshot is
-    # written from it or a drift is explained (ext/checks/snapshots).
-    fingerprints: bool = field(default=True, compare=False)
+    # Never part of the key, of equality nor of the repr (a page's fragments are keyed by
+    # it): a result with them holds all of one without (see ext/batch), and one without
+    # them is lowered again before a snapshot is written from it or a drift is explained
+    # (ext/checks/snapshots).
+    fingerprints: bool = field(default=True, compare=False, repr=False)
     # NVIDIA's compiler that builds the "resources" part, where the page shows it (and
     # the target is CUDA); where it came from is part of the key, its path is not.
     toolkit: Toolkit | None = None
