@@ -118,7 +118,7 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         return 2
     # No snapshot is written from what it prints: no pass fingerprints (the JSON, which
     # records the pass changes, has them all the same).
-    spec = snapshots.fingerprinting(replace(spec, listing=cut), None)
+    spec = snapshots.fingerprinting(replace(spec, listing=cut), False)
     variants = spec.variants
     compiler_missing = "resources" in spec.show and toolkit != "none" \
         and find_toolkit(toolkit) is None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
@@ -247,26 +247,21 @@ class TlPipelineDirective(SphinxDirective):
                     docname=self.env.docname, lineno=self.lineno,
                     title=self.arguments[0] if self.arguments else None,
                     line_of=self._value_line, overridden=self._overridden)
-        spec = snapshots.fingerprinting(spec, self._snapshot_variants(spec.name))
+        spec = snapshots.fingerprinting(spec, self._writes_snapshots())
         return replace(spec, node_id=nodes.make_id(f"tl-{spec.name}"),
                        listing=self._listing(spec.variants[0].source,
                                              spec.variants[0].factory))
 
-    def _snapshot_variants(self, name: str) -> Collection[str] | None:
-        """The variants the directive's snapshot records where this build may add to it
-        (empty: no snapshot yet), None where it writes none (snapshots off or only
-        checked, or CI's strict check): what :func:`.snapshots.fingerprinting` needs."""
+    def _writes_snapshots(self) -> bool:
+        """Whether this build may write a snapshot from its results or explain a drift in
+        them, so its variants take the pass fingerprints: snapshots recorded or updated
+        (``auto`` where the docs are written: new snapshots and variants, the pending
+        file of a drift, whose explanation names a pass), not only checked (``check``, CI's
+        strict ``auto``) nor off. A drift found where they were not taken has its
+        variants lowered again, taking them."""
         config = settings(self.config)
-        mode = config.snapshot_mode
-        if mode == "update":
-            return ()
-        if mode != "auto" or config.strict:
-            return None
-        try:
-            recorded = snapshots.load(snapshots.golden_path(config.snapshot_dir, name))
-        except ValueError:  # unreadable: the snapshot check says so
-            return ()
-        return recorded["variants"] if recorded is not None else ()
+        return config.snapshot_mode == "update" or (
+            config.snapshot_mode == "auto" and not config.strict)
 
     def _overridden(self, option: str, message: str) -> None:
         """An option the kernel overrides (it sets its depth itself): a warning at the

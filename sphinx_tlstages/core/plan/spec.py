@@ -67,7 +67,8 @@ class VariantSpec:
     record_passes: bool = False
     # Whether the worker takes the IR's fingerprint after each pass run (what a snapshot
     # keeps to name the pass behind a drift; the structural hash of every pass's output
-    # costs about 2 % of a lowering): where a snapshot may be written from the result.
+    # costs about 2 % of a lowering): where a build may write a snapshot from the result
+    # or explain a drift in it (see ext/directive).
     # Never part of the key, of equality nor of the repr (a page's fragments are keyed by
     # it): a result with them holds all of one without (see ext/batch), and one without
     # them is lowered again before a snapshot is written from it or a drift is explained

@@ -11,7 +11,6 @@ directive, or the directive moved, changes nothing stored. The layout is
 from __future__ import annotations
 
 import json
-from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -165,17 +164,13 @@ def build(spec: DirectiveSpec, results: dict[str, Result],
     return snapshot
 
 
-def fingerprinting(spec: DirectiveSpec, recorded: Collection[str] | None) -> DirectiveSpec:
-    """``spec`` with each variant taking the pass fingerprints (provenance a snapshot keeps,
-    about 2 % of a lowering) only where a snapshot may be written from its result:
-    ``recorded`` holds the variants of the snapshot this build may add to (every variant
-    takes them where there is none yet: pass an empty collection), None where this build
-    writes none. A drift found in a variant lowered without them has them taken then
-    (ext/checks/snapshots.py)."""
-    variants = tuple(
-        variant if recorded is not None and variant.id not in recorded
-        else replace(variant, fingerprints=False) for variant in spec.variants)
-    return replace(spec, variants=variants)
+def fingerprinting(spec: DirectiveSpec, taken: bool) -> DirectiveSpec:
+    """``spec`` with its variants taking the pass fingerprints (provenance a snapshot
+    keeps, about 2 % of a lowering) or not: ``taken`` where this build may write a
+    snapshot from their results or explain a drift in them. A drift found in variants
+    lowered without them has them taken then (ext/checks/snapshots.py)."""
+    return replace(spec, variants=tuple(replace(variant, fingerprints=taken)
+                                        for variant in spec.variants))
 
 
 def added(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
