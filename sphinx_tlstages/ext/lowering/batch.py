@@ -250,9 +250,9 @@ def lower_with_fingerprints(app: Sphinx, state: BuildState, spec: DirectiveSpec)
     """Lower again, taking the pass fingerprints, the variants of ``spec`` whose results
     lack them (lowered where no snapshot was to be written from them), before one is
     written or a drift explained. True when any was."""
-    wanted = {variant.key(state.stamp): (replace(variant, fingerprints=True), spec)
-              for variant in spec.variants
-              if not replace(variant, fingerprints=True).answered_by(state.result(variant))}
+    taking = [replace(variant, fingerprints=True) for variant in spec.variants]
+    wanted = {variant.key(state.stamp): (variant, spec) for variant in taking
+              if not variant.answered_by(state.result(variant))}
     if not wanted:
         return False
     info(f"tl-pipeline: {spec.name}: {len(wanted)} variants lowered again for the pass "
