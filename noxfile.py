@@ -211,7 +211,7 @@ def bench_build(session: nox.Session) -> None:
 @nox.session(name="bench-resources", python=PYTHON)
 def bench_resources(session: nox.Session) -> None:
     """What the resources part costs: its compile step against the same nvcc and
-    cuobjdump commands run directly (and nvcc alone) on the same CUDA, and a cold book
+    nvdisasm commands run directly (and nvcc alone) on the same CUDA, and a cold book
     with the part against without it (``-- --json FILE`` keeps the figures). The check
     against a GPU's driver is ``verification/resources_on_gpu``."""
     install_cpu_torch(session)

@@ -2,8 +2,9 @@
 """What the resources part costs, as ratios of alternating runs.
 
 * ``compile``: the part's compile step for one variant (``worker.resources.
-  compile_variant``: nvcc with TileLang's flags, ``cuobjdump -sass``, ptxas's report and
-  the listing read, the occupancy) against the same two commands run directly on the
+  compile_variant``: nvcc with TileLang's flags, ``nvdisasm -gi`` (the listing and the
+  line table; ``cuobjdump -sass`` before 2026-12-06), ptxas's report and the listing read,
+  the occupancy) against the same two commands run directly on the
   same CUDA (goal: 1.05x), and against the same ``nvcc`` command alone (what the SASS
   listing adds), in rotating order (each side first as often as the others),
   ``--rounds`` times per variant: the seed GEMM (``book/kernels/gemm.py``, 1024^3, tile
@@ -74,7 +75,7 @@ def compile_scenario(rounds: int) -> dict[str, Any]:
 
     toolkit = find("auto")
     assert toolkit is not None, "pip install sphinx-tlstages[resources]"
-    cuobjdump = str(Path(toolkit.nvcc).with_name("cuobjdump"))
+    nvdisasm = str(Path(toolkit.nvcc).with_name("nvdisasm"))
     _, why = import_tilelang()
     assert why is None, why
     from sphinx_tlstages.worker.lowering import lower_variant
@@ -105,7 +106,7 @@ def compile_scenario(rounds: int) -> dict[str, Any]:
 
                 def commands(bare: list[str] = bare) -> None:
                     subprocess.run(bare, check=True, capture_output=True)
-                    subprocess.run([cuobjdump, "-sass", bare[-2]], check=True,
+                    subprocess.run([nvdisasm, "-gi", "-c", bare[-2]], check=True,
                                    capture_output=True)
 
                 sides = {"part": part, "nvcc": nvcc, "commands": commands}

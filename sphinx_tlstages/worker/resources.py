@@ -2,14 +2,15 @@
 
 A step after lowering, for variants whose page shows ``resources``: the CUDA the page
 offers for download is compiled with the flags ``tilelang/cuda/backend.py`` gives nvcc
-for that variant (its pass configs included), ptxas's ``--verbose`` report and
-``cuobjdump -sass`` are read by :mod:`..core.hardware.resources`. A compiler that fails costs the
-variant its part (said on the page), never its lowering.
+for that variant (its pass configs included), ptxas's ``--verbose`` report and the
+cubin's disassembly are read by :mod:`..core.hardware.resources`. A compiler that fails
+costs the variant its part (said on the page), never its lowering.
 
 Its input is the normalised CUDA (compiled with its ``#line`` directives left empty, which
 changes no instruction: see :func:`..core.hardware.sass_lines.compiled_text`), its output
-ptxas's ``--verbose`` report, ``cuobjdump -sass`` and the SASS by kernel line (``nvdisasm
--gi``, read by :mod:`..core.hardware.sass_lines`). In a build, the worker that lowered a
+ptxas's ``--verbose`` report and one ``nvdisasm -gi`` of the cubin, which gives both the
+SASS listing (:mod:`..core.hardware.sass_listing`, ``cuobjdump -sass``'s text) and the
+SASS by kernel line (:mod:`..core.hardware.sass_lines`). In a build, the worker that lowered a
 variant only asks for its compile (a :class:`Request`, with the flags and the kernel's
 source); the pool runs this module (:func:`main`) once the last variant of a directive is
 lowered, apart from the workers, which lower on meanwhile.
@@ -49,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.hardware import resources, sass_lines
+from ..core.hardware import resources, sass_lines, sass_listing
 
 # Seconds one compile may take (the GEMMs here take 2-5 s on two loaded cores).
 TIMEOUT = 300
@@ -161,9 +162,8 @@ class Request:
 # front end spends its time on, and is shared by the variants of a group.
 _KERNELS = re.compile(r'^extern "C" __global__ void (?:__launch_bounds__\([^)]*\) )?(\w+)\(',
                       re.M)
-# ptxas's report and cuobjdump's listing, one function at a time.
+# ptxas's report, one function at a time.
 _ENTRY = re.compile(r"^ptxas info\s*: Compiling entry function '([^']+)'", re.M)
-_FUNCTION = re.compile(r"^\t+Function : (\S+)\n", re.M)
 
 
 def _split(cuda: str) -> tuple[str, str, str] | None:
@@ -219,11 +219,11 @@ def compile_group(requests: list[Request], keep_cubin: Path | None = None
 
 
 def _compile(group: list[Request], keep_cubin: Path | None) -> list[dict[str, Any]]:
-    """One nvcc, one ``cuobjdump -sass`` and one ``nvdisasm -gi`` for ``group`` (variants
-    that share their flags and includes, or one variant alone)."""
+    """One nvcc and one ``nvdisasm -gi`` for ``group`` (variants that share their flags
+    and includes, or one variant alone): the disassembly gives each variant its SASS
+    listing (:mod:`..core.hardware.sass_listing`) and its SASS by kernel line."""
     first = group[0]
     nvcc = first.nvcc
-    cuobjdump = _beside(nvcc, "cuobjdump")
     names: list[tuple[str, str]] = []  # (the kernel's name, its name in the shared file)
     with tempfile.TemporaryDirectory(prefix="tlstages-nvcc-") as folder:
         source, cubin = Path(folder, "kernel.cu"), Path(folder, "kernel.cubin")
@@ -258,22 +258,14 @@ def _compile(group: list[Request], keep_cubin: Path | None) -> list[dict[str, An
                 return [_compile([request], None)[0] for request in group]
             tail = "\n".join(report.strip().splitlines()[-6:])
             return [{"resources_error": f"nvcc failed (exit {done.returncode}): {tail}"}]
-        sass: str | None = None
-        if cuobjdump is not None:
-            listed = subprocess.run([cuobjdump, "-sass", str(cubin)], capture_output=True,
-                                    text=True, timeout=TIMEOUT, check=False)
-            sass = listed.stdout if listed.returncode == 0 else None
-        # The line table, once for the cubin: each variant reads its kernel's section.
-        table = None
-        if sass is not None and any(request.kernel for request in group):
-            table = _line_table(cubin, _beside(nvcc, "nvdisasm"))
+        # The disassembly, once for the cubin: each variant reads its kernel's section.
+        table = _disassembly(cubin, _beside(nvcc, "nvdisasm"))
         if keep_cubin is not None and len(group) == 1:
             shutil.copyfile(cubin, keep_cubin)
     if len(group) == 1:
-        return [_read(first, report, sass, table, _entry(report), folder)]
-    return [_read(request, _report_of(report, name, renamed),
-                  None if sass is None else _listing_of(sass, name, renamed),
-                  table, renamed, folder)
+        kernel = _entry(report)
+        return [_read(first, report, table, kernel, kernel, folder)]
+    return [_read(request, _report_of(report, name, renamed), table, renamed, name, folder)
             for request, (name, renamed) in zip(group, names, strict=True)]
 
 
@@ -290,7 +282,7 @@ def _entry(report: str) -> str | None:
     return match[1] if match else None
 
 
-def _line_table(cubin: Path, nvdisasm: str | None) -> str | None:
+def _disassembly(cubin: Path, nvdisasm: str | None) -> str | None:
     """``nvdisasm -gi`` of the cubin: every kernel's instructions with their line table;
     None where nvdisasm is missing or fails."""
     if nvdisasm is None:
@@ -304,7 +296,7 @@ def _line_table(cubin: Path, nvdisasm: str | None) -> str | None:
 
 
 def _sections(text: str, starts: re.Pattern[str]) -> tuple[str, dict[str, str]]:
-    """``text`` (ptxas's report, cuobjdump's listing) cut at each function ``starts``
+    """``text`` (ptxas's report) cut at each function ``starts``
     matches (its group 1: the function's name): what comes before the first, and each
     function's part by name."""
     found = list(starts.finditer(text))
@@ -321,22 +313,14 @@ def _report_of(report: str, name: str, renamed: str) -> str:
     return head + parts[renamed].replace(renamed, name) if renamed in parts else head
 
 
-def _listing_of(sass: str, name: str, renamed: str) -> str:
-    """``cuobjdump -sass`` as a cubin of this kernel alone lists it: the header, then this
-    function's code."""
-    head, parts = _sections(sass, _FUNCTION)
-    if renamed not in parts:
-        return head
-    chunk = parts[renamed]
-    tail = "" if renamed == next(reversed(parts)) else "\n\n\n"
-    return head + chunk.replace(renamed, name).rstrip("\n") + "\n" + tail
-
-
-def _read(request: Request, report: str, sass: str | None, table: str | None,
-          kernel: str | None, root: str) -> dict[str, Any]:
-    """The part, read off one variant's report and listing, and its SASS by kernel line
-    off the line table's section of ``kernel`` (its name in the cubin; ``root``: the
-    folder of the CUDA compiled, ``kernel.cu``, which the line table names it by)."""
+def _read(request: Request, report: str, table: str | None, kernel: str | None,
+          name: str | None, root: str) -> dict[str, Any]:
+    """The part, read off one variant's report, and its SASS listing and SASS by kernel
+    line off the disassembly's section of ``kernel`` (its name in the cubin, ``name`` its
+    own; ``root``: the folder of the CUDA compiled, ``kernel.cu``, which the line table
+    names it by)."""
+    sass = None if table is None or kernel is None else sass_listing.listing(
+        table, request.arch, kernel, name)
     try:
         found = resources.resources(report, sass, request.arch, request.threads,
                                     request.dynamic_shared, request.cuda,
@@ -345,10 +329,10 @@ def _read(request: Request, report: str, sass: str | None, table: str | None,
         return {"resources_error": str(exc)}
     out: dict[str, Any] = {"resources": found, "toolkit": version(request.nvcc)}
     if sass is not None:
-        out["sass"] = resources.strip_encodings(sass)
+        out["sass"] = sass
         if table is not None and kernel is not None and request.kernel is not None:
-            name, source = request.kernel
-            places = sass_lines.cuda_places(request.cuda, source, name)
+            source_name, source = request.kernel
+            places = sass_lines.cuda_places(request.cuda, source, source_name)
             # A table without the kernel's section leaves the variant without its lines.
             with contextlib.suppress(ValueError):
                 out["sass_lines"] = sass_lines.by_line(table, kernel, places, root)

@@ -1,7 +1,8 @@
 """What a variant costs the hardware, read off NVIDIA's compiler output.
 
 Plain text in, plain data out: ptxas's ``--verbose`` report (registers, spills, stack
-frame, static shared memory, barriers), ``cuobjdump -sass`` listings (a static count of
+frame, static shared memory, barriers), SASS listings in ``cuobjdump -sass``'s text
+(made from ``nvdisasm``'s by :mod:`.sass_listing`: a static count of
 the instruction families a pipeline chapter talks about, the ``setmaxnreg`` budgets), and
 the occupancy those allow (:mod:`.occupancy`). The worker runs the compiler; everything
 that reads what it printed is here, so that it is tested on recorded output.
@@ -9,7 +10,7 @@ that reads what it printed is here, so that it is tested on recorded output.
 The readers (:func:`parse_ptxas`, :func:`sass_counts`, :func:`register_budgets`,
 :func:`strip_encodings`) are tested on recorded output (``tests/fixtures/nvcc``, nvcc
 13.5.37). The budgets the page shows come from the CUDA (:func:`cuda_register_budgets`),
-so they need no cuobjdump; a test holds the two equal. Record the fixtures again when the
+so they need no disassembler; a test holds the two equal. Record the fixtures again when the
 pinned release changes, and check that the seed GEMM's numbers in
 ``tests/test_resources.py`` still hold (they did from 13.0 to 13.5 for registers, spills
 and shared memory; the SASS changed on sm_90a).
@@ -33,7 +34,7 @@ _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) b
 _USED = re.compile(r"Used (\d+) registers")
 _BARRIERS = re.compile(r"used (\d+) barriers")
 _SMEM = re.compile(r"(\d+) bytes smem")
-# An instruction line of ``cuobjdump -sass``: ``/*0ab0*/  @!P0 HMMA.16816.F32 R4, ...``.
+# An instruction line of a listing: ``/*0ab0*/  @!P0 HMMA.16816.F32 R4, ...``.
 _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[0-9T]\s+)?(?P<op>[A-Z][A-Z0-9_]*)",
                           re.M)
 _MAXNREG = re.compile(r"\bUSETMAXREG\.(?P<kind>\w+)[.\w]*\s+(?:U?P\w+,\s*)?(?P<n>0x[0-9a-f]+|\d+)")
@@ -84,7 +85,7 @@ _WARPGROUP_REGS = re.compile(r"\btl::warpgroup_reg_(?P<kind>alloc|dealloc)<(?P<n
 
 def cuda_register_budgets(cuda: str) -> dict[str, int]:
     """The same budgets as TileLang's CUDA asks for them (``tl::warpgroup_reg_alloc<240>``):
-    what the part shows, so that it does not depend on ``cuobjdump`` being installed."""
+    what the part shows, so that it does not depend on a disassembler being installed."""
     found: dict[str, int] = {}
     for match in _WARPGROUP_REGS.finditer(cuda):
         found.setdefault(match["kind"], int(match["n"]))
@@ -104,7 +105,7 @@ def strip_encodings(sass: str) -> str:
 def resources(report: str, sass: str | None, arch: str, threads: int,
               dynamic_shared: int, cuda: str = "", tensor_memory: int = 0) -> dict[str, Any]:
     """The ``resources`` fact of one variant (see :mod:`..results.fact_table`); ``sass`` None
-    where no ``cuobjdump`` was found (no counts then); ``tensor_memory``: the columns its
+    where no ``nvdisasm`` was found (no counts then); ``tensor_memory``: the columns its
     tensor-memory buffers take (a limit of their own on Blackwell)."""
     found: dict[str, Any] = dict(parse_ptxas(report))
     found["register_budgets"] = cuda_register_budgets(cuda)

@@ -10,8 +10,9 @@ it is in or, marked inferred, the one tile operation that explains a region of
 TileLang's own files (``T.gemm``'s MMA macro). An instruction on a CUDA line with no
 kernel line (what the pipeliner inserted outside every region) is counted as
 unattributed, never guessed at. Per class, the lines' counts plus the unattributed equal
-the kernel's whole count (:func:`class_counts` on the ``cuobjdump -sass`` listing; a test
-holds the two tools equal).
+the kernel's whole count (:func:`class_counts` on the listing the page shows, which
+:mod:`.sass_listing` makes from the same disassembly and a test holds equal to
+``cuobjdump -sass``'s).
 
 Plain text in, plain data out (tested on recorded output, ``tests/fixtures/nvcc``); the
 worker runs ``nvdisasm``.
@@ -77,7 +78,7 @@ _FRAME = re.compile(r'^\s*//## File "(?P<path>[^"]*)", line (?P<line>\d+)')
 
 
 def class_counts(sass: str, kernel: str | None = None) -> dict[str, int]:
-    """Per-class counts and ``total`` of a listing (``cuobjdump -sass``): the kernel's
+    """Per-class counts and ``total`` of a listing (``cuobjdump -sass``'s text): the kernel's
     whole count, which its lines' and the unattributed add up to."""
     counts = _zero()
     inside = kernel is None

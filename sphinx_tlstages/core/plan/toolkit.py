@@ -28,7 +28,7 @@ _WHEEL_BIN = ("nvidia", "cu13", "bin")
 
 @dataclass(frozen=True)
 class Toolkit:
-    """An ``nvcc`` and where it came from (``cuobjdump`` is looked for beside it)."""
+    """An ``nvcc`` and where it came from (``nvdisasm`` is looked for beside it)."""
 
     nvcc: str
     origin: str  # "wheel nvidia-cuda-nvcc 13.5.37", or "nvcc at /usr/local/cuda/bin/nvcc"

@@ -118,7 +118,7 @@ def resources_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     intro += code("--cubin -O3 -lineinfo -std=c++20")
     listed = any(r.get("sass") for _, r in cuda)
     intro += nodes.Text("); " + ("SASS counts are static (instructions in the code, not "
-                                 "executed)" if listed else "no SASS counts: no cuobjdump was "
+                                 "executed)" if listed else "no SASS counts: no nvdisasm was "
                                  "found beside nvcc")
                         + "; occupancy follows cuda_occupancy.h with the default carveout.")
     found.append(intro)
