@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import compileall
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
@@ -183,6 +184,21 @@ def commit() -> str:
     return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
+# What both sides of a ratio import: their versions move the figures (ml_dtypes 0.7.0's
+# import alone costs 0.9 s of every TileLang import, on both sides of page_cold).
+PACKAGES = ("tilelang", "torch", "numpy", "ml_dtypes", "sphinx")
+
+
+def _versions() -> dict[str, str]:
+    found = {}
+    for name in PACKAGES:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = "missing"
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
@@ -201,6 +217,7 @@ def main() -> None:
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs usable, "
                    f"Python {platform.python_version()}",
+        "packages": _versions(),
         "repeat": args.repeat,
         "load_average_before": [round(x, 2) for x in os.getloadavg()],
     }
@@ -218,7 +235,8 @@ def main() -> None:
         goal = GOALS.get(name)
         verdict = "" if goal is None else (
             f" (goal <= {goal:.2f}: {'met' if figure['ratio'] <= goal else 'MISSED'})")
-        print(f"{name}: {figure['ratio']:.3f} +- {figure['noise']:.3f}{verdict}", flush=True)
+        print(f"{name}: {figure['ratio']:.3f} +- {figure['noise']:.3f}{verdict}; runs "
+              + " ".join(f"{x:.3f}" for x in figure["runs"]), flush=True)
     if not history["runs"]:
         print("no earlier record to compare with")
     else:
