@@ -4,8 +4,8 @@ Sphinx reads.
 A first build with an empty cache, or a build that reads every document (no saved
 environment) with a cache that lacks what the last build recorded, starts a fork server
 (or reaches a kept one) as soon as the configuration is read, if a source file mentions
-``tl-pipeline``: the TileLang import, most of a cold page's time, then starts about
-0.4 s sooner than when Sphinx has read its environment. Otherwise, on
+``tl-pipeline``: the TileLang import, most of a cold page's time, then starts before
+Sphinx sets up its builder and environment (0.1 s sooner on the one-page benchmark). Otherwise, on
 ``env-before-read-docs`` Sphinx knows which documents it will read: when the cache
 plainly cannot answer what they hold (the last build's variants not all in it), the
 server starts then; when it may or may not (a first build against a shared cache, an
