@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from sphinx_tlstages.core.hardware import sass_listing
 from sphinx_tlstages.core.hardware.resources import sass_counts, strip_encodings
 from sphinx_tlstages.core.plan.toolkit import find
 
-from .kernels import GEMM, GEMM_PARAMS
+from .kernels import GEMM_PARAMS, ROOT
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nvcc"
 TOOLKIT = find("auto")
@@ -77,7 +78,28 @@ def test_a_label_no_instruction_follows_is_left_as_it_is() -> None:
     assert "BRA `(.L_x_9);" in made
 
 
-# Lower the GEMM for each target, compile each variant as the part does (keeping its
+def test_calls_and_returns_of_the_compilers_subroutines_name_addresses() -> None:
+    """An fp32 division's slow path is a subroutine of the kernel's own code: nvdisasm
+    names the call's target and the return's (the kernel) by label, cuobjdump by
+    address."""
+    disassembly = (
+        "//--------------------- .text.k --------------------------\n"
+        "k:\n"
+        ".text.k:\n"
+        "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+        "        /*0010*/                   CALL.REL.NOINC `($__internal_0_$__slowpath) ;\n"
+        "        /*0020*/                   EXIT ;\n"
+        "$__internal_0_$__slowpath:\n"
+        "        /*0030*/                   RET.REL.NODEC R2 `(k) ;\n"
+        "//--------------------- SYMBOLS --------------------------\n")
+    made = sass_listing.listing(disassembly, "sm_80", "k")
+    assert made is not None
+    assert "/*0010*/                   CALL.REL.NOINC 0x30 ;" in made
+    assert "/*0030*/                   RET.REL.NODEC R2 0x0 ;" in made
+    assert "`(" not in made
+
+
+# Lower each kernel for its target, compile each variant as the part does (keeping its
 # cubin), list the kept cubin with cuobjdump: print the part's listing and cuobjdump's.
 _BOTH = """
 import json, subprocess, sys
@@ -91,12 +113,14 @@ from sphinx_tlstages.worker.lowering import lower_variant
 from sphinx_tlstages.worker.tasks import import_tilelang
 
 import_tilelang()
-source, cases, cuobjdump, folder = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+cases, cuobjdump, folder = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 toolkit = find("auto")
 out = []
-for index, (arch, params, depth) in enumerate(cases):
-    (variant,) = with_toolkit(matrix(source, "gemm.py", "matmul", options.parse_params(params),
-                                     {}, (depth,), (parse_target(arch),)), toolkit)
+for index, (path, factory, arch, params, depth) in enumerate(cases):
+    source = Path(path).read_text(encoding="utf-8")
+    (variant,) = with_toolkit(matrix(source, Path(path).name, factory,
+                                     options.parse_params(params), {}, (depth,),
+                                     (parse_target(arch),)), toolkit)
     lowered = lower_variant(variant.task(), compile_now=False)
     request = resources.Request.decode(lowered["resources_request"])
     cubin = Path(folder, f"{index}.cubin")
@@ -113,8 +137,17 @@ print(json.dumps(out))
 
 # A tile too large for the registers spills: nvdisasm annotates its spill stores.
 SPILLING = GEMM_PARAMS.replace("block_M=128", "block_M=256").replace("block_K=64", "block_K=32")
-CASES = [("sm_80", GEMM_PARAMS, 3), ("sm_80", SPILLING, 2), ("sm_90a", GEMM_PARAMS, 2),
-         ("sm_100a", GEMM_PARAMS, 2)]
+GEMM_FILE = str(ROOT / "book" / "kernels" / "gemm.py")
+# The book's flash attention divides in fp32 (the softmax's denominator): the compiler
+# calls a division subroutine of its own and returns from it to the kernel's label.
+ATTENTION_FILE = str(ROOT / "book" / "kernels" / "attention.py")
+ATTENTION_PARAMS = "batch=1 heads=8 seq_len=2048 dim=64 block_M=64 block_N=64 threads=128"
+CASES = [(GEMM_FILE, "matmul", "sm_80", GEMM_PARAMS, 3),
+         (GEMM_FILE, "matmul", "sm_80", SPILLING, 2),
+         (GEMM_FILE, "matmul", "sm_90a", GEMM_PARAMS, 2),
+         (GEMM_FILE, "matmul", "sm_100a", GEMM_PARAMS, 2),
+         (ATTENTION_FILE, "attention", "sm_80", ATTENTION_PARAMS, 2),
+         (ATTENTION_FILE, "attention", "sm_90a", ATTENTION_PARAMS, 2)]
 
 
 @pytest.mark.skipif((TOOLKIT is None or _cuobjdump() is None) and not CI,
@@ -123,12 +156,14 @@ CASES = [("sm_80", GEMM_PARAMS, 3), ("sm_80", SPILLING, 2), ("sm_90a", GEMM_PARA
 def test_the_parts_listing_is_cuobjdumps_on_each_target(tmp_path: Path) -> None:
     cuobjdump = _cuobjdump()
     assert cuobjdump is not None, "the test extra installs cuobjdump beside nvcc"
-    done = subprocess.run([sys.executable, "-c", _BOTH, GEMM, json.dumps(CASES), cuobjdump,
+    done = subprocess.run([sys.executable, "-c", _BOTH, json.dumps(CASES), cuobjdump,
                            str(tmp_path)], capture_output=True, text=True, check=True)
-    for case, found in zip(CASES, json.loads(done.stdout), strict=True):
-        assert found["error"] is None, (case, found["error"])
-        assert found["part"] == without_headerflags(strip_encodings(found["cuobjdump"])), case
-        assert sass_counts(found["part"])["total"] > 100, case
-    spills = json.loads(done.stdout)[1]["part"]
-    assert sass_counts(spills)["total"] > 100 and "\n        /*" in spills
-    assert any(" STL [" in line for line in spills.splitlines())
+    found = json.loads(done.stdout)
+    for case, each in zip(CASES, found, strict=True):
+        assert each["error"] is None, (case, each["error"])
+        assert each["part"] == without_headerflags(strip_encodings(each["cuobjdump"])), case
+        assert sass_counts(each["part"])["total"] > 100, case
+    assert any(" STL [" in line for line in found[1]["part"].splitlines())  # spills
+    for attention in found[4:]:  # the division subroutine, called and returned from
+        assert re.search(r"CALL\.REL\.NOINC 0x[0-9a-f]+ ;", attention["part"])
+        assert re.search(r"RET\.REL\.NODEC R\d+ 0x0 ;", attention["part"])

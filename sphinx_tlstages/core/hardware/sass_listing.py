@@ -4,15 +4,20 @@ reads its line table from.
 The listing is ``cuobjdump -sass``'s, without its encodings (what the part showed since
 it began), and it is made from the same disassembly as the SASS by kernel line: each
 instruction line of ``nvdisasm`` is the same text as ``cuobjdump``'s but for branch
-targets, which ``nvdisasm`` names by label (`` BRA `(.L_x_3) ``) and ``cuobjdump`` by
-address (``BRA 0x250``), and for the annotations ``nvdisasm`` adds (a spill's
-``(*"SpillRefill"*)``), which ``cuobjdump`` does not print. A label names the instruction
+targets, which ``nvdisasm`` names by label (`` BRA `(.L_x_3) ``, a call of the
+compiler's fp32 division subroutine `` CALL.REL.NOINC `($__internal_0_$__cuda_...) ``,
+its return to the kernel `` RET.REL.NODEC R2 `(main_kernel) ``) and ``cuobjdump`` by
+address (``BRA 0x250``, ``CALL.REL.NOINC 0x60f0``, ``RET.REL.NODEC R2 0x0``), and for
+the annotations ``nvdisasm`` adds (a spill's ``(*"SpillRefill"*)``), which ``cuobjdump``
+does not print. A label names the instruction
 that follows it, so each is given its address back; the annotations are left out. What
 ``nvdisasm`` does not print is ``cuobjdump``'s ``.headerflags`` line (the ELF header's
 flags), left out too. One disassembler run per compile instead of two: each costs
 0.3-0.5 s of CPU, most of it the tool's start, whatever the cubin.
 ``tests/test_sass_listing.py`` holds the two tools' listings equal on recorded output and,
-where both are installed, on cubins compiled for each target the part knows.
+where both are installed, on cubins compiled for each target the part knows; it held
+on 166 variants of 61 kernels from TileLang's examples and four other repositories
+(``sm_80``, ``sm_90a``, ``sm_100a``), once the subroutines' labels were read too.
 
 Plain text in, plain text out.
 """
@@ -25,9 +30,13 @@ import re
 _SECTION = re.compile(r"^//-+ \.text\.(?P<name>\S+)\s+-+\s*$")
 # The end of the code sections (the symbol table follows).
 _END = re.compile(r"^//-+ (?!\.text\.)")
-_LABEL = re.compile(r"^(?P<label>\.L_x_\d+):\s*$")
+# Every label: branch targets (``.L_x_3``), the compiler's own subroutines
+# (``$__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath``, an fp32 division's slow
+# path, which ``CALL.REL.NOINC`` calls) and the kernel itself (a subroutine's ``RET``
+# names it).
+_LABEL = re.compile(r"^(?P<label>\S+):\s*$")
 _INSTRUCTION = re.compile(r"^\s*/\*(?P<address>[0-9a-f]+)\*/\s")
-_TARGET = re.compile(r"`\((?P<label>\.L_x_\d+)\)")
+_TARGET = re.compile(r"`\((?P<label>[^()`\s]+)\)")
 # nvdisasm's annotations (``STL [R1+0xa0], R19    (*"SpillRefill"*);``), which cuobjdump
 # does not print; padded to a column set by the longest instruction of the whole cubin,
 # so a kernel compiled in a group would not be listed as compiled alone.
