@@ -37,7 +37,7 @@ from sphinx_tlstages.core.plan.toolkit import Toolkit, find
 from sphinx_tlstages.core.results import fact_table
 
 from .conftest import Built, build_once
-from .kernels import GEMM, GEMM_PARAMS, rst
+from .kernels import GEMM, GEMM_PARAMS, read, rst
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "nvcc"
 TOOLKIT = find("auto")
@@ -82,10 +82,10 @@ def test_ptxas_report_of_a_tile_too_large_for_the_registers() -> None:
 
 
 def test_a_report_without_one_entry_function_is_refused() -> None:
-    with pytest.raises(ReportError, match="0 entry functions"):
+    with pytest.raises(ReportError, match="no entry function"):
         parse_ptxas("ptxas info    : 0 bytes gmem\n")
     twice = recorded("sm_80-ns1.ptxas") * 2
-    with pytest.raises(ReportError, match="2 entry functions"):
+    with pytest.raises(ReportError, match=r"holds 2 kernels \(kernel_kernel, kernel_kernel\)"):
         parse_ptxas(twice)
 
 
@@ -406,6 +406,22 @@ def test_a_false_claim_on_the_registers_fails_the_build(build, shared_cache: Pat
     result = build({"index.rst": "Claims\n======\n\n" + page})
     assert "registers < 200" in result.warnings and "is false" in result.warnings
     assert result.app.statuscode == 1
+
+
+@needs_toolkit
+def test_a_cuda_of_two_kernels_says_why_it_has_no_figures_and_blames_no_compiler(
+        build, shared_cache: Path) -> None:
+    """A split pass and its combine pass in one prim_func: nvcc compiles both kernels;
+    the part reads one kernel's figures and says so, rather than that nvcc failed."""
+    page = rst(read("styles/split_k_two_kernels.py"), "Split-K", num_stages="2",
+               target="sm_80", name="splitk", show="shared resources",
+               params="M=1024 N=1024 K=1024 block_M=128 block_N=128 block_K=32 splits=4")
+    result = build({"index.rst": "Two\n===\n\n" + page})
+    text = result.part("tl-resources").astext()
+    assert "num_stages=2: no resources figures: its CUDA holds 2 kernels" in text
+    assert "compiler failed" not in text and "could not compile" not in result.warnings
+    assert "splitk: no resources figures for 1 variant(s)" in result.warnings
+    assert result.table("tl-shared")  # lowered all the same
 
 
 def test_without_a_toolkit_one_warning_a_sentence_and_the_lowering_stands(

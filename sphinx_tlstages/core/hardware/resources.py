@@ -48,8 +48,12 @@ def parse_ptxas(report: str) -> dict[str, int]:
     """The kernel's figures from ptxas's ``--verbose`` report (TileLang's device code has
     one entry function; a report naming several is refused rather than guessed at)."""
     entries = list(_ENTRY.finditer(report))
-    if len(entries) != 1:
-        raise ReportError(f"ptxas reported {len(entries)} entry functions, expected one")
+    if len(entries) > 1:
+        names = ", ".join(entry["name"] for entry in entries)
+        raise ReportError(f"its CUDA holds {len(entries)} kernels ({names}): the part reads "
+                          "the figures of one kernel and does not pick one of several")
+    if not entries:
+        raise ReportError("ptxas reported no entry function")
     body = report[entries[0].end():]
     frame, used = _FRAME.search(body), _USED.search(body)
     if frame is None or used is None:

@@ -130,7 +130,8 @@ def _report_toolkit(specs: list[DirectiveSpec], state: BuildState, strict: bool)
     """One warning per build where a page wants the resources part and no NVIDIA
     compiler was found (under ``CI`` or ``READTHEDOCS`` an error: the page would show
     less than it says, and a CI build is where the part must be built), and one per
-    directive whose variants it could not compile."""
+    directive with variants the part has no figures for (nvcc failed, or the CUDA holds
+    several kernels)."""
     missing = []
     for spec in specs:
         wanted = [v for v in spec.variants if v.target.kind == "cuda"
@@ -142,8 +143,8 @@ def _report_toolkit(specs: list[DirectiveSpec], state: BuildState, strict: bool)
             continue
         errors = {state.result(v).get("resources_error") for v in wanted} - {None}
         if errors:
-            state.findings.warn(f"{spec.name}: NVIDIA's compiler could not compile "
-                                f"{len(errors)} variant(s): {sorted(map(str, errors))[0]}",
+            state.findings.warn(f"{spec.name}: no resources figures for {len(errors)} "
+                                f"variant(s): {sorted(map(str, errors))[0]}",
                                 "toolkit", location=(spec.docname, spec.lineno))
     if not missing:
         return
