@@ -32,6 +32,9 @@ KERNELS = {
     "autotune": ("autotuned_bmm.py", "batch=2 M=256 N=256 K=256", "2"),
     "gemv": ("gemv_main.py", "N=256 K=512", "2"),
     "written": ("eager_written.py", "N=1024 K=1024", ""),  # its depth as written: 3
+    # Two T.Kernel blocks in one prim_func (a split pass and its combine pass).
+    "two": ("split_k_two_kernels.py",
+            "M=256 N=256 K=256 block_M=64 block_N=64 block_K=32 splits=2", "1 2"),
 }
 
 
