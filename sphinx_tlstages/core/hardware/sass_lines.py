@@ -25,6 +25,7 @@ from typing import Any
 
 from ..results.cuda import source_map
 from ..results.line_links import attribute
+from .sass_listing import functions
 
 # The classes a reader of a pipeline asks about, in the order the page shows them.
 CLASSES = ("mma", "global", "shared", "async", "sync", "spill")
@@ -70,7 +71,6 @@ def _add(counts: dict[str, int], op: str) -> None:
 
 # An instruction line, of ``cuobjdump -sass`` or ``nvdisasm``: ``/*0ab0*/  @!P0 HMMA...``.
 _INSTRUCTION = re.compile(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P[0-9T]\s+)?(?P<op>[A-Z][A-Z0-9_]*)")
-_SECTION = re.compile(r"^//-+ \.text\.(?P<name>\S+)\s+-+")
 # One frame of the line table: ``//## File "path", line 12`` and, for an inlined one,
 # `` inlined at "path", line 30``. A block of them precedes the instructions it covers,
 # innermost first; its last frame is the function's own.
@@ -152,19 +152,13 @@ def by_line(listing: str, kernel: str, places: dict[int, Place], root: str = "",
     templates: dict[str, dict[str, dict[str, int]]] = {}
     unattributed = _zero()
     loose: dict[str, dict[str, int]] = {}
-    inside, found = False, False
+    code = functions(listing).get(kernel)
+    if code is None:
+        raise ValueError(f"nvdisasm listed no function {kernel!r}")
     frames: list[tuple[str, int]] = []  # the block being read, innermost first
     at: tuple[str | None, bool, str] = (None, False, "no line")  # in force
     reading_block = False
-    for text in listing.splitlines():
-        section = _SECTION.match(text)
-        if section:
-            inside = section["name"] == kernel
-            found = found or inside
-            at, frames, reading_block = (None, False, "no line"), [], False
-            continue
-        if not inside:
-            continue
+    for text in code:
         frame = _FRAME.match(text)
         if frame:
             if not reading_block:
@@ -186,8 +180,6 @@ def by_line(listing: str, kernel: str, places: dict[int, Place], root: str = "",
             _add(inferred.setdefault(line, _zero()), match["op"])
         if template:
             _add(templates.setdefault(line, {}).setdefault(template, _zero()), match["op"])
-    if not found:
-        raise ValueError(f"nvdisasm listed no function {kernel!r}")
     order = sorted(lines, key=int)
     return {"lines": {k: lines[k] for k in order},
             "inferred": {k: inferred[k] for k in order if k in inferred},

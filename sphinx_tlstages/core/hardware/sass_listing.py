@@ -24,6 +24,7 @@ Plain text in, plain text out.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # nvdisasm's header of a function's code: ``//----- .text.main_kernel -----``.
@@ -43,6 +44,9 @@ _TARGET = re.compile(r"`\((?P<label>[^()`\s]+)\)")
 _ANNOTATION = re.compile(r'(?:\s*\(\*"[^"]*"\*\))+\s*;')
 
 
+# A group's disassembly is read once per variant for its listing and once for its SASS
+# by kernel line (:mod:`.sass_lines`): split once. Shared: read it, never change it.
+@functools.lru_cache(maxsize=2)
 def functions(disassembly: str) -> dict[str, list[str]]:
     """Each function's lines of ``nvdisasm`` output (its section's, in order), by name."""
     found: dict[str, list[str]] = {}
