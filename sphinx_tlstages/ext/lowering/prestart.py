@@ -51,6 +51,11 @@ def _mentions_directive(env: BuildEnvironment, docname: str) -> bool:
     return False
 
 
+def _all_cached(cache: Cache, recorded: dict[str, list[str]]) -> bool:
+    """Whether the cache holds every variant the last build recorded."""
+    return all(cache.path(key).is_file() for keys in recorded.values() for key in keys)
+
+
 def _cold(app: Sphinx) -> bool:
     """The batch will lower: nothing recorded here and the cache empty, or every document
     to be read (no saved environment) and the cache without a variant the last build
@@ -60,8 +65,7 @@ def _cold(app: Sphinx) -> bool:
     if recorded:
         if Path(app.doctreedir, ENV_PICKLE_FILENAME).is_file():
             return False  # which documents are read again is known later (_decide)
-        return not all(cache.path(key).is_file() for keys in recorded.values()
-                       for key in keys)
+        return not _all_cached(cache, recorded)
     try:
         return not any(cache.root.iterdir())
     except OSError:
@@ -96,8 +100,7 @@ def _decide(app: Sphinx, env: BuildEnvironment, docnames: list[str]) -> str:
         return "on-miss" if mentioned else "no"
     recorded = explain.recorded_keys(records_folder(Path(app.doctreedir), Path(app.outdir)))
     if recorded:  # the last build's variants: a warm -E finds them all cached
-        return "no" if all(cache.path(key).is_file()
-                           for keys in recorded.values() for key in keys) else "now"
+        return "no" if _all_cached(cache, recorded) else "now"
     try:
         empty = not any(cache.root.iterdir())
     except OSError:
