@@ -64,14 +64,18 @@ def test_a_renamed_kernel_gets_its_name_back_and_a_missing_one_no_listing() -> N
     assert sass_listing.listing(disassembly, "sm_80", "kernel_kernel") is None
 
 
+def one_function(name: str, *lines: str) -> str:
+    """nvdisasm's listing of one function: ``lines`` are labels (``k:``) or instructions
+    given as ``ADDRESS TEXT`` (``0010 BRA `(.L_x_0);``), laid out as nvdisasm prints them."""
+    body = [text if text.endswith(":") else f"        /*{text[:4]}*/{' ' * 19}{text[5:]}"
+            for text in lines]
+    return "\n".join([f"//--------------------- .text.{name} --------------------------",
+                      *body, "//--------------------- SYMBOLS --------------------------"]) + "\n"
+
+
 def test_a_label_no_instruction_follows_is_left_as_it_is() -> None:
-    disassembly = ("//--------------------- .text.k --------------------------\n"
-                   "k:\n"
-                   ".L_x_0:\n"
-                   "        /*0000*/                   BRA `(.L_x_0);\n"
-                   "        /*0010*/                   BRA `(.L_x_9);\n"
-                   ".L_x_9:\n"
-                   "//--------------------- SYMBOLS --------------------------\n")
+    disassembly = one_function("k", "k:", ".L_x_0:", "0000 BRA `(.L_x_0);",
+                               "0010 BRA `(.L_x_9);", ".L_x_9:")
     made = sass_listing.listing(disassembly, "sm_90a", "k")
     assert made is not None
     assert "/*0000*/                   BRA 0x0;" in made
@@ -82,16 +86,10 @@ def test_calls_and_returns_of_the_compilers_subroutines_name_addresses() -> None
     """An fp32 division's slow path is a subroutine of the kernel's own code: nvdisasm
     names the call's target and the return's (the kernel) by label, cuobjdump by
     address."""
-    disassembly = (
-        "//--------------------- .text.k --------------------------\n"
-        "k:\n"
-        ".text.k:\n"
-        "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
-        "        /*0010*/                   CALL.REL.NOINC `($__internal_0_$__slowpath) ;\n"
-        "        /*0020*/                   EXIT ;\n"
-        "$__internal_0_$__slowpath:\n"
-        "        /*0030*/                   RET.REL.NODEC R2 `(k) ;\n"
-        "//--------------------- SYMBOLS --------------------------\n")
+    disassembly = one_function("k", "k:", ".text.k:", "0000 LDC R1, c[0x0][0x28] ;",
+                               "0010 CALL.REL.NOINC `($__internal_0_$__slowpath) ;",
+                               "0020 EXIT ;", "$__internal_0_$__slowpath:",
+                               "0030 RET.REL.NODEC R2 `(k) ;")
     made = sass_listing.listing(disassembly, "sm_80", "k")
     assert made is not None
     assert "/*0010*/                   CALL.REL.NOINC 0x30 ;" in made
