@@ -45,7 +45,7 @@ from tvm.tirx.stmt_functor import post_order_visit, substitute
 from ..ir.walk import integer, kind
 from .intervals import Interval, Unbounded, interval
 from .masks import Masks, _global
-from .trace import _SYNC_OPS, Undecided, has_call
+from .trace import _SYNC_OPS, Undecided, has_call, statements
 
 # A size that sets no synchronised loop: one value, past any tile.
 FREE = 1 << 16
@@ -99,25 +99,26 @@ def _uses(expr: Any, var: Any) -> bool:
     return any(hits)
 
 
-def synced_loops(func: Any) -> list[Any]:
-    """Every loop of the function that holds a synchronisation."""
-    loops: list[Any] = []
-    post_order_visit(func.body, lambda node: loops.append(node)
-                     if kind(node) == "For" and has_call(node.body, _SYNC_OPS) else None)
-    return loops
+def synced_loops(func: Any, synced: dict[int, bool] | None = None) -> list[Any]:
+    """Every loop of the function that holds a synchronisation (``synced``: the walk's
+    memo of :func:`.trace.has_call`)."""
+    return [node for node in statements(func.body)
+            if kind(node) == "For" and has_call(node.body, _SYNC_OPS, synced)]
 
 
-def period(func: Any, counts: list[int], masks: Masks | None = None) -> tuple[int, int]:
+def period(func: Any, counts: list[int], masks: Masks | None = None,
+           synced: dict[int, bool] | None = None) -> tuple[int, int]:
     """``(K0, P)`` of the argument above, from the buffers' versions and tiles (``counts``),
     the loops' ``num_stages``, the barrier arrays' sizes and the constants a synchronised
-    loop compares its variable with."""
+    loop compares its variable with (``synced``: the walk's memo of
+    :func:`.trace.has_call`)."""
     cycle = [2, *[c for c in counts if c and c > 0]]
     warmup = max(cycle)
     masks = masks or Masks(func)
 
     def visit(node: Any) -> None:
         nonlocal warmup
-        if kind(node) == "For" and has_call(node.body, _SYNC_OPS):  # a synchronised loop
+        if kind(node) == "For" and has_call(node.body, _SYNC_OPS, synced):  # synchronised
             stages = integer((node.annotations or {}).get("tl_pipelined_num_stages", 0))
             if stages:
                 cycle.append(stages)
@@ -127,11 +128,10 @@ def period(func: Any, counts: list[int], masks: Masks | None = None) -> tuple[in
             # A loop a mask guards a synchronisation of (:mod:`.masks`) is walked by the
             # number of iterations the mask runs: its masks are no comparison of the
             # variable (a mask elsewhere is evaluated as any condition is).
-            guarded: list[bool] = []
-            post_order_visit(node.body, lambda inner: guarded.append(True)
-                             if kind(inner) == "IfThenElse"
-                             and masks.form(inner.condition, variable) is not None
-                             and has_call(inner, _SYNC_OPS) else None)
+            guarded = [inner for inner in statements(node.body)
+                       if kind(inner) == "IfThenElse"
+                       and masks.form(inner.condition, variable) is not None
+                       and has_call(inner, _SYNC_OPS, synced)]
 
             def compared(inner: Any) -> None:
                 nonlocal warmup
@@ -144,7 +144,8 @@ def period(func: Any, counts: list[int], masks: Masks | None = None) -> tuple[in
                 if kind(c) == "IntImm":
                     warmup = max(warmup, abs(int(c.value)) + 1)
 
-            post_order_visit(node.body, compared)
+            for inner in statements(node.body):
+                compared(inner)
         for buffer in getattr(node, "alloc_buffers", None) or []:
             if "barrier" in str(getattr(buffer.data.type_annotation, "storage_scope", "")):
                 size = integer(buffer.shape[0]) if len(buffer.shape) == 1 else None
@@ -156,7 +157,8 @@ def period(func: Any, counts: list[int], masks: Masks | None = None) -> tuple[in
             if size:
                 cycle.append(size)
 
-    post_order_visit(func.body, visit)
+    for node in statements(func.body):  # the order does not matter: a max and an lcm
+        visit(node)
     return warmup + 1, math.lcm(*cycle)
 
 
@@ -168,16 +170,17 @@ def _trips(extent: Any, env: dict[Any, Interval]) -> int | None:
     return max(lo, 0) if lo == hi else None
 
 
-def choices(func: Any, counts: list[int], masks: Masks | None = None
-            ) -> tuple[list[dict[Any, int]], int, int]:
+def choices(func: Any, counts: list[int], masks: Masks | None = None,
+            synced: dict[int, bool] | None = None) -> tuple[list[dict[Any, int]], int, int]:
     """The assignments of the symbolic sizes to walk (``[{}]``: none), and ``(K0, P)``
-    (:class:`.trace.Undecided` where there are too many assignments)."""
+    (:class:`.trace.Undecided` where there are too many assignments; ``synced``: the
+    walk's memo of :func:`.trace.has_call`, shared with the trace)."""
     groups = sized(func)
-    warmup, cycle = period(func, counts, masks)
+    warmup, cycle = period(func, counts, masks, synced)
     if not groups:
         return [{}], warmup, cycle
     top = warmup + 2 * cycle
-    loops = synced_loops(func)
+    loops = synced_loops(func, synced)
     values: list[set[int]] = []
     for group in groups:
         env = {other: (FREE, FREE) for each in groups if each is not group for other in each}

@@ -20,7 +20,7 @@ from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
 from tilelang import tvm
-from tvm.tirx.stmt_functor import post_order_visit
+from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 
 from ..ir.walk import integer, kind, op_name, short
 from .intervals import Interval, Unbounded, interval, narrowed
@@ -862,19 +862,14 @@ class Trace:
         handle = stmt.__chandle__()
         found = self.stored.get(handle)
         if found is None:
-            found = self.stored[handle] = []
-            post_order_visit(stmt, lambda node: found.append(_scalar(node))
-                             if kind(node) == "BufferStore" else None)
+            found = self.stored[handle] = [_scalar(node) for node in statements(stmt)
+                                           if kind(node) == "BufferStore"]
         for key in found:
             if key is not None:
                 self.env.pop(key, None)
 
     def has_sync(self, stmt: Any) -> bool:
-        key = stmt.__chandle__()
-        found = self.synced.get(key)
-        if found is None:
-            found = self.synced[key] = has_call(stmt, _SYNC_OPS)
-        return found
+        return has_call(stmt, _SYNC_OPS, self.synced)
 
     # --- calls ----------------------------------------------------------------------
     def call(self, call: Any) -> None:
@@ -1313,14 +1308,59 @@ def branch_roles(cases: list[Any]) -> list[str]:
     return ["producer"] * len(cases)
 
 
-def has_call(stmt: Any, names: Any) -> bool:
-    """Whether a statement calls one of ``names``."""
+def has_call(stmt: Any, names: Any, known: dict[int, bool] | None = None) -> bool:
+    """Whether a statement calls one of ``names``. ``known``: what was found before of
+    some statements, by a node's address, for these same names (a walk's memo, the IR
+    alive): a statement in it is not walked again, and the answer found is added. The
+    walk stops at the first call found."""
+    if known is not None:
+        answer = known.get(stmt.__chandle__())
+        if answer is not None:
+            return answer
     found = [False]
 
-    def visit(node: Any) -> None:
-        if not found[0] and type(node).__name__ == "Call" \
-                and str(node.op.name).rsplit(".", 1)[-1] in names:
+    def visit(node: Any) -> bool:  # False: do not walk the node's children
+        if found[0]:
+            return False
+        if known is not None:
+            answer = known.get(node.__chandle__())
+            if answer is not None:
+                found[0] = answer
+                return False
+        if type(node).__name__ == "Call" and _op_name(node.op) in names:
             found[0] = True
+            return False
+        return True
 
-    post_order_visit(stmt, visit)
+    pre_order_visit(stmt, visit)
+    if known is not None:
+        known[stmt.__chandle__()] = found[0]
     return found[0]
+
+
+def statements(stmt: Any) -> list[Any]:
+    """Every statement of ``stmt``, itself included, in program order (no expression is
+    walked into: none holds a statement), each once."""
+    found: list[Any] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, tvm.ir.PrimExpr):
+            return False
+        found.append(node)
+        return True
+
+    pre_order_visit(stmt, visit)
+    return found
+
+
+# An operator's short name, by its address: operators are registered once and live as
+# long as the process (``str(op.name)`` crosses into TVM at every call otherwise).
+_OP_NAMES: dict[int, str] = {}
+
+
+def _op_name(op: Any) -> str:
+    key = op.__chandle__()
+    name = _OP_NAMES.get(key)
+    if name is None:
+        name = _OP_NAMES[key] = short(str(op.name))
+    return name

@@ -7,7 +7,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
-from tvm.tirx.stmt_functor import post_order_visit
+from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 
 from ...core.hazards import needed
 from ...core.hazards.check import not_checked, verdict
@@ -49,12 +49,15 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     if final is None:
         return {"hazards": not_checked("no final device code"), "unneeded_sync": []}
     clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+    synced: dict[int, bool] = {}  # which statements synchronise: one memo for all
     try:
         func, boxes = device(final), _boxes(kept)
         shapes, masks = _shapes(kept, main), Masks(func)  # one reading of the masks
         walks, warmup, cycle = choices(func, [count for _, versions, tiles in shapes.values()
-                                              for count in (versions, tiles) if count], masks)
-        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean, shapes, masks)
+                                              for count in (versions, tiles) if count], masks,
+                                       synced)
+        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean, shapes, masks,
+                       synced)
     except Undecided as exc:
         return {"hazards": not_checked(str(exc)), "unneeded_sync": []}
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
@@ -63,14 +66,14 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     named: list[dict[str, Any]] = []
     if found["verdict"] == "none" and 0 < len(clean) <= _SEARCH_WALKS:
         try:
-            named = _named_in_every(func, clean)
+            named = _named_in_every(func, clean, synced)
         except Exception:  # a search that fails names nothing; the verdict stands
             named = []
     return {"hazards": found, "unneeded_sync": named}
 
 
-def _named_in_every(func: Any, clean: list[tuple[list[dict[str, Any]], dict[str, Any]]]
-                    ) -> list[dict[str, Any]]:
+def _named_in_every(func: Any, clean: list[tuple[list[dict[str, Any]], dict[str, Any]]],
+                    synced: dict[int, bool] | None = None) -> list[dict[str, Any]]:
     """What :func:`needed.unneeded` names in every clean walk (each with how many
     statements of its kind the code has: the page finds its CUDA line only where the
     listing prints as many). Fewer deletions race no more (the check's findings only grow
@@ -78,7 +81,7 @@ def _named_in_every(func: Any, clean: list[tuple[list[dict[str, Any]], dict[str,
     deletable together; of a wait weakened differently, the least weakening is kept."""
     common: dict[tuple[str, Any], dict[str, Any]] | None = None
     for records, buffers in clean:
-        numbered, counts = sites(func, records)
+        numbered, counts = sites(func, records, synced)
         here = {(entry["op"], entry["site"]): {**entry, "of": counts[entry["op"]]}
                 for entry in needed.unneeded(numbered, buffers, clean=True)}
         if common is None:
@@ -113,14 +116,15 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
            argument: tuple[int, int], kept: dict[str, Any], main: Callable[[Any], Any],
            clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] | None = None,
            shapes: dict[str, tuple[int, int | None, int | None]] | None = None,
-           masks: Masks | None = None) -> dict[str, Any]:
+           masks: Masks | None = None, synced: dict[int, bool] | None = None
+           ) -> dict[str, Any]:
     """The verdict over every value of the kernel's symbolic sizes and every trip count of
     its synchronised loops: one walk per value :func:`.sizes.choices` picks, and per trip
     count of a loop whose trip count is a range (:class:`.trace.Ranged`), each up to the
     bound of the argument of :mod:`.sizes` (``argument``: its ``K0`` and ``P``), which
     covers every longer loop. The first walk not clean gives the verdict, said with the
     sizes and trip counts that show it. ``clean`` gets each clean walk's records and
-    buffers."""
+    buffers; ``masks`` and ``synced``, what :func:`check` read of the function before."""
     warmup, cycle = argument
     found: dict[str, Any] = {}
     # A loop or condition -> (what it is, its least and greatest choice walked).
@@ -129,6 +133,8 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
     memo: dict[str, dict[int, Any]] = {}  # what every walk reads of the IR, read once
     if masks is not None:
         memo["masks"] = {0: masks}
+    if synced is not None:
+        memo["synced"] = synced
     for walk in walks:
         pending: list[dict[Hashable, int]] = [{}]
         while pending:
@@ -210,7 +216,7 @@ def _guarded(func: Any, memo: dict[str, dict[int, Any]]) -> bool:
     post_order_visit(func.body, lambda node: found.append(True)
                      if type(node).__name__ == "IfThenElse"
                      and info.mask(node.condition) is not None
-                     and has_call(node, _SYNC_OPS) else None)
+                     and has_call(node, _SYNC_OPS, memo.get("synced")) else None)
     return bool(found)
 
 
@@ -295,30 +301,37 @@ _SITE_CALLS = {"sync": ("tvm_storage_sync",), "wait": ("ptx_wait_group",),
                "bwait": ("mbarrier_wait_parity",)}
 
 
-def sites(func: Any, records: list[dict[str, Any]]
+def sites(func: Any, records: list[dict[str, Any]], synced: dict[int, bool] | None = None
           ) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """``records`` with each synchronisation's ``site`` (a node's address) replaced by
     its statement's place among the calls of its kind in the device function, in the
     order the CUDA prints them (a visit in program order): the n-th ``__syncthreads``,
     named barrier or cluster sync, the n-th ``cp_async_wait``, the n-th mbarrier wait;
-    and how many statements of each kind there are."""
+    and how many statements of each kind there are. ``synced``: the walk's memo of
+    :func:`.trace.has_call`; a statement it found to hold no synchronisation is not
+    walked again (a synchronisation holds no other: the order of a visit before or after
+    a node's children is the same)."""
     order: dict[int, int] = {}
     counts = dict.fromkeys(_SITE_CALLS, 0)
+    known = synced or {}
 
-    def visit(node: Any) -> None:
+    def visit(node: Any) -> bool:  # False: do not walk the node's children
+        if known.get(node.__chandle__()) is False:
+            return False
         if type(node).__name__ != "Call":
-            return
+            return True
         name = str(getattr(node.op, "name", "")).rsplit(".", 1)[-1]
         for op, names in _SITE_CALLS.items():
             if name in names:
                 if name == "tvm_storage_sync" and not (
                         type(node.args[0]).__name__ == "StringImm"
                         and node.args[0].value in ("shared", "shared.dyn", "cluster")):
-                    return
+                    return True
                 order[node.__chandle__()] = counts[op]
                 counts[op] += 1
+        return True
 
-    post_order_visit(func.body, visit)
+    pre_order_visit(func.body, visit)
     out = []
     for record in records:
         if "site" in record:
