@@ -42,10 +42,10 @@ from typing import Any
 from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit, substitute
 
-from ..ir.walk import integer, kind
+from ..ir.walk import integer, kind, statements
 from .intervals import Interval, Unbounded, interval
 from .masks import Masks, _global
-from .trace import _SYNC_OPS, Undecided, has_call, statements
+from .trace import _SYNC_OPS, Undecided, has_call
 
 # A size that sets no synchronised loop: one value, past any tile.
 FREE = 1 << 16

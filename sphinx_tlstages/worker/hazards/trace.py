@@ -22,7 +22,7 @@ import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
 from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 
-from ..ir.walk import integer, kind, op_name, short
+from ..ir.walk import integer, kind, op_name, short, statements
 from .intervals import Interval, Unbounded, interval, narrowed
 from .masks import _PURE, Masks, _global
 
@@ -1336,21 +1336,6 @@ def has_call(stmt: Any, names: Any, known: dict[int, bool] | None = None) -> boo
     if known is not None:
         known[stmt.__chandle__()] = found[0]
     return found[0]
-
-
-def statements(stmt: Any) -> list[Any]:
-    """Every statement of ``stmt``, itself included, in program order (no expression is
-    walked into: none holds a statement), each once."""
-    found: list[Any] = []
-
-    def visit(node: Any) -> bool:
-        if isinstance(node, tvm.ir.PrimExpr):
-            return False
-        found.append(node)
-        return True
-
-    pre_order_visit(stmt, visit)
-    return found
 
 
 # An operator's short name, by its address: operators are registered once and live as

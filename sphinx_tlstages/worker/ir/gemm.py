@@ -92,7 +92,9 @@ def lowered_gemms(func: Any) -> list[dict[str, Any]]:
     the buffer names it mentions."""
     found: list[dict[str, Any]] = []
 
-    def visit(node: Any) -> bool:
+    def visit(node: Any) -> bool:  # False: not into its children
+        if isinstance(node, tvm.ir.PrimExpr):
+            return False  # no expression holds a block
         if type(node).__name__ in ("SBlock", "Block") and str(node.name_hint).startswith(
                 "_gemm") and "lexical_alloc_scope" in node.annotations:
             found.append({**_instruction(node), "names": _names(node.body)})

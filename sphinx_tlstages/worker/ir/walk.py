@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tilelang import tvm
-from tvm.tirx.stmt_functor import post_order_visit, substitute
+from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit, substitute
 
 _FOLD: dict[str, Callable[[int, int], int]] = {
     "Add": lambda a, b: a + b, "Sub": lambda a, b: a - b, "Mul": lambda a, b: a * b,
@@ -78,6 +78,21 @@ def buffer_names(stmt: Any) -> list[str]:
 
     post_order_visit(stmt, visit)
     return names
+
+
+def statements(stmt: Any) -> list[Any]:
+    """Every statement of ``stmt``, itself included, in program order (no expression is
+    walked into: none holds a statement), each once."""
+    found: list[Any] = []
+
+    def visit(node: Any) -> bool:
+        if isinstance(node, tvm.ir.PrimExpr):
+            return False
+        found.append(node)
+        return True
+
+    pre_order_visit(stmt, visit)
+    return found
 
 
 def visit_calls(node: Any, fn: Callable[[Any], None]) -> None:
