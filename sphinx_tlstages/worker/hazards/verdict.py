@@ -12,7 +12,7 @@ from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 from ...core.hazards import needed
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
-from ..ir.walk import integer, version_dims
+from ..ir.walk import integer, op_name, short, version_dims
 from . import intervals
 from .masks import Masks
 from .sizes import MAX_WALKS, choices, symbolic
@@ -320,7 +320,7 @@ def sites(func: Any, records: list[dict[str, Any]], synced: dict[int, bool] | No
             return False
         if type(node).__name__ != "Call":
             return True
-        name = str(getattr(node.op, "name", "")).rsplit(".", 1)[-1]
+        name = short(op_name(node))
         for op, names in _SITE_CALLS.items():
             if name in names:
                 if name == "tvm_storage_sync" and not (
