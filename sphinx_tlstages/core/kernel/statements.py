@@ -116,6 +116,13 @@ def pipelined(source: str, factory_name: str) -> list[PipelinedLoop]:
     """Each ``T.Pipelined`` loop of the factory and of the module-level functions it
     reaches (a ``@T.macro``), in source order; a call in the loop body to a module-level
     function stands for that function's statements (TileLang inlines it)."""
+    return list(_pipelined(source, factory_name))
+
+
+@functools.lru_cache(maxsize=8)
+def _pipelined(source: str, factory_name: str) -> tuple[PipelinedLoop, ...]:
+    """:func:`pipelined`, read once per kernel and factory: a worker lowers several
+    variants of one kernel, and the loops (frozen) are the same for each."""
     tree = _tree(source)
     functions = {name: b.node for name, b in module_functions(tree, source).items()}
     loops: list[PipelinedLoop] = []
@@ -125,7 +132,7 @@ def pipelined(source: str, factory_name: str) -> list[PipelinedLoop]:
             body = [each for stmt in found.body
                     for each in _expanded(source, stmt, functions)]
             loops.append(PipelinedLoop(found.lineno, var, _apart(body)))
-    return sorted(loops, key=lambda loop: loop.line)
+    return tuple(sorted(loops, key=lambda loop: loop.line))
 
 
 def pipelined_loops(source: str, factory_name: str) -> list[list[Statement]]:
@@ -162,6 +169,12 @@ def gemm_statements(source: str, factory_name: str) -> list[Statement]:
     """The tile-level gemm calls in the factory (``T.gemm``, ``T.wgmma_gemm``,
     ``T.tcgen05_gemm`` ...), in source order; ``names`` holds their first three
     arguments' buffer names (A, B, C)."""
+    return list(_gemm_statements(source, factory_name))
+
+
+@functools.lru_cache(maxsize=8)
+def _gemm_statements(source: str, factory_name: str) -> tuple[Statement, ...]:
+    """:func:`gemm_statements`, read once per kernel and factory (as :func:`_pipelined`)."""
     found = []
     for node in _walk(source, factory_name):
         if isinstance(node, ast.Call) and dotted_name(node.func).rsplit(".", 1)[-1] \
@@ -169,4 +182,4 @@ def gemm_statements(source: str, factory_name: str) -> list[Statement]:
             operands = frozenset(_base_name(arg) for arg in node.args[:3])
             found.append(Statement(_call_text(source, node), node.lineno, operands))
     found.sort(key=lambda s: s.line)
-    return found
+    return tuple(found)

@@ -1271,7 +1271,20 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
             known.append(node)
 
     known: list[Any] = []
-    post_order_visit(expr, template)
+    tripped = [False]
+
+    def both(node: Any) -> None:
+        template(node)
+        try:
+            visit(node)
+        except Exception:  # perhaps in an argument followed: the second walk decides
+            tripped[0] = True
+
+    post_order_visit(expr, both)
+    if not known and not tripped[0]:  # nothing followed: one walk found it all
+        return found, passed, known
+    found.clear()
+    passed.clear()
     followed = {arg.__chandle__() for call in known for arg in call.args}
     post_order_visit(expr, lambda node: visit(node)
                      if node.__chandle__() not in followed else None)

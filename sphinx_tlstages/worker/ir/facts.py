@@ -15,7 +15,7 @@ from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 
 from .gemm import gemm_instructions
-from .walk import op_name
+from .walk import op_name, statements
 
 # Passes whose output the facts are read from; everything else is only named.
 WATCHED = (
@@ -140,8 +140,8 @@ def _is_thread_x(node: Any) -> bool:
 
 def merged_allocations(func: Any) -> dict[str, int]:
     totals = {"dynamic": 0, "static": 0, "threads": 0}
-
-    def visit(node: Any) -> None:
+    # Allocations and thread extents are statements; sums and a maximum need no order.
+    for node in statements(func.body):
         if type(node).__name__ == "AllocBuffer":
             scope = str(node.buffer.scope())
             if scope == "shared.dyn":
@@ -150,8 +150,6 @@ def merged_allocations(func: Any) -> dict[str, int]:
                 totals["static"] += _bytes(node.buffer)
         if _is_thread_x(node):
             totals["threads"] = max(totals["threads"], int(node.value))
-
-    _visit(func.body, visit)
     return totals
 
 

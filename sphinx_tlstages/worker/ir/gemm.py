@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tilelang import tvm
-from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
+from tvm.tirx.stmt_functor import pre_order_visit
 
 from .walk import op_name
 
@@ -45,15 +45,8 @@ def gemm_calls(func: Any) -> list[tuple[str, ...]]:
     return found
 
 
-def _instruction(block: Any) -> dict[str, str]:
-    ops: list[Any] = []
-
-    def visit(node: Any) -> bool:
-        if isinstance(node, tvm.tirx.Call) and op_name(node):
-            ops.append(node)
-        return True
-
-    pre_order_visit(block.body, visit)
+def _instruction(block: Any, ops: list[Any]) -> dict[str, str]:
+    """The instruction a gemm block's intrinsic calls (``ops``, in pre-order) name."""
     for part, instruction in _INSTRUCTIONS:
         call = next((c for c in ops if part in op_name(c)), None)
         if call is None:
@@ -71,19 +64,24 @@ def _instruction(block: Any) -> dict[str, str]:
     return {"instruction": "none", "form": name}
 
 
-def _names(node: Any) -> set[str]:
-    """Every buffer and variable name a statement mentions."""
+def _calls_and_names(node: Any) -> tuple[list[Any], set[str]]:
+    """In one walk of a statement: its calls to named operators, in pre-order, and every
+    buffer and variable name it mentions."""
+    ops: list[Any] = []
     names: set[str] = set()
 
-    def visit(found: Any) -> None:
+    def visit(found: Any) -> bool:
+        if isinstance(found, tvm.tirx.Call) and op_name(found):
+            ops.append(found)
         buffer = getattr(found, "buffer", None)
         if buffer is not None and hasattr(buffer, "name"):
             names.add(str(buffer.name))
         if isinstance(found, tvm.tirx.Var):
             names.add(str(getattr(found, "name", None) or getattr(found, "name_hint", "")))
+        return True
 
-    post_order_visit(node, visit)
-    return names
+    pre_order_visit(node, visit)
+    return ops, names
 
 
 def lowered_gemms(func: Any) -> list[dict[str, Any]]:
@@ -97,7 +95,8 @@ def lowered_gemms(func: Any) -> list[dict[str, Any]]:
             return False  # no expression holds a block
         if type(node).__name__ in ("SBlock", "Block") and str(node.name_hint).startswith(
                 "_gemm") and "lexical_alloc_scope" in node.annotations:
-            found.append({**_instruction(node), "names": _names(node.body)})
+            ops, names = _calls_and_names(node.body)
+            found.append({**_instruction(node, ops), "names": names})
             return False
         return True
 

@@ -147,26 +147,32 @@ def annotated_loops(func: Any, key: str) -> list[Any]:
     return loops
 
 
+def _position(seq: Any, target: Any) -> int | None:
+    """Where ``target`` is in a ``SeqStmt`` (itself or inside the blocks wrapping it)."""
+    for i, child in enumerate(seq.seq):
+        inner = child
+        while True:
+            if inner.same_as(target):
+                return i
+            stripped = strip(inner)
+            if stripped.same_as(inner):
+                break
+            inner = stripped
+    return None
+
+
 def parent_seq(func: Any, target: Any) -> tuple[list[Any], int] | None:
-    """The statement list holding ``target`` (through wrapping blocks) and its index."""
-    found: list[tuple[list[Any], int]] = []
-
-    def visit(node: Any) -> None:
-        if kind(node) != "SeqStmt" or found:
-            return
-        for i, child in enumerate(node.seq):
-            inner = child
-            while True:
-                if inner.same_as(target):
-                    found.append((list(node.seq), i))
-                    return
-                stripped = strip(inner)
-                if stripped.same_as(inner):
-                    break
-                inner = stripped
-
-    post_order_visit(func.body, visit)
-    return found[0] if found else None
+    """The statement list holding ``target`` (through wrapping blocks) and its index; of
+    two lists sharing it, the first in post-order."""
+    holders = [(seq, at) for seq in statements(func.body) if kind(seq) == "SeqStmt"
+               for at in [_position(seq, target)] if at is not None]
+    if len(holders) > 1:  # a statement shared by two lists (seldom): which comes first
+        order: list[Any] = []
+        post_order_visit(func.body, lambda node: order.append(node)
+                         if kind(node) == "SeqStmt" else None)
+        first = {seq.__chandle__(): n for n, seq in enumerate(order)}
+        holders.sort(key=lambda holder: first[holder[0].__chandle__()])
+    return (list(holders[0][0].seq), holders[0][1]) if holders else None
 
 
 def shared_shapes(func: Any) -> dict[str, int]:
