@@ -100,8 +100,10 @@ def _own(copy: Json, read: Json) -> bool:
     return True
 
 
-def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
-    """Every RAW and WAR hazard of a cp.async trace, in program order.
+def check_cp_async(records: list[Json], buffers: dict[str, Json], first: bool = False
+                   ) -> list[Json]:
+    """Every RAW and WAR hazard of a cp.async trace, in program order (``first``: only
+    the first, for a caller that asks whether there is any: findings are never taken back).
 
     The rules, each from the PTX ISA (section titles of PTX ISA 8.x/9.x):
 
@@ -198,6 +200,8 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json]) -> list[Json]:
                         "covers it")
                 break
             reads.append({"record": record, "synced": []})
+        if first and findings:
+            break
     return findings
 
 

@@ -68,7 +68,7 @@ def _findings(records: list[Json], buffers: dict[str, Json]) -> bool:
 
 
 def _found(records: list[Json], buffers: dict[str, Json]) -> bool:
-    if any(r["op"] == "copy" for r in records) and check_cp_async(records, buffers):
+    if any(r["op"] == "copy" for r in records) and check_cp_async(records, buffers, first=True):
         return True
     if any(r["op"] in ("tma", "init") for r in records):
         try:

@@ -934,23 +934,24 @@ class Trace:
                         and shared(arg.args[0].buffer.data):
                     self.store(arg.args[0].buffer, list(arg.args[0].indices), wide=True)
         else:
-            self.other(call, name)
+            self.other(name, args)
         # Every dynamic instance of a synchronisation statement names the statement
         # (its node's address while the IR lives; :func:`.verdict.sites` numbers them).
         for record in self.records[first:]:
             if record["op"] in SITE_OPS:
                 record["site"] = key
 
-    def other(self, call: Any, name: str) -> None:
-        """A call the model has no rule for: harmless unless it touches shared memory."""
+    def other(self, name: str, args: list[Any]) -> None:
+        """A call the model has no rule for: harmless unless it touches shared memory
+        (``args``: its arguments, read from TVM once by :meth:`call`)."""
         if name == "ptx_init_tensor_memory":
             # ``tcgen05.alloc`` writes the address of the tensor memory it allocates into
             # the shared word it is given: a store, as the threads' own (outside the model).
-            target = call.args[0].args[0]
+            target = args[0].args[0]
             self.store(target.buffer, list(target.indices))
             return
         if name in _TMEM_OPS:
-            for arg in call.args:
+            for arg in args:
                 if kind(arg) == "Call" and short(op_name(arg)) == "address_of" \
                         and shared(arg.args[0].buffer.data):
                     load = arg.args[0]
@@ -962,7 +963,7 @@ class Trace:
             return
         if "tcgen05" in name or "tensor_memory" in name or "tmem" in name:
             raise Undecided(f"Blackwell's tensor-memory operation {name} is not modelled")
-        for arg in call.args:
+        for arg in args:
             if kind(arg) == "Call" and short(op_name(arg)) in ("address_of",
                                                                 "tvm_access_ptr"):
                 target = arg.args[0] if short(op_name(arg)) == "address_of" else arg.args[1]
