@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from sphinx_tlstages.core.hazards.check import check_cp_async
 from sphinx_tlstages.core.hazards.needed import UNNEEDED, unneeded
 
 THREADS = 2
@@ -254,6 +255,23 @@ def test_what_is_named_is_what_every_interleaving_allows_to_go(name: str) -> Non
             assert races(case.programs({**gone, site: gone[site] + 1})), (name, site)
     for entry in found:
         assert entry["text"].endswith(UNNEEDED) or "stronger than needed" in entry["text"]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_check_stopped_at_its_first_finding_gives_that_finding(name: str) -> None:
+    """The search only asks whether a trial races, so it stops the check at its first
+    finding: that is the whole check's first, and none where the whole check finds none,
+    for the case and for the case with each statement deleted."""
+    case = CASES[name]()
+    trials = [case.records] + [
+        [r for r in case.records if (r["op"], r.get("site")) != site]
+        for site in case.sites()]
+    raced = 0
+    for records in trials:
+        every = check_cp_async(records, {})
+        assert check_cp_async(records, {}, first=True) == every[:1], (name, every)
+        raced += bool(every)
+    assert raced or name.startswith("stores"), "no deletion races: nothing stopped early"
 
 
 def test_the_cases_name_what_they_are_built_to() -> None:
