@@ -212,6 +212,10 @@ def main() -> None:
     scenarios: dict[str, Callable[[Path, int], Runs]] = {
         "page_cold": page_cold, "lowering": lowering, "page_warm": page_warm, "book": book}
     chosen = [name for name in args.only.split(",") if name]
+    unknown = [name for name in chosen if name not in scenarios]
+    if unknown:  # book_noop and its kin are figures of the "book" scenario
+        parser.error(f"unknown scenario {', '.join(unknown)}: choose among "
+                     f"{', '.join(scenarios)}")
     run: dict[str, Any] = {
         "commit": args.commit or commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
