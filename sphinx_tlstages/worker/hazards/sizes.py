@@ -128,10 +128,10 @@ def period(func: Any, counts: list[int], masks: Masks | None = None,
             # A loop a mask guards a synchronisation of (:mod:`.masks`) is walked by the
             # number of iterations the mask runs: its masks are no comparison of the
             # variable (a mask elsewhere is evaluated as any condition is).
-            guarded = [inner for inner in statements(node.body)
-                       if kind(inner) == "IfThenElse"
-                       and masks.form(inner.condition, variable) is not None
-                       and has_call(inner, _SYNC_OPS, synced)]
+            guarded = any(kind(inner) == "IfThenElse"
+                          and masks.form(inner.condition, variable) is not None
+                          and has_call(inner, _SYNC_OPS, synced)
+                          for inner in statements(node.body))
 
             def compared(inner: Any) -> None:
                 nonlocal warmup

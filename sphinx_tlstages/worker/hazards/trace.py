@@ -1254,41 +1254,37 @@ class Trace:
 
 def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
     """An expression's shared loads, the shared buffers it passes a pointer to, and the
-    calls of TileLang's templates it makes whose arguments the check follows itself."""
-    found: list[Any] = []
-    passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
+    calls of TileLang's templates it makes whose arguments the check follows itself (those
+    arguments, not what they hold, are left out of the first two)."""
+    candidates: list[Any] = []  # loads and address_of calls, in post-order
+    known: list[Any] = []
 
     def visit(node: Any) -> None:
-        if kind(node) == "BufferLoad" and shared(node.buffer.data):
-            found.append(node)
-        elif kind(node) == "Call" and short(op_name(node)) == "address_of" \
-                and shared(node.args[0].buffer.data):
-            passed.append(str(node.args[0].buffer.name))
+        what = kind(node)
+        if what == "BufferLoad":
+            candidates.append(node)
+        elif what == "Call":
+            name = short(op_name(node))
+            if name == "address_of":
+                candidates.append(node)
+            elif name == "call_extern" and kind(node.args[0]) == "StringImm" \
+                    and str(node.args[0].value).startswith("tl::AllReduce<"):
+                known.append(node)
 
-    def template(node: Any) -> None:
-        if kind(node) == "Call" and short(op_name(node)) == "call_extern" \
-                and kind(node.args[0]) == "StringImm" \
-                and str(node.args[0].value).startswith("tl::AllReduce<"):
-            known.append(node)
-
-    known: list[Any] = []
-    tripped = [False]
-
-    def both(node: Any) -> None:
-        template(node)
-        try:
-            visit(node)
-        except Exception:  # perhaps in an argument followed: the second walk decides
-            tripped[0] = True
-
-    post_order_visit(expr, both)
-    if not known and not tripped[0]:  # nothing followed: one walk found it all
-        return found, passed, known
-    found.clear()
-    passed.clear()
+    post_order_visit(expr, visit)
+    # Read after the walk, which is then whole: an argument is known to be followed only
+    # once its call (after it, in post-order) is seen.
     followed = {arg.__chandle__() for call in known for arg in call.args}
-    post_order_visit(expr, lambda node: visit(node)
-                     if node.__chandle__() not in followed else None)
+    found: list[Any] = []
+    passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
+    for node in candidates:
+        if node.__chandle__() in followed:
+            continue
+        if kind(node) == "BufferLoad":
+            if shared(node.buffer.data):
+                found.append(node)
+        elif shared(node.args[0].buffer.data):
+            passed.append(str(node.args[0].buffer.name))
     return found, passed, known
 
 

@@ -12,7 +12,7 @@ from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 from ...core.hazards import needed
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
-from ..ir.walk import integer, op_name, short, version_dims
+from ..ir.walk import integer, op_name, short, statements, version_dims
 from . import intervals
 from .masks import Masks
 from .sizes import MAX_WALKS, choices, symbolic
@@ -212,12 +212,9 @@ def _guarded(func: Any, memo: dict[str, dict[int, Any]]) -> bool:
     if 0 not in known:
         known[0] = Masks(func)
     info: Masks = known[0]
-    found: list[bool] = []
-    post_order_visit(func.body, lambda node: found.append(True)
-                     if type(node).__name__ == "IfThenElse"
-                     and info.mask(node.condition) is not None
-                     and has_call(node, _SYNC_OPS, memo.get("synced")) else None)
-    return bool(found)
+    return any(type(node).__name__ == "IfThenElse" and info.mask(node.condition) is not None
+               and has_call(node, _SYNC_OPS, memo.get("synced"))
+               for node in statements(func.body))
 
 
 def _search(func: Any, boxes: dict[str, int], walk: dict[Any, int],
