@@ -1125,7 +1125,8 @@ def _records(after: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any
 
     func = ir_facts.device_function(after["final"])
     trace = Trace(func, hazard_check._boxes(after))
-    buffers = hazard_check._buffers(trace.bases, after, ir_facts.main_function)
+    buffers = hazard_check._buffers(trace.bases,
+                                    hazard_check._shapes(after, ir_facts.main_function))
     return hazard_check._sized(trace.records, buffers), buffers
 
 

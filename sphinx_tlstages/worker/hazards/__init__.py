@@ -1,15 +1,30 @@
 """The hazard check's trace of a variant's final device code, and its verdict.
 
 Every lowered variant's final device IR (what the CUDA is printed from) is walked once more
-after lowering, in the worker: :mod:`.trace` follows the code as every thread runs it and
-bounds every shared access as a byte interval (:mod:`.intervals`), :mod:`.barriers` adds
-the mbarrier operations, TMA copies, wgmma descriptor reads and the producer/consumer
-split. The records are plain data, checked in the core (:mod:`...core.hazards.check`, the
-cp.async model; :mod:`...core.hazards.rings`, the mbarrier model). The verdict is the
-``hazards`` fact (result schema 4; since 5 each finding's statements carry
-``cuda_lines``, and TMA rings compare bytes), shown in every summary's *Hazards* row; a
-finding is a ``tlstages.hazard`` warning (``ext/checks/run.py``), ``:expect-hazard:``
-makes it a note.
+after lowering, in the worker. The rooms, each one idea:
+
+- :mod:`.verdict`: the driver. One check walks the function once per choice a walk
+  cannot make alone, and checks each walk's records in the core
+  (:mod:`...core.hazards.check`, the cp.async model; :mod:`...core.hazards.rings`, the
+  mbarrier model); the verdict is the ``hazards`` fact, the search for synchronisation
+  no dependence needs the ``unneeded_sync`` fact.
+- :mod:`.trace`: the walk. It follows the code as every thread runs it and bounds every
+  shared access as a byte interval (:mod:`.intervals`).
+- :mod:`.rules`: what each intrinsic records, found by its name, one module per family
+  (:mod:`.rules.cp_async`, :mod:`.rules.barriers`, :mod:`.rules.tma`, :mod:`.rules.mma`,
+  :mod:`.rules.templates`).
+- :mod:`.branches`: a synchronisation under a condition on the threads (one elected
+  thread, the roles of a warp-specialised loop, a condition the block decides alike).
+- :mod:`.masks`: conditions read from memory, and the walk of a loop a mask runs or skips.
+- :mod:`.sizes`: sizes known only at launch, and the period of a loop's ring state.
+- :mod:`.undecided`: what a walk cannot decide alone (each a choice the driver makes, or
+  "not checked" with the reason); :mod:`.memo`: what the walks read of the IR once;
+  :mod:`.calls`: the names of what the walk meets.
+
+The records are plain data; the verdict is the ``hazards`` fact (result schema 4; since 5
+each finding's statements carry ``cuda_lines``, and TMA rings compare bytes), shown in
+every summary's *Hazards* row; a finding is a ``tlstages.hazard`` warning
+(``ext/checks/run.py``), ``:expect-hazard:`` makes it a note.
 
 Sizes known only at launch (:mod:`.sizes`): a synchronised loop's trip count matters to the
 check only through a ring's state (slots, parities, open cp.async groups), which repeats
@@ -17,10 +32,10 @@ with a period ``P`` after a warm-up ``K0``; so trip counts ``0 .. K0 + 2P`` cove
 longer loop. A symbolic size is walked at the least value giving each of those counts
 (elsewhere it leaves its ranges open: a grid, an unsynchronised loop), and a loop whose
 trip count is a range (set by the block index, as in causal attention) at each count of
-the range up to that bound (:class:`.trace.Ranged`); ``verdict.at_sizes`` walks one value,
+the range up to that bound (:class:`.undecided.Ranged`); ``verdict.at_sizes`` walks one value,
 the brute-force reference of the tests. A synchronised loop whose first iteration depends
 on the block index (a sliding window's ``max(0, bx - w)``) is walked once per value of that
-index, in a grid of known extent (:class:`.trace.Blocked`): each walk is those blocks' own
+index, in a grid of known extent (:class:`.undecided.Blocked`): each walk is those blocks' own
 trace, start, trip count and every condition on the block decided, so the walks cover every
 start (a grid of symbolic extent stays "not checked", said so). Test: ``WINDOW_SCORES``
 (local attention scores; a wait deleted, barriers deleted or a parity flipped at one key
@@ -33,14 +48,14 @@ offset into global memory (a group's first row) bounds no shared byte and is not
 A synchronisation under a condition every thread of the block decides alike (it uses no
 thread index, no thread's own local value: ``if tile < s_cum[groups]``, a block past the
 data's tiles skipping its pipeline) is walked with the condition false and with it true
-(:class:`.trace.Forked`), where it is met once in a walk. One that reads memory at each
+(:class:`.undecided.Forked`), where it is met once in a walk. One that reads memory at each
 iteration of the synchronised loop whose synchronisation it guards (a block mask) is not
 forked but walked as a mask (below); any other met again in the same walk (in an unrolled
 loop) stays "not checked". Tests: ``GROUPED_ROWS`` (a group found in a
 shared table of tile counts; the table moved over the pipelined tile, and the pipeline's
 defects under the condition, are flagged).
 
-Conditions read from memory (:mod:`.masks`, ``Trace.masked_loop``): a synchronisation
+Conditions read from memory (:mod:`.masks`, :func:`.masks.masked_loop`): a synchronisation
 in each iteration of a synchronised loop under a condition of its variable that reads no
 thread index and only global memory the kernel never writes (``if BlockMask[by, bx,
 k]:``, a *mask*: the same value for every thread and both roles) is walked for every
@@ -56,11 +71,12 @@ the tests (``SKIPPED_TILES``, ``GATED_TILES``, ``SPARSE_SCORES``: a load waited 
 only under the mask races when no tile runs, as TileLang 0.1.15 lowers it on sm_90a).
 
 Beyond the intrinsics: a local integer scalar the kernel keeps (``T.alloc_var``: a ring's
-counter, a phase it flips) is followed in the walk's environment (``trace._scalar``;
+counter, a phase it flips) is followed in the walk's environment (:func:`.calls.scalar_key`;
 unknown after code walked once for many runs); ``T.wait_wgmma(n)`` retires wgmma reads as
 ``warpgroup_wait`` does (both are ``cute::warpgroup_wait<n>``); TileLang's
 ``tl::AllReduce`` template (``tl_templates/cuda/reduce.h``) reads its shared workspace at
-each butterfly level of offset 32 or more, between two barriers (``Trace.all_reduce``).
+each butterfly level of offset 32 or more, between two barriers
+(:func:`.rules.templates.all_reduce`).
 
 Rules: an operation on shared memory the walk has no rule for, a synchronisation under a
 condition it cannot decide, or a loop it cannot bound is "not checked" with the reason,
@@ -111,10 +127,10 @@ table. For it the trace also records the stores the threads make into shared mem
 (``store``: outside the check's model, which ignores them), so that no barrier one may
 need is named.
 
-Three warp groups (:meth:`.trace.Trace.branch`): a split of a role's threads again
+Three warp groups (:func:`.branches.branch`): a split of a role's threads again
 (``if tx < 128: ... elif tx < 256: ... else: ...``) makes a role of each branch, with its
 thread range (``group``; a condition that is no one range is evaluated per thread,
-``Trace.thread_set``, and threads in several ranges may only split again);
+:func:`.branches.thread_set`, and threads in several ranges may only split again);
 :func:`...core.hazards.rings._sequences` runs the innermost groups, each with the records
 of the groups around it. A barrier several roles arrive on gets its phases from what
 each arriving role knows (``rings._shared_phases``, PTX ISA "mbarrier": "Phase Completion
@@ -131,7 +147,7 @@ bottom group copying into the top group's tile: RAW and WAR; its release dropped
 tile through the first's arrival: clean; a deleted wait or the first's proxy fence
 flagged; a consumer that may run a tile ahead "not checked").
 
-Blackwell (:meth:`.trace.Trace.commit`): a tcgen05 MMA (``ptx_tcgen05_mma_ss``/``_ts``,
+Blackwell (:func:`.rules.mma.commit`): a tcgen05 MMA (``ptx_tcgen05_mma_ss``/``_ts``,
 block-scaled too) reads its shared operands through descriptors (``initialize_tcgen05_
 descriptor``, as wgmma's) asynchronously (PTX ISA, "tcgen05.mma"); ``tl::tcgen05_mma_arrive``
 (one elected lane per warp: ``tcgen05.commit.cta_group::1.mbarrier::arrive::one``) is one

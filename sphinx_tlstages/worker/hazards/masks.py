@@ -13,33 +13,25 @@ condition reading one is not a mask: its value may change), the thread indices. 
 reads the same element in the same iteration, whatever loop it is in. Its *key* is the
 condition with every variable known at a point replaced (``BlockMask[by * 32 + 3]``): the
 element a walk at fixed values reads, the brute-force reference's unit.
+
+The walk's side of it lives here too: :func:`loop_mask` finds the mask a synchronised
+loop's synchronisation sits under, :func:`masked_loop` walks such a loop for every pattern
+at a bounded cost, :func:`by_mask` takes the branch a mask decides.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit, substitute
 
-from ..ir.walk import integer, kind, op_name, short
+from ..ir.walk import integer, kind
+from .calls import PURE_CALLS, call_name, is_global, scope
+from .undecided import MAX_STEPS, Masked, Ranged, Undecided
 
-# Calls whose value depends only on their arguments (any other, a warp's index or an
-# election, may differ between threads): a mask, or a condition the block decides alike
-# (:meth:`.trace.Trace.uniform`), may make them.
-_PURE = frozenset({"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
-                   "shift_right", "shift_left", "if_then_else", "truncmod", "truncdiv",
-                   "likely"})
-
-
-def _scope(data: Any) -> str:
-    """A buffer's data's storage scope (``""``: a kernel's argument)."""
-    return str(getattr(getattr(data, "type_annotation", None), "storage_scope", ""))
-
-
-def _global(data: Any) -> bool:
-    """Whether a buffer's data lives in global memory (a kernel's argument)."""
-    return _scope(data) in ("", "global")
+if TYPE_CHECKING:
+    from .trace import Trace
 
 
 class Masks:
@@ -70,10 +62,9 @@ class Masks:
                     ("int", "uint", "bool")):
                 self.bound[node.var] = node.value
             elif what == "BufferStore":
-                scope = _scope(node.buffer.data)
-                if _global(node.buffer.data):
+                if is_global(node.buffer.data):
                     self.written.add(node.buffer.data)
-                elif scope.startswith("local"):
+                elif scope(node.buffer.data).startswith("local"):
                     stores.setdefault(node.buffer.data, []).append(node)
             elif what == "For" and integer(node.min) == 0:
                 loops.add(node.loop_var)
@@ -97,7 +88,7 @@ class Masks:
         if key not in self.resolved:
             calls: list[bool] = []
             post_order_visit(cond, lambda n: calls.append(True) if kind(n) == "Call"
-                             and short(op_name(n)) not in _PURE else None)
+                             and call_name(n) not in PURE_CALLS else None)
             if calls:  # ``tl_shuffle_elect()``: the thread's, whatever the function holds
                 self.resolved[key] = None
                 return None
@@ -117,7 +108,7 @@ class Masks:
                       arrays: list[Any] = arrays) -> None:
                 if kind(node) == "Var" and node in self.bound:
                     lets[node] = self.bound[node]
-                elif kind(node) == "BufferLoad" and _scope(node.buffer.data).startswith("local") \
+                elif kind(node) == "BufferLoad" and scope(node.buffer.data).startswith("local") \
                         and node.buffer.data in self.filled and len(node.indices) == 1:
                     arrays.append(node)
 
@@ -141,11 +132,11 @@ class Masks:
             if what == "Var" and (node in self.threads or node in self.bound):
                 verdict["other"] = True
             elif what == "BufferLoad":
-                if _global(node.buffer.data) and node.buffer.data not in self.written:
+                if is_global(node.buffer.data) and node.buffer.data not in self.written:
                     verdict["global"] = True
                 else:
                     verdict["other"] = True
-            elif what == "Call" and short(op_name(node)) not in _PURE:
+            elif what == "Call" and call_name(node) not in PURE_CALLS:
                 verdict["other"] = True
 
         post_order_visit(expr, check)
@@ -189,3 +180,192 @@ class Masks:
         value = tvm.arith.Analyzer().simplify(substitute(found, fixed) if fixed else found)
         known = integer(value)  # a part on the variables alone decided it (``k < 3 and``)
         return str(value) if known is None else f"={known}"
+
+
+# --- the walk of a loop a mask runs or skips (:class:`.trace.Trace` calls these) ---------
+
+def by_mask(trace: Trace, stmt: Any) -> bool:
+    """Walk the branch a mask takes: the element's fixed value (:attr:`.Trace.masks`), or
+    the value of the masked loop's iteration (:attr:`.Trace.masking`) where the condition
+    is that loop's mask. False: not such a condition."""
+    cond = stmt.condition
+    info = trace.memo.masks
+    if trace.masks is not None:
+        points: dict[Any, int] = {}
+        for var in info.variables(cond):
+            lo, hi = trace.env.get(var, (0, -1))
+            if lo == hi:
+                points[var] = lo
+            elif var in trace.env and var not in trace.blocks:
+                return False  # a summarised loop's variable: no one element
+        key = info.key(cond, points)
+        if key is None:
+            return False
+        if key.startswith("="):
+            case = stmt.then_case if key != "=0" else stmt.else_case
+            if case is not None:
+                trace.walk(case)
+            return True
+        if key not in trace.masks:
+            if trace.decide is None:
+                raise Masked(key)
+            trace.masks[key] = trace.decide(len(trace.masks))
+        if key not in trace.decided:  # where it was met, and the mask's form there
+            trace.decided[key] = " ".join(trace.where)
+            trace.form = trace.form or next(
+                (form for var in points
+                 if (form := info.form(cond, var)) is not None), "")
+        holds = trace.masks[key]
+    else:
+        assert trace.masking is not None
+        form, holds, var = trace.masking
+        if info.form(cond, var) != form:
+            return False
+    case = stmt.then_case if holds else stmt.else_case
+    if case is not None:
+        trace.walk(case)
+    return True
+
+
+def loop_mask(trace: Trace, stmt: Any) -> str | None:
+    """The form of the mask a synchronised loop's synchronisation sits under (None:
+    none does); :class:`.undecided.Undecided` where its conditions read memory in two
+    forms."""
+    handle = stmt.__chandle__()
+    memo = trace.memo
+    if handle not in memo.masked_loops:
+        forms: set[str] = set()
+        synced: list[bool] = []
+        var = stmt.loop_var
+
+        def visit(node: Any) -> None:
+            if kind(node) == "IfThenElse":
+                form = memo.masks.form(node.condition, var)
+                if form is not None:
+                    forms.add(form)
+                    synced.append(trace.has_sync(node))
+                    memo.mask_vars.setdefault(form, [
+                        v for v in memo.masks.variables(node.condition)
+                        if not v.same_as(var)])
+
+        post_order_visit(stmt.body, visit)
+        memo.masked_loops[handle] = None
+        if any(synced):
+            if len(forms) > 1:
+                raise Undecided(f"the loop over {var.name} has synchronisations under "
+                                f"conditions read from memory of {len(forms)} forms")
+            memo.masked_loops[handle] = forms.pop()
+    return memo.masked_loops[handle]
+
+
+def masked_loop(trace: Trace, stmt: Any, form: str, first: int, trips: int) -> None:
+    """A synchronised loop whose iterations a mask runs or skips (``if BlockMask[by,
+    k]:`` around the copies and the GEMM): walked as ``m`` iterations that run, ``m``
+    from the walk's :attr:`.Trace.trips` (:class:`.undecided.Ranged`: the driver tries
+    each count), with the loop's variable any of its values, after one iteration the
+    mask skips, which must leave no record and no scalar changed. Then every mask
+    pattern's trace is one of these walks' (the hazards chapter, "Conditions read from
+    memory"): a skipped iteration is nothing to the check, and what a run iteration
+    records does not depend on which iteration it is beyond what the bounds over every
+    value of the variable include."""
+    var = stmt.loop_var
+    if trace.masking is not None:
+        raise Undecided(f"a loop under a mask inside the loop over "
+                        f"{trace.masking[2].name} under a mask")
+    # One count of run iterations per mask row: the values of the other variables
+    # the mask reads (an outer loop's, walked unrolled) are part of the key.
+    row = [trace.env.get(v) for v in trace.memo.mask_vars.get(form, [])]
+    key = ("mask", form, tuple(row))
+    if key not in trace.trips:
+        raise Ranged(key, 0, trips, f"the loop over {var.name}", form)
+    runs, trace.masked_key = trace.trips[key], key
+    if runs > trips:
+        raise Undecided(f"loops of {trips} and more iterations under the mask {form}")
+    trace.steps += runs + 1
+    if trace.steps > MAX_STEPS:
+        raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")
+    if trips <= 0:
+        return
+    trace.env[var] = (first, first + trips - 1)
+    try:
+        _masked_walk(trace, stmt, form, runs, trips)
+    except (Ranged, Masked):
+        raise
+    except Undecided as exc:
+        if form in str(exc):
+            raise
+        raise Undecided(f"{exc}, with {var.name} any iteration the mask {form} runs or "
+                        "skips") from None
+    trace.env.pop(var, None)
+
+
+def _masked_walk(trace: Trace, stmt: Any, form: str, runs: int, trips: int) -> None:
+    """:func:`masked_loop`'s walk: a skipped iteration, then ``runs`` run ones."""
+    var = stmt.loop_var
+    try:
+        if runs < trips:
+            before, saved = len(trace.records), dict(trace.env)
+            trace.masking = (form, False, var)
+            trace.where.append(f"{var.name} skipped")
+            _run_once(trace, stmt)
+            trace.where.pop()
+            changed = [key for key in {*saved, *trace.env}
+                       if kind(key) != "Var" and trace.env.get(key) != saved.get(key)]
+            if len(trace.records) != before or changed:
+                raise Undecided(f"an iteration the mask {form} skips still "
+                                + ("synchronises or touches shared memory"
+                                   if len(trace.records) != before
+                                   else "changes a counter"))
+            trace.env = saved
+        for number in range(runs):
+            trace.masking = (form, True, var)
+            trace.where.append(f"{var.name}={number}")
+            try:
+                _run_once(trace, stmt)
+            finally:
+                trace.where.pop()
+    finally:
+        trace.masking = None
+
+
+def _run_once(trace: Trace, loop: Any) -> None:
+    """One iteration of a masked loop. The walks for each number of run iterations
+    repeat the same iterations from the same states: what one walked (its records, and
+    what it changed of the state) is kept in the memo by the state it started from (of
+    the environment, the variables its body reads), and copied."""
+    handle = loop.__chandle__()
+    memo = trace.memo
+    uses = memo.uses.get(handle)
+    if uses is None:
+        found: set[Any] = set()
+        post_order_visit(loop.body, lambda n: found.add(n) if kind(n) == "Var" else
+                         found.add((n.buffer.data, "scalar"))
+                         if kind(n) == "BufferLoad" else None)
+        uses = memo.uses[handle] = found
+    before = {var: value for var, value in trace.env.items()
+              if var in uses or var is trace.threads}
+    key = (handle, trace.masking, tuple(trace.where), trace.role, trace.elected,
+           trace.summarised, trace.fallback, frozenset(  # inner loops' trip counts
+               (loop, n) for loop, n in trace.trips.items() if loop != trace.masked_key),
+           trace.threads, frozenset(before.items()),
+           frozenset((var, tuple(region)) for var, region in trace.descriptors.items()),
+           frozenset(trace.batch), frozenset(trace.bases.items()))
+    known = memo.iterations.get(key)
+    if known is None:
+        first, entry = len(trace.records), dict(trace.env)
+        trace.walk(loop.body)
+        changed = {var: value for var, value in trace.env.items()
+                   if entry.get(var) != value}
+        dropped = [var for var in entry if var not in trace.env]
+        memo.iterations[key] = (
+            [dict(r) for r in trace.records[first:]], changed, dropped,
+            {var: list(region) for var, region in trace.descriptors.items()},
+            set(trace.batch), dict(trace.bases))
+        return
+    records, changed, dropped, descriptors, batch, bases = known
+    trace.records.extend(dict(r) for r in records)
+    for var in dropped:
+        trace.env.pop(var, None)
+    trace.env.update(changed)
+    trace.batch, trace.bases = set(batch), dict(bases)
+    trace.descriptors = {var: list(region) for var, region in descriptors.items()}

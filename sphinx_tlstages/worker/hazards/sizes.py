@@ -20,15 +20,15 @@ is the verdict for a ``t`` below it: trip counts ``0 .. K0 + 2P`` cover every lo
 counts to each synchronised loop whose extent it sets (a binary search: an extent grows
 with its size). A size that sets no synchronised loop is fixed at one value: everything
 else it bounds (another loop's variable, a block index) is walked as an open range
-(:data:`.trace.OPEN`); a condition on such a size around a synchronisation is decided at
+(:data:`.undecided.OPEN`); a condition on such a size around a synchronisation is decided at
 that one value. The other places TileLang's lowering puts a size are the copies'
 predicates (which elements of a partial tile are fetched, not which bytes are written) and
 the epilogue's slots and parities, which the trip count sets; a shared index that uses a
 size in any other way is walked at the value chosen for each trip count. A trip count that
 depends on the block index (causal attention) or is read from memory (``s_cum[b + 1] -
 s_cum[b]``) is not a size: the walk meets it as a range and is repeated per count
-(:class:`.trace.Ranged`, ``verdict._every``), to the same bound. A loop whose first
-iteration depends on the block index is walked per block instead (:class:`.trace.Blocked`):
+(:class:`.undecided.Ranged`, ``verdict._every``), to the same bound. A loop whose first
+iteration depends on the block index is walked per block instead (:class:`.undecided.Blocked`):
 the ring's state depends on the iteration's distance from the first (TileLang versions
 slots by ``k - start``), but the body also compares ``k`` itself with bounds of the block
 (``if k == start``, the window's mask), so each block is walked with its own start.
@@ -43,9 +43,10 @@ from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit, substitute
 
 from ..ir.walk import integer, kind, statements
+from .calls import SYNC_OPS, has_call, is_global
 from .intervals import Interval, Unbounded, interval
-from .masks import Masks, _global
-from .trace import _SYNC_OPS, Undecided, has_call
+from .masks import Masks
+from .undecided import Undecided
 
 # A size that sets no synchronised loop: one value, past any tile.
 FREE = 1 << 16
@@ -74,7 +75,7 @@ def sized(func: Any) -> list[list[Any]]:
         if kind(node) in ("Bind", "LetStmt") and str(node.var.dtype).startswith(("int", "uint")):
             loads: list[Any] = []
             post_order_visit(node.value, lambda n: loads.append(n)
-                             if kind(n) == "BufferLoad" and _global(n.buffer.data) else None)
+                             if kind(n) == "BufferLoad" and is_global(n.buffer.data) else None)
             if not loads:
                 return
             # The same value up to the sizes already grouped (each role binds its own
@@ -101,9 +102,9 @@ def _uses(expr: Any, var: Any) -> bool:
 
 def synced_loops(func: Any, synced: dict[int, bool] | None = None) -> list[Any]:
     """Every loop of the function that holds a synchronisation (``synced``: the walk's
-    memo of :func:`.trace.has_call`)."""
+    memo of :func:`.calls.has_call`)."""
     return [node for node in statements(func.body)
-            if kind(node) == "For" and has_call(node.body, _SYNC_OPS, synced)]
+            if kind(node) == "For" and has_call(node.body, SYNC_OPS, synced)]
 
 
 def period(func: Any, counts: list[int], masks: Masks | None = None,
@@ -111,14 +112,14 @@ def period(func: Any, counts: list[int], masks: Masks | None = None,
     """``(K0, P)`` of the argument above, from the buffers' versions and tiles (``counts``),
     the loops' ``num_stages``, the barrier arrays' sizes and the constants a synchronised
     loop compares its variable with (``synced``: the walk's memo of
-    :func:`.trace.has_call`)."""
+    :func:`.calls.has_call`)."""
     cycle = [2, *[c for c in counts if c and c > 0]]
     warmup = max(cycle)
     masks = masks or Masks(func)
 
     def visit(node: Any) -> None:
         nonlocal warmup
-        if kind(node) == "For" and has_call(node.body, _SYNC_OPS, synced):  # synchronised
+        if kind(node) == "For" and has_call(node.body, SYNC_OPS, synced):  # synchronised
             stages = integer((node.annotations or {}).get("tl_pipelined_num_stages", 0))
             if stages:
                 cycle.append(stages)
@@ -130,7 +131,7 @@ def period(func: Any, counts: list[int], masks: Masks | None = None,
             # variable (a mask elsewhere is evaluated as any condition is).
             guarded = any(kind(inner) == "IfThenElse"
                           and masks.form(inner.condition, variable) is not None
-                          and has_call(inner, _SYNC_OPS, synced)
+                          and has_call(inner, SYNC_OPS, synced)
                           for inner in statements(node.body))
 
             def compared(inner: Any) -> None:
@@ -173,8 +174,8 @@ def _trips(extent: Any, env: dict[Any, Interval]) -> int | None:
 def choices(func: Any, counts: list[int], masks: Masks | None = None,
             synced: dict[int, bool] | None = None) -> tuple[list[dict[Any, int]], int, int]:
     """The assignments of the symbolic sizes to walk (``[{}]``: none), and ``(K0, P)``
-    (:class:`.trace.Undecided` where there are too many assignments; ``synced``: the
-    walk's memo of :func:`.trace.has_call`, shared with the trace)."""
+    (:class:`.undecided.Undecided` where there are too many assignments; ``synced``: the
+    walk's memo of :func:`.calls.has_call`, shared with the trace)."""
     groups = sized(func)
     warmup, cycle = period(func, counts, masks, synced)
     if not groups:

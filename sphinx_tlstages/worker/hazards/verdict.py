@@ -1,9 +1,16 @@
 """The hazard check of a lowered variant: its trace (:mod:`.trace`) checked by
-:mod:`...core.hazards.check`, with the shared buffers' slots named."""
+:mod:`...core.hazards.check`, with the shared buffers' slots named.
+
+One check walks the device function once per choice the walk cannot make alone
+(:mod:`.undecided`: the values of the symbolic sizes :mod:`.sizes` picks, trip counts
+that are ranges, block indices, conditions decided alike, mask patterns); every walk
+shares one :class:`_Walks`, which holds what they have in common.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
@@ -14,9 +21,43 @@ from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, op_name, short, statements, version_dims
 from . import intervals
-from .masks import Masks
+from .calls import SYNC_OPS, has_call, shared
+from .memo import Memo
 from .sizes import MAX_WALKS, choices, symbolic
-from .trace import _SYNC_OPS, Masked, Ranged, Trace, Undecided, has_call, shared
+from .trace import Trace
+from .undecided import Masked, Ranged, Undecided
+
+Records = list[dict[str, Any]]
+# Per shared buffer: its bytes, its versions and its tiles (see :func:`_buffers`).
+Shapes = dict[str, tuple[int, int | None, int | None]]
+
+
+@dataclass
+class _Walks:
+    """What every walk of one check shares: the device function and its TMA boxes, the
+    modules the recorder kept (the buffers' shapes are read from them once, when first
+    needed), and what the walks read of the function's structure (:class:`.memo.Memo`)."""
+
+    func: Any
+    boxes: dict[str, int]
+    kept: dict[str, Any]
+    main: Callable[[Any], Any]
+    memo: Memo
+    shapes: Shapes | None = None
+
+    def trace(self, sizes: dict[Any, int], trips: dict[Hashable, int],
+              masks: dict[str, bool] | None = None,
+              decide: Callable[[int], bool] | None = None) -> Trace:
+        """One walk, with the sizes, trip counts and mask values given."""
+        return Trace(self.func, self.boxes, sizes, trips, self.memo, masks, decide)
+
+    def checked(self, trace: Trace) -> tuple[Records, dict[str, Any], dict[str, Any]]:
+        """A walk's sized records, its buffers and their verdict."""
+        if not self.shapes:
+            self.shapes = _shapes(self.kept, self.main)
+        buffers = _buffers(trace.bases, self.shapes)
+        records = _sized(trace.records, buffers)
+        return records, buffers, verdict(records, buffers)
 
 
 def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
@@ -48,16 +89,16 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
             "unneeded_sync": []}
     if final is None:
         return {"hazards": not_checked("no final device code"), "unneeded_sync": []}
-    clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
-    synced: dict[int, bool] = {}  # which statements synchronise: one memo for all
+    clean: list[tuple[Records, dict[str, Any]]] = []
     try:
-        func, boxes = device(final), _boxes(kept)
-        shapes, masks = _shapes(kept, main), Masks(func)  # one reading of the masks
-        walks, warmup, cycle = choices(func, [count for _, versions, tiles in shapes.values()
-                                              for count in (versions, tiles) if count], masks,
-                                       synced)
-        found = _every(func, boxes, walks, (warmup, cycle), kept, main, clean, shapes, masks,
-                       synced)
+        func = device(final)
+        walks = _Walks(func, _boxes(kept), kept, main, Memo.of(func), _shapes(kept, main))
+        assert walks.shapes is not None
+        sizes, warmup, cycle = choices(
+            func, [count for _, versions, tiles in walks.shapes.values()
+                   for count in (versions, tiles) if count], walks.memo.masks,
+            walks.memo.synced)
+        found = _every(walks, sizes, (warmup, cycle), clean)
     except Undecided as exc:
         return {"hazards": not_checked(str(exc)), "unneeded_sync": []}
     except Exception as exc:  # unexpected IR costs the verdict, never the variant
@@ -66,13 +107,13 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     named: list[dict[str, Any]] = []
     if found["verdict"] == "none" and 0 < len(clean) <= _SEARCH_WALKS:
         try:
-            named = _named_in_every(func, clean, synced)
+            named = _named_in_every(func, clean, walks.memo.synced)
         except Exception:  # a search that fails names nothing; the verdict stands
             named = []
     return {"hazards": found, "unneeded_sync": named}
 
 
-def _named_in_every(func: Any, clean: list[tuple[list[dict[str, Any]], dict[str, Any]]],
+def _named_in_every(func: Any, clean: list[tuple[Records, dict[str, Any]]],
                     synced: dict[int, bool] | None = None) -> list[dict[str, Any]]:
     """What :func:`needed.unneeded` names in every clean walk (each with how many
     statements of its kind the code has: the page finds its CUDA line only where the
@@ -98,44 +139,41 @@ def _named_in_every(func: Any, clean: list[tuple[list[dict[str, Any]], dict[str,
     return list((common or {}).values())
 
 
+def _walks_of(kept: dict[str, Any], device: Callable[[Any], Any],
+              main: Callable[[Any], Any]) -> _Walks:
+    """The walks of a brute-force reference (no shapes read before the first walk)."""
+    func = device(kept["final"])
+    return _Walks(func, _boxes(kept), kept, main, Memo.of(func))
+
+
 def at_sizes(kept: dict[str, Any], main: Callable[[Any], Any], device: Callable[[Any], Any],
              values: dict[str, int]) -> dict[str, Any]:
     """The verdict with the symbolic sizes fixed by name (``{"K": 96}``): what
     :func:`hazards` answers for every value at once, for one value (a brute-force reference
     for the argument of :mod:`.sizes`)."""
     intervals.forget()
-    func = device(kept["final"])
-    walk = {var: values[str(var.name)] for var in symbolic(func)}
+    walks = _walks_of(kept, device, main)
+    walk = {var: values[str(var.name)] for var in symbolic(walks.func)}
     try:
-        return _every(func, _boxes(kept), [walk], (1 << 20, 0), kept, main)
+        return _every(walks, [walk], (1 << 20, 0))
     except Undecided as exc:
         return not_checked(str(exc))
 
 
-def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
-           argument: tuple[int, int], kept: dict[str, Any], main: Callable[[Any], Any],
-           clean: list[tuple[list[dict[str, Any]], dict[str, Any]]] | None = None,
-           shapes: dict[str, tuple[int, int | None, int | None]] | None = None,
-           masks: Masks | None = None, synced: dict[int, bool] | None = None
-           ) -> dict[str, Any]:
+def _every(walks: _Walks, sizes: list[dict[Any, int]], argument: tuple[int, int],
+           clean: list[tuple[Records, dict[str, Any]]] | None = None) -> dict[str, Any]:
     """The verdict over every value of the kernel's symbolic sizes and every trip count of
-    its synchronised loops: one walk per value :func:`.sizes.choices` picks, and per trip
-    count of a loop whose trip count is a range (:class:`.trace.Ranged`), each up to the
-    bound of the argument of :mod:`.sizes` (``argument``: its ``K0`` and ``P``), which
-    covers every longer loop. The first walk not clean gives the verdict, said with the
-    sizes and trip counts that show it. ``clean`` gets each clean walk's records and
-    buffers; ``masks`` and ``synced``, what :func:`check` read of the function before."""
-    warmup, cycle = argument
+    its synchronised loops: one walk per value :func:`.sizes.choices` picks (``sizes``),
+    and per trip count of a loop whose trip count is a range (:class:`.undecided.Ranged`),
+    each up to the bound of the argument of :mod:`.sizes` (``argument``: its ``K0`` and
+    ``P``), which covers every longer loop. The first walk not clean gives the verdict,
+    said with the sizes and trip counts that show it. ``clean`` gets each clean walk's
+    records and buffers."""
     found: dict[str, Any] = {}
     # A loop or condition -> (what it is, its least and greatest choice walked).
     ranged: dict[Hashable, tuple[Ranged, int, int]] = {}
     count = 0
-    memo: dict[str, dict[int, Any]] = {}  # what every walk reads of the IR, read once
-    if masks is not None:
-        memo["masks"] = {0: masks}
-    if synced is not None:
-        memo["synced"] = synced
-    for walk in walks:
+    for walk in sizes:
         pending: list[dict[Hashable, int]] = [{}]
         while pending:
             trips = pending.pop(0)
@@ -143,54 +181,75 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
                                              for var, value in walk.items())]
                              + [ranged[key][0].said(n) for key, n in trips.items()])
             try:
-                trace = Trace(func, boxes, walk, trips, memo)
+                trace = walks.trace(walk, trips)
             except Ranged as exc:
-                top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle) if exc.periodic \
-                    else exc.hi
-                ranged[exc.key] = (exc, exc.lo, top)
-                pending += [{**trips, exc.key: n} for n in range(exc.lo, top + 1)]
-                count += top + 1 - exc.lo
+                count += _ranged(exc, trips, argument, ranged, pending)
                 if count > MAX_WALKS * 4:
                     raise Undecided(f"more than {MAX_WALKS * 4} walks: {exc}") from None
                 continue
             except Undecided as exc:
                 # Outside the argument over every mask pattern: a race some patterns show
                 # is still a finding.
-                hit = _search(func, boxes, walk, trips, memo, kept, main, shapes, None) \
-                    if _guarded(func, memo) else None
+                hit = _search(walks, walk, trips, None) if _guarded(walks) else None
                 return hit or not_checked(f"{exc} (with {said})" if said else str(exc))
-            shapes = shapes or _shapes(kept, main)
-            buffers = _buffers(trace.bases, kept, main, shapes)
-            records = _sized(trace.records, buffers)
-            this = verdict(records, buffers)
+            records, buffers, this = walks.checked(trace)
             if clean is not None and this["verdict"] == "none":
                 clean.append((records, buffers))
-            if this["verdict"] == "not checked" and "no asynchronous copy" in this["text"] \
-                    and (walk or trips) and found:
+            if _no_copy(this) and (walk or trips) and found:
                 continue  # no trip at all: another walk has the copies
             found = this
-            if found["verdict"] == "not checked" and "no asynchronous copy" in found["text"]:
+            if _no_copy(found):
+                continue
+            if found["verdict"] == "none":
                 continue
             masked = [n for key, n in trips.items() if ranged[key][0].masked]
-            if found["verdict"] != "none" and masked:
+            if masked:
                 # The walk of ``n`` run iterations bounds every pattern's records; the
                 # finding is reported as a pattern that shows it (the first ``n`` run).
-                hit = _search(func, boxes, walk,
-                              {key: n for key, n in trips.items() if not ranged[key][0].masked},
-                              memo, kept, main, shapes, masked[0])
+                hit = _search(walks, walk, {key: n for key, n in trips.items()
+                                            if not ranged[key][0].masked}, masked[0])
                 if hit is None:
                     return not_checked(f"a race the bound over every pattern of a mask "
                                        f"allows, which no pattern tried shows ({said})")
                 return hit
-            if found["verdict"] != "none":
-                if said:
-                    found["text"] += f" (with {said})"
-                    for finding in found["findings"]:
-                        finding["text"] += f" (with {said})"
-                return found
+            return _with(found, said)
     if not found:
         return not_checked("no asynchronous copy into shared memory")
-    names = ", ".join(dict.fromkeys(str(var.name) for var in walks[0]))
+    return _covered(found, sizes, ranged, argument)
+
+
+def _no_copy(found: dict[str, Any]) -> bool:
+    """Whether a walk's verdict is that it made no asynchronous copy."""
+    return found["verdict"] == "not checked" and "no asynchronous copy" in found["text"]
+
+
+def _ranged(exc: Ranged, trips: dict[Hashable, int], argument: tuple[int, int],
+            ranged: dict[Hashable, tuple[Ranged, int, int]],
+            pending: list[dict[Hashable, int]]) -> int:
+    """A choice a walk left open: its values to walk queued (up to the bound of the
+    periodic argument where they repeat), and how many."""
+    warmup, cycle = argument
+    top = min(exc.hi, max(exc.lo, warmup) + 2 * cycle) if exc.periodic else exc.hi
+    ranged[exc.key] = (exc, exc.lo, top)
+    pending += [{**trips, exc.key: n} for n in range(exc.lo, top + 1)]
+    return top + 1 - exc.lo
+
+
+def _with(found: dict[str, Any], said: str) -> dict[str, Any]:
+    """A finding said with the choices of the walk that shows it."""
+    if said:
+        found["text"] += f" (with {said})"
+        for finding in found["findings"]:
+            finding["text"] += f" (with {said})"
+    return found
+
+
+def _covered(found: dict[str, Any], sizes: list[dict[Any, int]],
+             ranged: dict[Hashable, tuple[Ranged, int, int]],
+             argument: tuple[int, int]) -> dict[str, Any]:
+    """A verdict over every walk, said with what the walks covered."""
+    warmup, cycle = argument
+    names = ", ".join(dict.fromkeys(str(var.name) for var in sizes[0]))
     covered = [f"every {names}" if names else ""] + [
         exc.covered(lo, top) for exc, lo, top in ranged.values()]
     if found["verdict"] == "none" and (names or ranged):
@@ -206,21 +265,16 @@ def _every(func: Any, boxes: dict[str, int], walks: list[dict[Any, int]],
 _PREFIX = 3
 
 
-def _guarded(func: Any, memo: dict[str, dict[int, Any]]) -> bool:
+def _guarded(walks: _Walks) -> bool:
     """Whether a synchronisation of the function sits under a mask (:mod:`.masks`)."""
-    known = memo.setdefault("masks", {})
-    if 0 not in known:
-        known[0] = Masks(func)
-    info: Masks = known[0]
-    return any(type(node).__name__ == "IfThenElse" and info.mask(node.condition) is not None
-               and has_call(node, _SYNC_OPS, memo.get("synced"))
-               for node in statements(func.body))
+    memo = walks.memo
+    return any(type(node).__name__ == "IfThenElse"
+               and memo.masks.mask(node.condition) is not None
+               and has_call(node, SYNC_OPS, memo.synced)
+               for node in statements(walks.func.body))
 
 
-def _search(func: Any, boxes: dict[str, int], walk: dict[Any, int],
-            trips: dict[Hashable, int],
-            memo: dict[str, dict[int, Any]], kept: dict[str, Any], main: Callable[[Any], Any],
-            shapes: dict[str, tuple[int, int | None, int | None]] | None,
+def _search(walks: _Walks, walk: dict[Any, int], trips: dict[Hashable, int],
             first: int | None) -> dict[str, Any] | None:
     """A mask pattern whose walk races, with the pattern said; None where none of those
     tried does: the first ``first`` elements true and the rest false, then each value of
@@ -237,20 +291,15 @@ def _search(func: Any, boxes: dict[str, int], walk: dict[Any, int],
     for decide in tried:
         masks: dict[str, bool] = {}
         try:
-            trace = Trace(func, boxes, walk, trips, memo, masks, decide)
+            trace = walks.trace(walk, trips, masks, decide)
         except Undecided:
             return None
         if tuple(masks.values()) in seen:
             continue
         seen.add(tuple(masks.values()))
-        buffers = _buffers(trace.bases, kept, main, shapes)
-        this = verdict(_sized(trace.records, buffers), buffers)
+        this = walks.checked(trace)[2]
         if this["verdict"] == "hazard":
-            said = _pattern(masks, trace.decided, trace.form)
-            this["text"] += f" (with {said})"
-            for finding in this["findings"]:
-                finding["text"] += f" (with {said})"
-            return this
+            return _with(this, _pattern(masks, trace.decided, trace.form))
     return None
 
 
@@ -270,25 +319,22 @@ def at_patterns(kept: dict[str, Any], main: Callable[[Any], Any], device: Callab
                 values: dict[str, int]) -> list[tuple[dict[str, bool], dict[str, Any]]]:
     """The verdict of each pattern of the kernel's masks (each element a condition read
     from memory reads: true or false) at fixed symbolic sizes: the brute-force reference
-    for the argument of :meth:`.trace.Trace.masked_loop`."""
-    func = device(kept["final"])
-    walk = {var: values[str(var.name)] for var in symbolic(func)}
-    boxes = _boxes(kept)
-    memo: dict[str, dict[int, Any]] = {}
+    for the argument of :func:`.masks.masked_loop`."""
+    walks = _walks_of(kept, device, main)
+    walk = {var: values[str(var.name)] for var in symbolic(walks.func)}
     out: list[tuple[dict[str, bool], dict[str, Any]]] = []
     pending: list[dict[str, bool]] = [{}]
     while pending:
         masks = pending.pop(0)
         try:
-            trace = Trace(func, boxes, walk, {}, memo, dict(masks))
+            trace = walks.trace(walk, {}, dict(masks))
         except Masked as exc:
             pending += [{**masks, exc.key: False}, {**masks, exc.key: True}]
             continue
         except Undecided as exc:
             out.append((masks, not_checked(str(exc))))
             continue
-        buffers = _buffers(trace.bases, kept, main)
-        out.append((masks, verdict(_sized(trace.records, buffers), buffers)))
+        out.append((masks, walks.checked(trace)[2]))
     return out
 
 
@@ -305,7 +351,7 @@ def sites(func: Any, records: list[dict[str, Any]], synced: dict[int, bool] | No
     order the CUDA prints them (a visit in program order): the n-th ``__syncthreads``,
     named barrier or cluster sync, the n-th ``cp_async_wait``, the n-th mbarrier wait;
     and how many statements of each kind there are. ``synced``: the walk's memo of
-    :func:`.trace.has_call`; a statement it found to hold no synchronisation is not
+    :func:`.calls.has_call`; a statement it found to hold no synchronisation is not
     walked again (a synchronisation holds no other: the order of a visit before or after
     a node's children is the same)."""
     order: dict[int, int] = {}
@@ -369,21 +415,17 @@ def _boxes(kept: dict[str, Any]) -> dict[str, int]:
     return {}
 
 
-def _buffers(bases_of: dict[Any, tuple[str, int]], kept: dict[str, Any],
-             main: Callable[[Any], Any],
-             shapes: dict[str, tuple[int, int | None, int | None]] | None = None
-             ) -> dict[str, Any]:
+def _buffers(bases_of: dict[Any, tuple[str, int]], shapes: Shapes) -> dict[str, Any]:
     """Per shared buffer: its byte offset in its allocation, its bytes and its versions
-    (the leading dimension the pipeliner gave it), for naming slots. ``shapes``: what
-    :func:`_shapes` read of ``kept`` (the same for every walk), read again without it."""
+    (the leading dimension the pipeliner gave it), for naming slots, from what
+    :func:`_shapes` read of the kept modules (the same for every walk)."""
     bases = {str(var.name): offset for var, (_, offset) in bases_of.items()}
     return {name: {"base": bases.get(name, 0), "bytes": size, "versions": versions,
                    "tiles": tiles}
-            for name, (size, versions, tiles) in (shapes or _shapes(kept, main)).items()}
+            for name, (size, versions, tiles) in shapes.items()}
 
 
-def _shapes(kept: dict[str, Any], main: Callable[[Any], Any]
-            ) -> dict[str, tuple[int, int | None, int | None]]:
+def _shapes(kept: dict[str, Any], main: Callable[[Any], Any]) -> Shapes:
     """Per shared buffer: its bytes, its versions and its tiles (see :func:`_buffers`)."""
     # Hopper's warp specialisation versions the buffers before pipeline planning runs.
     planned = kept.get(BEFORE_WS) or kept.get("tl.PipelinePlanning")
@@ -407,7 +449,7 @@ def _shapes(kept: dict[str, Any], main: Callable[[Any], Any]
     return {name: (size, versions.get(name), tiles.get(name)) for name, size in sizes.items()}
 
 
-def _sized(records: list[dict[str, Any]], buffers: dict[str, Any]) -> list[dict[str, Any]]:
+def _sized(records: Records, buffers: dict[str, Any]) -> Records:
     """Give each access whose extent the code does not say (a wgmma operand, a TMA box
     of a tensor copy) the rest of the slot of its buffer it starts in: a ring's copy or
     read stays in one tile (a tile copied as several boxes has each start inside it).
