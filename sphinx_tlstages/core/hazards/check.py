@@ -25,6 +25,7 @@ The verdict is the ``hazards`` fact: ``{"verdict": "none" | "hazard" | "not chec
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .rings import Unchecked, check_rings
@@ -126,83 +127,106 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json], first: bool = 
       orders the read only once a wait has seen that arrival's phase complete
       (:func:`_umma_retired`).
     """
-    findings: list[Json] = []
-    committed = 0
-    writes: list[Json] = []  # copies not yet published: {record, group, done, published}
-    reads: list[Json] = []  # reads not yet ordered with every thread: {record, synced}
+    state = _CpAsync(buffers, _umma_retired(records))
+    for at, record in enumerate(records):
+        step = state.steps.get(record["op"])
+        if step is not None:
+            step(at, record)
+        if first and state.findings:
+            break
+    return state.findings
 
-    def add(kind: str, record: Json, text: str) -> None:
-        findings.append({"kind": kind, "buffer": record["buffer"], "at": record.get("at", ""),
-                         "text": text})
 
-    def elsewhere(copy: Json, read: Json) -> bool:  # for the ring model
+class _CpAsync:
+    """The cp.async model's state along a trace (:func:`check_cp_async`), a step per
+    record it follows; what it finds in :attr:`findings`."""
+
+    def __init__(self, buffers: dict[str, Json], retired: dict[int, int]) -> None:
+        self.buffers, self.retired = buffers, retired
+        self.findings: list[Json] = []
+        self.committed = 0
+        self.writes: list[Json] = []  # copies not yet published: {record, group, done, published}
+        self.reads: list[Json] = []  # reads not yet ordered with every thread: {record, synced}
+        self.steps: dict[str, Callable[[int, Json], None]] = {
+            "copy": self.copy, "commit": self.commit, "wait": self.wait, "sync": self.sync,
+            "read": self.read}
+
+    def add(self, kind: str, record: Json, text: str) -> None:
+        self.findings.append({"kind": kind, "buffer": record["buffer"],
+                              "at": record.get("at", ""), "text": text})
+
+    @staticmethod
+    def elsewhere(copy: Json, read: Json) -> bool:
+        """A copy signalled to a reader of another role: the ring model's."""
         return bool(copy.get("signal")) and copy["role"] != read["role"]
 
-    retired = _umma_retired(records)
-    for at, record in enumerate(records):
-        op = record["op"]
-        if op == "copy":
-            for read in reads:
-                mine = read["record"]
-                if not _overlap(mine, record) or elsewhere(record, mine) \
-                        or any(_covers(named, mine, record) for named in read["synced"]) \
-                        or _own(record, mine):
-                    continue
-                if mine.get("umma"):
-                    add("WAR", record,
-                        f"the cp.async into {record['buffer']}{_slot(record, buffers)} "
-                        f"{_when(record)} overwrites what the tcgen05 MMA {_when(mine)} "
-                        "reads: no wait saw the phase of the commit tracking it complete "
-                        "before a __syncthreads between them, so the MMA may still be "
-                        "reading it")
-                else:
-                    add("WAR", record,
-                        f"the cp.async into {record['buffer']}{_slot(record, buffers)} "
-                        f"{_when(record)} overwrites what was read {_when(mine)} with no "
-                        "__syncthreads between: another thread may still be reading it")
-                break
-            writes.append({"record": record, "group": None, "done": False,
-                           "published": []})
-        elif op == "commit":
-            committed += 1
-            for write in writes:
-                if write["group"] is None:
-                    write["group"] = committed
-        elif op == "wait":
-            for write in writes:
-                if write["group"] is not None and write["group"] <= committed - record["n"]:
-                    write["done"] = True
-        elif op == "sync":
-            named = record.get("threads") if record.get("named") else None
-            for write in writes:
-                if write["done"]:
-                    write["published"].append(named)
-            for read in reads:
-                if retired.get(id(read["record"]), at) <= at:  # an MMA's read retired
-                    read["synced"].append(named)
-            writes = [w for w in writes if None not in w["published"]]
-            reads = [r for r in reads if None not in r["synced"]]
-        elif op == "read":
-            for write in writes:
-                copy = write["record"]
-                if not _overlap(copy, record) or elsewhere(copy, record):
-                    continue
-                what = (f"{_when(record)} reads {record['buffer']}{_slot(record, buffers)} "
-                        f"while the cp.async into it {_when(copy)}")
-                if write["done"]:
-                    if any(_covers(named, copy, record) for named in write["published"]) \
-                            or _own(copy, record):
-                        continue
-                    add("RAW", record, f"{what} is complete but not published: no "
-                        "__syncthreads between its cp_async_wait and the read")
-                else:
-                    add("RAW", record, f"{what} is still in flight: no cp_async_wait "
-                        "covers it")
-                break
-            reads.append({"record": record, "synced": []})
-        if first and findings:
+    def copy(self, at: int, record: Json) -> None:
+        """A WAR where the copy overwrites what an unordered read reads."""
+        for read in self.reads:
+            mine = read["record"]
+            if not _overlap(mine, record) or self.elsewhere(record, mine) \
+                    or any(_covers(named, mine, record) for named in read["synced"]) \
+                    or _own(record, mine):
+                continue
+            into = f"the cp.async into {record['buffer']}{_slot(record, self.buffers)}"
+            if mine.get("umma"):
+                self.add("WAR", record,
+                         f"{into} {_when(record)} overwrites what the tcgen05 MMA "
+                         f"{_when(mine)} reads: no wait saw the phase of the commit "
+                         "tracking it complete before a __syncthreads between them, so "
+                         "the MMA may still be reading it")
+            else:
+                self.add("WAR", record,
+                         f"{into} {_when(record)} overwrites what was read {_when(mine)} "
+                         "with no __syncthreads between: another thread may still be "
+                         "reading it")
             break
-    return findings
+        self.writes.append({"record": record, "group": None, "done": False,
+                            "published": []})
+
+    def commit(self, at: int, record: Json) -> None:
+        self.committed += 1
+        for write in self.writes:
+            if write["group"] is None:
+                write["group"] = self.committed
+
+    def wait(self, at: int, record: Json) -> None:
+        for write in self.writes:
+            if write["group"] is not None and write["group"] <= self.committed - record["n"]:
+                write["done"] = True
+
+    def sync(self, at: int, record: Json) -> None:
+        """A barrier publishes completed copies and orders reads (an MMA's once retired)
+        for the threads it names (all: ``None``)."""
+        named = record.get("threads") if record.get("named") else None
+        for write in self.writes:
+            if write["done"]:
+                write["published"].append(named)
+        for read in self.reads:
+            if self.retired.get(id(read["record"]), at) <= at:  # an MMA's read retired
+                read["synced"].append(named)
+        self.writes = [w for w in self.writes if None not in w["published"]]
+        self.reads = [r for r in self.reads if None not in r["synced"]]
+
+    def read(self, at: int, record: Json) -> None:
+        """A RAW where the read meets a copy still in flight or not published."""
+        for write in self.writes:
+            copy = write["record"]
+            if not _overlap(copy, record) or self.elsewhere(copy, record):
+                continue
+            what = (f"{_when(record)} reads {record['buffer']}{_slot(record, self.buffers)} "
+                    f"while the cp.async into it {_when(copy)}")
+            if write["done"]:
+                if any(_covers(named, copy, record) for named in write["published"]) \
+                        or _own(copy, record):
+                    continue
+                self.add("RAW", record, f"{what} is complete but not published: no "
+                         "__syncthreads between its cp_async_wait and the read")
+            else:
+                self.add("RAW", record, f"{what} is still in flight: no cp_async_wait "
+                         "covers it")
+            break
+        self.reads.append({"record": record, "synced": []})
 
 
 def _umma_retired(records: list[Json]) -> dict[int, int]:

@@ -245,34 +245,8 @@ def _shared_phases(sequences: dict[str, list[tuple[int, Json]]], shared: set[str
     guessed: dict[int, int] = {}  # the phases guessed, to be settled or refuted
     for _ in range(_ROUNDS):
         learned = _learned(sequences, {**phase, **given, **guessed}, known, counted)
-        fresh: dict[int, tuple[str, int]] = {}
-        totals: dict[tuple[str, int], int] = {}
-        for role, seq in sequences.items():
-            waiting: list[int] = []  # copies and expectations before the next arrival
-            for index, record in seq:
-                bar = record.get("bar")
-                if bar not in shared or record["role"] != role \
-                        or record["op"] not in ("arrive", "expect", "tma"):
-                    continue
-                if record["op"] == "tma" or not record.get("n"):
-                    waiting.append(index)
-                    continue
-                number = learned[role][index].get(bar, 0)
-                fresh[index] = (bar, number)
-                totals[(bar, number)] = totals.get((bar, number), 0) + record["n"]
-                for other in waiting:
-                    fresh[other] = (bar, number)
-                waiting = []
-        # Settled: each barrier's phases up to the first whose count is not its init
-        # count (the last may take fewer); what their arrivals knew is learned next time.
-        sound: dict[str, int] = {}
-        for bar in shared:
-            last = max(n for b, n in totals if b == bar)
-            upto = 0
-            while upto <= last and (totals.get((bar, upto), 0) == init[bar] or (
-                    upto == last and totals.get((bar, upto), 0) < init[bar])):
-                upto += 1
-            sound[bar] = upto
+        fresh, totals = _phases_known(sequences, shared, learned)
+        sound = _sound(shared, init, totals)
         settled = {index: number for index, (bar, number) in fresh.items()
                    if number < sound[bar]}
         if settled != given:
@@ -293,18 +267,66 @@ def _shared_phases(sequences: dict[str, list[tuple[int, Json]]], shared: set[str
                         "whose phases settle a phase at a time, in more rounds than the "
                         f"check allows itself ({_ROUNDS}, each a pass over the whole walk)")
     if len(given) < len(fresh) or any(given.get(i) != n for i, n in guessed.items()):
-        # Every barrier not settled is named (one's phases may rest on another's).
-        left = [(bar, number, total) for (bar, number), total in sorted(totals.items())
-                if number >= sound[bar]] or [
-            (bar, number, totals[(bar, number)]) for bar, number in sorted(
-                fresh[i] for i in guessed if given.get(i) != guessed[i])]
-        names = list(dict.fromkeys(bar for bar, _, _ in left))
-        bar, number, total = left[0]
-        raise Unchecked(f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} "
-                        "arrivals from several roles whose phases the check cannot tell "
-                        f"({total} arrivals known to count towards phase {number} of "
-                        f"{bar}, of {init[bar]})")
+        _unsettled(init, fresh, totals, sound, given, guessed)
     phase.update(given)
+
+
+def _phases_known(sequences: dict[str, list[tuple[int, Json]]], shared: set[str],
+                  learned: dict[str, dict[int, dict[str, int]]]
+                  ) -> tuple[dict[int, tuple[str, int]], dict[tuple[str, int], int]]:
+    """Each arrival's (and each copy's and expectation's) barrier and phase on the shared
+    barriers, as its role knows it (``learned``), and the arrivals counted per phase."""
+    fresh: dict[int, tuple[str, int]] = {}
+    totals: dict[tuple[str, int], int] = {}
+    for role, seq in sequences.items():
+        waiting: list[int] = []  # copies and expectations before the next arrival
+        for index, record in seq:
+            bar = record.get("bar")
+            if bar not in shared or record["role"] != role \
+                    or record["op"] not in ("arrive", "expect", "tma"):
+                continue
+            if record["op"] == "tma" or not record.get("n"):
+                waiting.append(index)
+                continue
+            number = learned[role][index].get(bar, 0)
+            fresh[index] = (bar, number)
+            totals[(bar, number)] = totals.get((bar, number), 0) + record["n"]
+            for other in waiting:
+                fresh[other] = (bar, number)
+            waiting = []
+    return fresh, totals
+
+
+def _sound(shared: set[str], init: dict[str, int],
+           totals: dict[tuple[str, int], int]) -> dict[str, int]:
+    """Settled: each barrier's phases up to the first whose count is not its init count
+    (the last may take fewer); what their arrivals knew is learned next time."""
+    sound: dict[str, int] = {}
+    for bar in shared:
+        last = max(n for b, n in totals if b == bar)
+        upto = 0
+        while upto <= last and (totals.get((bar, upto), 0) == init[bar] or (
+                upto == last and totals.get((bar, upto), 0) < init[bar])):
+            upto += 1
+        sound[bar] = upto
+    return sound
+
+
+def _unsettled(init: dict[str, int], fresh: dict[int, tuple[str, int]],
+               totals: dict[tuple[str, int], int], sound: dict[str, int],
+               given: dict[int, int], guessed: dict[int, int]) -> None:
+    """Raise for the barriers whose phases did not settle, each named (one's phases may
+    rest on another's)."""
+    left = [(bar, number, total) for (bar, number), total in sorted(totals.items())
+            if number >= sound[bar]] or [
+        (bar, number, totals[(bar, number)]) for bar, number in sorted(
+            fresh[i] for i in guessed if given.get(i) != guessed[i])]
+    names = list(dict.fromkeys(bar for bar, _, _ in left))
+    bar, number, total = left[0]
+    raise Unchecked(f"{', '.join(names)} {'has' if len(names) == 1 else 'have'} "
+                    "arrivals from several roles whose phases the check cannot tell "
+                    f"({total} arrivals known to count towards phase {number} of "
+                    f"{bar}, of {init[bar]})")
 
 
 def _guess(sequences: dict[str, list[tuple[int, Json]]], shared: set[str],
@@ -543,19 +565,7 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
     for i, r in enumerate(records):
         if r["op"] == "read":
             reads.setdefault(r["root"], []).append((i, r["lo"], r["hi"], r))
-    # Arrivals after each read retired, per role: the indices of its arrivals, and from
-    # each one on, the least phase arrived on per barrier (a copier that knows a later
-    # phase of a barrier waited for an arrival after the read: only the least matters).
-    arrivals: dict[str, tuple[list[int], list[dict[str, int]]]] = {}
-    for role, seq in sequences.items():
-        made = [(i, r["bar"], phase[i]) for i, r in seq
-                if r["op"] in ("arrive", "expect") and r.get("n") and i in phase]
-        least: list[dict[str, int]] = [{}]
-        for _, bar, number in reversed(made):
-            here = dict(least[-1])
-            here[bar] = min(here.get(bar, number), number)
-            least.append(here)
-        arrivals[role] = ([i for i, _, _ in made], least[::-1])
+    arrivals = _arrivals_after(sequences, phase)
     # Each tcgen05 commit's barrier and phase, by its number (a tcgen05 MMA's reads retire
     # when that phase completes).
     commits = {r["commit"]: (r["bar"], phase[i]) for i, r in enumerate(records)
@@ -591,12 +601,7 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
                         and fenced <= phase[ci] \
                         and ("PROXY", read["buffer"]) not in reported:
                     reported.add(("PROXY", read["buffer"]))
-                    add("PROXY", read, f"{who}'s wgmma reads {read['buffer']}"
-                        f"{_slot_words(read)} through the async proxy what the cp.async"
-                        f"{_slot_words(copy)} wrote through the generic proxy, with no "
-                        f"fence.proxy.async between its wait on {copy['bar']} and the "
-                        "read (PTX ISA: \"Causality Order\", proxy-preserved base "
-                        "causality order; \"membar/fence\"; the wgmma steps)")
+                    add("PROXY", read, _race_text("PROXY", copy, read, who))
                 continue  # the reader waited for the copy's phase
             copier = copy["role"] if copy["role"] in known else reader
             done = retired.get(ri, ri)
@@ -622,18 +627,47 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             if (kind, read["buffer"]) in reported:
                 continue
             reported.add((kind, read["buffer"]))
-            how = "TMA copy" if copy["op"] == "tma" else "cp.async"
-            if kind == "RAW":
-                text = (f"{who} reads {read['buffer']}{_slot_words(read)} while "
-                        f"the {how} into it{_slot_words(copy)} may not have landed: no "
-                        f"wait on {copy['bar']} covers it")
-            else:
-                text = (f"the {how} into {copy['buffer']}{_slot_words(copy)} may "
-                        f"overwrite what {who} reads{_slot_words(read)}: no "
-                        "wait on an arrival made after that read covers it")
-            add(kind, read if kind == "RAW" else copy, text)
+            add(kind, read if kind == "RAW" else copy, _race_text(kind, copy, read, who))
     if unsure and not reported:
         raise Unchecked(unsure[0])
+
+
+def _arrivals_after(sequences: dict[str, list[tuple[int, Json]]], phase: dict[int, int]
+                    ) -> dict[str, tuple[list[int], list[dict[str, int]]]]:
+    """Arrivals after each read retired, per role: the indices of its arrivals, and from
+    each one on, the least phase arrived on per barrier (a copier that knows a later
+    phase of a barrier waited for an arrival after the read: only the least matters)."""
+    arrivals: dict[str, tuple[list[int], list[dict[str, int]]]] = {}
+    for role, seq in sequences.items():
+        made = [(i, r["bar"], phase[i]) for i, r in seq
+                if r["op"] in ("arrive", "expect") and r.get("n") and i in phase]
+        least: list[dict[str, int]] = [{}]
+        for _, bar, number in reversed(made):
+            here = dict(least[-1])
+            here[bar] = min(here.get(bar, number), number)
+            least.append(here)
+        arrivals[role] = ([i for i, _, _ in made], least[::-1])
+    return arrivals
+
+
+def _race_text(kind: str, copy: Json, read: Json, who: str) -> str:
+    """A finding of the ring model in words: a read that may meet its copy unlanded
+    (RAW), a copy that may overwrite a read (WAR), or a wgmma reading what a cp.async
+    wrote with no proxy fence (PROXY)."""
+    how = "TMA copy" if copy["op"] == "tma" else "cp.async"
+    if kind == "PROXY":
+        return (f"{who}'s wgmma reads {read['buffer']}{_slot_words(read)} through the "
+                f"async proxy what the cp.async{_slot_words(copy)} wrote through the "
+                f"generic proxy, with no fence.proxy.async between its wait on "
+                f"{copy['bar']} and the read (PTX ISA: \"Causality Order\", proxy-preserved "
+                "base causality order; \"membar/fence\"; the wgmma steps)")
+    if kind == "RAW":
+        return (f"{who} reads {read['buffer']}{_slot_words(read)} while the {how} into "
+                f"it{_slot_words(copy)} may not have landed: no wait on {copy['bar']} "
+                "covers it")
+    return (f"the {how} into {copy['buffer']}{_slot_words(copy)} may overwrite what "
+            f"{who} reads{_slot_words(read)}: no wait on an arrival made after that read "
+            "covers it")
 
 
 def _certain(copy: Json, read: Json) -> bool:
