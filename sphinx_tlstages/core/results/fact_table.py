@@ -92,9 +92,9 @@ FACTS: tuple[Fact, ...] = (
     # dependence the check models needs (core.hazards.needed), shown under the verdict.
     Fact("unneeded_sync", list, parts=(ALWAYS,), kept=True, compared=True, since=8,
          about="synchronisation no modelled shared-memory dependence needs, by CUDA line"),
-    # NVIDIA's compiler's view of the variant (core.resources): registers, spills, stack,
-    # shared memory, barriers, occupancy, static SASS counts. Only where the page shows
-    # the part and a toolkit compiled it; the toolkit's version is provenance.
+    # NVIDIA's compiler's view of the variant (core.hardware.resources): registers, spills,
+    # stack, shared memory, barriers, occupancy, static SASS counts. Only where the page
+    # shows the part and a toolkit compiled it; the toolkit's version is provenance.
     Fact("resources", dict, parts=("resources",), kept=True, compared=True, since=4,
          names=("registers", "spills", "stack", "occupancy", "sass"),
          about="registers, spills, occupancy and SASS counts of the compiled cubin"),
