@@ -148,11 +148,6 @@ for _fact in FACTS:
         ASSERT_NAMES[_name] = (*ASSERT_NAMES.get(_name, ()), _fact.name)
 
 
-def later(schema: int) -> frozenset[str]:
-    """Facts a result or snapshot of ``schema`` cannot have: declared since a later one."""
-    return frozenset(fact.name for fact in FACTS if fact.since > schema)
-
-
 def read_by(parts: Iterable[str], names: Iterable[str]) -> list[str]:
     """The kept facts a page reads when it shows ``parts`` (ALWAYS included) and its
     claims use ``names``, in table order. ``pass_counts`` is read only by claims."""
