@@ -11,13 +11,13 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-FAULTS = ("404", "403", "429", "500", "truncated", "digest", "slow", "refused", "dies")
 SLOW_SECONDS = 1.5  # three times the tests' 0.5 s timeout
 LIFETIME = 300.0  # a server of the tests never outlives this
 
 
 class FaultServer(ThreadingHTTPServer):
-    """GET and PUT of objects in memory, with ``fault`` applied to every GET."""
+    """GET and PUT of objects in memory, with ``fault`` applied to every GET ("404", "403",
+    "429", "500", "truncated", "digest", "slow", "refused" or "dies")."""
 
     daemon_threads = True
 

@@ -55,7 +55,6 @@ OUTPUTS = {
     "man": (["tests.1"], False),
     "texinfo": (["tests.texi"], False),
 }
-ASSEMBLED = ("singlehtml", "latex", "man", "texinfo")
 
 
 @pytest.fixture(scope="module")

@@ -89,7 +89,7 @@ def test_the_limits_table_against_the_device() -> None:
     wrong = driver_check.compare_device("8.0", RECORDED["device"])
     assert any(line.startswith("shared_per_sm: LIMITS['8.0'] says 167936") for line in wrong)
     assert driver_check.compare_device("7.5", RECORDED["device"]) == [
-        "compute capability 7.5 is not in core.occupancy.LIMITS"]
+        "compute capability 7.5 is not in the occupancy table's limits"]
     assert _h200() == LIMITS["9.0"]
 
 

@@ -1,5 +1,5 @@
 """One declaration per fact: what the result type, the snapshots and the assertions derive
-from core.fact_table, and the table's own rules (no real lowering here)."""
+from core.results.fact_table, and the table's own rules (no real lowering here)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``tlstages report [BUILDDIR]`` and ``tlstages snapshots diff SRCDIR``: the drift report
 from the terminal, of the last build or of the pending snapshots.
 
-``report`` reads a build's JSON back (:func:`...core.records.drift.from_json`) and renders
+``report`` reads a build's JSON back (:func:`..core.records.drift.from_json`) and renders
 it in any format; ``snapshots diff`` builds the same sections from the golden and pending
 files, with the ``:assert:`` claims checked on the facts a snapshot keeps for them.
 """

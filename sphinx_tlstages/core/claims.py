@@ -42,9 +42,9 @@ def _by_name(buffers: list[dict[str, Any]], *fields: str) -> dict[str, SimpleNam
                                        **{f: b[f] for f in fields}) for b in buffers}
 
 
-# What each assertion name reads of the fact it is declared on (core.fact_table): the
-# one place a fact becomes a name. A fact the result lacks (a page built from a snapshot
-# recorded before it) gives no name, and a claim using it is skipped there.
+# What each assertion name reads of the fact it is declared on (core.results.fact_table):
+# the one place a fact becomes a name. A fact the result lacks (a page built from a
+# snapshot recorded before it) gives no name, and a claim using it is skipped there.
 _READERS: dict[str, dict[str, Callable[[Any], Any]]] = {
     "pipeline": {"stage": _first_loop("stage"), "order": _first_loop("order")},
     "warp_specialized": {"warp_specialized": lambda ws: SimpleNamespace(**ws) if ws else None},

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -29,6 +30,28 @@ def forking_supported() -> bool:
     is safe after importing TileLang (macOS frameworks are not)."""
     return sys.platform.startswith("linux") and hasattr(os, "fork") \
         and hasattr(socket, "SOCK_SEQPACKET") and hasattr(socket, "send_fds")
+
+
+# Our end of a socket pair, their end, and a file for their stderr.
+_Ends = tuple[socket.socket, socket.socket, IO[bytes]]
+
+
+@contextlib.contextmanager
+def _handing_over(kind: socket.SocketKind) -> Iterator[_Ends]:
+    """A new socket pair of ``kind`` (our end, their end) and a file for the other side's
+    stderr, for the block to hand their end and the file to another process. Their end
+    is closed after the block either way (the process has its own copy); ours and the
+    file are closed too when handing them over fails, and kept by the caller otherwise."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, kind)
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the caller's to close
+    try:
+        yield ours, theirs, stderr
+    except OSError:
+        ours.close()
+        stderr.close()
+        raise
+    finally:
+        theirs.close()
 
 
 @dataclass(eq=False)
@@ -59,21 +82,14 @@ class ForkServer:
     def private(cls, key: str, stamps: dict[str, str], env: dict[str, str],
                 cwd: str) -> ForkServer:
         """Start a server that serves this build alone (it imports TileLang meanwhile)."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed with the server
-        try:
+        # The stderr file is closed with the server.
+        with _handing_over(socket.SOCK_SEQPACKET) as (ours, theirs, stderr):
             proc = subprocess.Popen(
                 [sys.executable, "-m", "sphinx_tlstages.worker", "--serve",
                  "--fd", str(theirs.fileno()), "--key", key,
                  "--lowering", stamps["lowering"], "--tilelang", stamps["tilelang"]],
                 pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=stderr,
                 stderr=stderr, cwd=cwd, env=env)
-        except OSError:
-            ours.close()
-            stderr.close()
-            raise
-        finally:
-            theirs.close()
         server = cls(ours, key, proc=proc, stderr=stderr, workdir=cwd)
         server.hello()
         return server
@@ -83,16 +99,9 @@ class ForkServer:
 
     def fork(self) -> Forked:
         """Ask for one more worker; its ``forked`` event names its process."""
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the worker retires
-        try:
+        # The channel and the stderr file are closed when the worker retires.
+        with _handing_over(socket.SOCK_STREAM) as (ours, theirs, stderr):
             wire.send_packet(self.sock, Fork(), [theirs.fileno(), stderr.fileno()])
-        except OSError:
-            ours.close()
-            stderr.close()
-            raise
-        finally:
-            theirs.close()
         forked = Forked(ours, stderr)
         self.waiting.append(forked)
         return forked

@@ -13,10 +13,11 @@ Two halves, on two machines:
 * ``check`` runs on a machine with an NVIDIA GPU, with only the driver (``libcuda``
   through ctypes), the standard library and the package's pure ``core``: it loads each
   cubin built for the GPU's compute capability, asks the driver for the same figures,
-  compares the device's limits with ``core.occupancy.LIMITS``, sweeps the occupancy of
-  every kernel over dynamic shared memory against ``core.occupancy.occupancy``, writes
-  the comparison as JSON and exits 1 on any mismatch. Cubins for another capability
-  (``sm_80`` SASS does not load on 9.0) are listed as skipped.
+  compares the device's limits with ``core.hardware.occupancy.LIMITS``, sweeps the
+  occupancy of every kernel over dynamic shared memory against
+  ``core.hardware.occupancy.occupancy``, writes the comparison as JSON and exits 1 on any
+  mismatch. Cubins for another capability (``sm_80`` SASS does not load on 9.0) are
+  listed as skipped.
 
     python verification/resources_on_gpu/resources_on_gpu.py prepare [--book book]
         [--directive NAME ...] [--num-stages 1 2 3 4] [--target sm_90a] OUT

@@ -59,7 +59,7 @@ def compare_device(capability: str, driver: dict[str, int]) -> list[str]:
     attributes; a capability the table lacks is one sentence."""
     limits = limits_for("sm_" + capability.replace(".", ""))
     if limits is None:
-        return [f"compute capability {capability} is not in core.occupancy.LIMITS"]
+        return [f"compute capability {capability} is not in the occupancy table's limits"]
     return [f"{name}: LIMITS[{capability!r}] says {getattr(limits, name)}, the device "
             f"reports {attribute} = {driver.get(attribute)}"
             for name, attribute in DEVICE_FIGURES.items()

@@ -29,10 +29,6 @@ from .sass_listing import functions
 
 # The classes a reader of a pipeline asks about, in the order the page shows them.
 CLASSES = ("mma", "global", "shared", "async", "sync", "spill")
-# How the page and the CLI name them.
-CLASS_WORDS = {"mma": "tensor-core MMA", "global": "global loads/stores",
-               "shared": "shared loads/stores", "async": "async copies and TMA",
-               "sync": "barriers and syncs", "spill": "spill loads/stores (local memory)"}
 
 _GLOBAL = frozenset({"LDG", "STG", "ATOMG", "RED", "REDG"})
 _SHARED = frozenset({"LDS", "STS", "LDSM", "STSM", "ATOMS"})

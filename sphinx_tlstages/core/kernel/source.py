@@ -17,8 +17,6 @@ from .bindings import module_functions
 from .depth import Depth, loop_depth
 from .syntax import dotted_name
 
-FACTORY_KINDS = ("jit", "autotune", "plain")
-
 
 def normalise_source(text: str) -> str:
     """Dedent, strip trailing blanks and end with one newline, so keys ignore layout noise."""
@@ -41,7 +39,7 @@ class Factory:
     """A top-level callable that may build the kernel."""
 
     name: str
-    kind: str  # one of FACTORY_KINDS
+    kind: str  # "jit", "autotune" or "plain"
     params: tuple[str, ...]
     required: tuple[str, ...]
     has_kwargs: bool

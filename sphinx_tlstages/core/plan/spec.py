@@ -53,7 +53,7 @@ class VariantSpec:
     ir_passes: tuple[str, ...] = ()
     origin: KernelOrigin = KernelOrigin()
     # On the page only: the num_stages values this column stands for, when they lowered
-    # alike and are shown once (see core.variants.merge_unchanged). Never in a key.
+    # alike and are shown once (see core.plan.variants.merge_unchanged). Never in a key.
     merged: tuple[int, ...] = field(default=(), compare=False)
     # The factory parameter num_stages is given to; None: the kernel sets the depth itself
     # and is lowered as written (num_stages is then what it wrote). Part of the key, where
@@ -63,16 +63,17 @@ class VariantSpec:
     # run that changed it): the "passes" part, ``:passes:`` diffs and ``passes[...]`` in
     # an ``:assert:`` need it, and printing costs about a tenth of the lowering, so a
     # variant no page reads it for goes without. Part of the key, where it is asked for
-    # (a variant that does not ask may take the result of one that does: see ext/batch).
+    # (a variant that does not ask may take the result of one that does: see
+    # ext/lowering/batch).
     record_passes: bool = False
     # Whether the worker takes the IR's fingerprint after each pass run (what a snapshot
     # keeps to name the pass behind a drift; the structural hash of every pass's output
     # costs about 2 % of a lowering): where a build may write a snapshot from the result
     # or explain a drift in it (see ext/directive).
     # Never part of the key, of equality nor of the repr (a page's fragments are keyed by
-    # it): a result with them holds all of one without (see ext/batch), and one without
-    # them is lowered again before a snapshot is written from it or a drift is explained
-    # (ext/checks/snapshots).
+    # it): a result with them holds all of one without (see ext/lowering/batch), and one
+    # without them is lowered again before a snapshot is written from it or a drift is
+    # explained (ext/checks/snapshots).
     fingerprints: bool = field(default=True, compare=False, repr=False)
     # NVIDIA's compiler that builds the "resources" part, where the page shows it (and
     # the target is CUDA); where it came from is part of the key, its path is not.

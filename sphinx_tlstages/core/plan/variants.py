@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import OptionError, SourceError
@@ -147,7 +148,7 @@ def lowered_alike(results: Sequence[Mapping[str, Any]]) -> bool:
     """The one rule for "num_stages had no effect": two or more variants, every one
     lowered (a result's ``ok``; a snapshot entry without an ``error``), to the same IR
     after pipeline planning and to the same code. The page merges such columns and
-    snapshots compare which were merged, both by this rule, within :func:`alike_group`."""
+    snapshots compare which were merged, both by this rule, in :func:`alike_groups`."""
     if len(results) < 2:
         return False
     first = results[0]
@@ -165,6 +166,54 @@ def alike_group(variant_id: str) -> str:
                     if not part.startswith("num_stages=") and not part.isdigit())
 
 
+@dataclass(frozen=True)
+class AlikeGroup:
+    """Variants that differ in num_stages alone, by their positions in what was grouped
+    (in order), and which of them lowered alike."""
+
+    members: tuple[int, ...]
+    # All of them lowered alike: the page shows them as one column.
+    merged: bool
+    # When not merged, each set of two or more of them that lowered alike, in order.
+    within: tuple[tuple[int, ...], ...]
+
+
+def alike_groups(variants: Sequence[tuple[Hashable, Mapping[str, Any]]]) -> list[AlikeGroup]:
+    """The one place that decides which variants lowered alike, for the page and the
+    snapshots. ``variants``: for each, what it is besides its num_stages (its target and
+    other swept values, in any form that tells them apart: the page's axes, a snapshot's
+    :func:`alike_group`) and its result or snapshot entry. Groups come in the order of
+    their first members; whether members lowered alike is :func:`lowered_alike`'s say."""
+    groups: dict[Hashable, list[int]] = {}
+    for i, (others, _) in enumerate(variants):
+        groups.setdefault(others, []).append(i)
+    found = []
+    for members in groups.values():
+        if lowered_alike([variants[i][1] for i in members]):
+            found.append(AlikeGroup(tuple(members), merged=True, within=()))
+            continue
+        # Each member joins the first set whose first member it lowered alike with; one
+        # that failed, or kept no planned IR, stays alone.
+        sets: list[list[int]] = []
+        for i in members:
+            for alike in sets:
+                if lowered_alike([variants[alike[0]][1], variants[i][1]]):
+                    alike.append(i)
+                    break
+            else:
+                sets.append([i])
+        found.append(AlikeGroup(tuple(members), merged=False,
+                                within=tuple(tuple(a) for a in sets if len(a) > 1)))
+    return found
+
+
+def _page_groups(rows: Sequence[tuple[VariantSpec, Result]]) -> list[AlikeGroup]:
+    """:func:`alike_groups` of a page's rows, told apart by target and the other axes."""
+    return alike_groups([((variant.target, tuple(axis for axis in variant.axes
+                                                 if axis[0] != "num_stages")), result)
+                         for variant, result in rows])
+
+
 def merge_unchanged(rows: Sequence[tuple[VariantSpec, Result]]
                     ) -> tuple[list[tuple[VariantSpec, Result]], list[VariantSpec]]:
     """Variants that differ in num_stages alone and lowered alike, shown once.
@@ -175,23 +224,20 @@ def merge_unchanged(rows: Sequence[tuple[VariantSpec, Result]]
     group is one row whose variant lists the values it stands for (``merged``), and those
     merged variants.
     """
-    groups: dict[tuple[object, ...], list[tuple[VariantSpec, Result]]] = {}
-    for variant, result in rows:
-        others = tuple(axis for axis in variant.axes if axis[0] != "num_stages")
-        groups.setdefault((variant.target, others), []).append((variant, result))
+    # A merged group is shown where its first member stands, with that member's result.
+    firsts = {group.members[0]: group for group in _page_groups(rows) if group.merged}
+    hidden = {i for group in firsts.values() for i in group.members[1:]}
     shown: list[tuple[VariantSpec, Result]] = []
     merged: list[VariantSpec] = []
-    done: set[tuple[object, ...]] = set()
-    for variant, result in rows:
-        key = (variant.target, tuple(a for a in variant.axes if a[0] != "num_stages"))
-        group = groups[key]
-        if not lowered_alike([r for _, r in group]):
-            shown.append((variant, result))
-        elif key not in done:
-            done.add(key)
-            one = dataclasses.replace(variant, merged=tuple(v.num_stages for v, _ in group))
+    for i, (variant, result) in enumerate(rows):
+        group = firsts.get(i)
+        if group is not None:
+            one = dataclasses.replace(
+                variant, merged=tuple(rows[j][0].num_stages for j in group.members))
             shown.append((one, result))
             merged.append(one)
+        elif i not in hidden:
+            shown.append((variant, result))
     return shown, merged
 
 
@@ -199,27 +245,14 @@ def alike_within(rows: Sequence[tuple[VariantSpec, Result]]) -> list[str]:
     """Where only some num_stages values of a group lowered alike (two of four depths),
     one sentence per such set, saying which: the page shows their columns apart, so
     that the reader would otherwise have to compare them line by line."""
-    groups: dict[tuple[object, ...], list[tuple[VariantSpec, Result]]] = {}
-    for variant, result in rows:
-        others = tuple(axis for axis in variant.axes if axis[0] != "num_stages")
-        groups.setdefault((variant.target, others), []).append((variant, result))
     said: list[str] = []
-    for members in groups.values():
-        if len(members) < 3 or lowered_alike([r for _, r in members]):
-            continue  # two alike are the whole group, merged by merge_unchanged
-        sets: dict[tuple[object, object], list[VariantSpec]] = {}
-        for variant, result in members:
-            if result.get("ok") and result.get("planned_ir") is not None:
-                sets.setdefault((result.get("planned_ir"), result.get("cuda")),
-                                []).append(variant)
-        for alike in sets.values():
-            if len(alike) < 2:
-                continue
-            first = alike[0]
+    for group in _page_groups(rows):
+        for alike in group.within:
+            first = rows[alike[0]][0]
             swept = ", ".join(f"{name}={value}" for name, value in first.axes
                               if name not in ("num_stages", "target"))
             where = first.target.label + (f" with {swept}" if swept else "")
-            *most, last = (str(v.stages) for v in alike)
+            *most, last = (rows[i][0].stages for i in alike)
             said.append(f"On {where}, num_stages {', '.join(most)} and {last} lower to the "
                         "same IR after pipeline planning and to the same "
                         f"{first.target.language} code; the other values differ.")
@@ -238,7 +271,7 @@ def unchanged_sentence(variant: VariantSpec) -> str:
             f"shown once as num_stages={variant.stages}.")
 
 
-__all__ = ["MAX_VARIANTS", "OptionClash", "SourceError", "alike_group", "alike_within",
-           "depth_of", "depths",
+__all__ = ["MAX_VARIANTS", "AlikeGroup", "OptionClash", "SourceError", "alike_group",
+           "alike_groups", "alike_within", "depth_of", "depths",
            "kernel_factory", "lowered_alike", "matrix", "merge_unchanged", "unchanged_sentence",
            "written_depth"]

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..plan.variants import alike_group, lowered_alike
+from ..plan.variants import alike_group, alike_groups
 from ..results.cuda import visible_cuda
 from ..results.fact_table import COMPARED
 
@@ -201,13 +201,12 @@ def _order(variant_id: str) -> tuple[int, str]:
 
 def _alike(variants: dict[str, Any], ids: Sequence[str]) -> str | None:
     """The variants the page shows as one (``1,2,3,4``-style groups, by the page's own
-    rule, :func:`..plan.variants.lowered_alike`), or None when the snapshot did not record it."""
+    rule, :func:`..plan.variants.alike_groups`), or None when the snapshot did not record
+    it."""
     if any("error" not in variants[i] and "planned_ir" not in variants[i] for i in ids):
         return None
-    groups: dict[str, list[str]] = {}
-    for i in ids:
-        groups.setdefault(alike_group(i), []).append(i)
-    merged = [g for g in groups.values() if lowered_alike([variants[i] for i in g])]
+    groups = alike_groups([(alike_group(i), variants[i]) for i in ids])
+    merged = [[ids[j] for j in group.members] for group in groups if group.merged]
     return "; ".join(",".join(g) for g in sorted(merged, key=lambda g: _order(g[0]))) or "none"
 
 

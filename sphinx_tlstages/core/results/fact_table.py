@@ -92,9 +92,9 @@ FACTS: tuple[Fact, ...] = (
     # dependence the check models needs (core.hazards.needed), shown under the verdict.
     Fact("unneeded_sync", list, parts=(ALWAYS,), kept=True, compared=True, since=8,
          about="synchronisation no modelled shared-memory dependence needs, by CUDA line"),
-    # NVIDIA's compiler's view of the variant (core.resources): registers, spills, stack,
-    # shared memory, barriers, occupancy, static SASS counts. Only where the page shows
-    # the part and a toolkit compiled it; the toolkit's version is provenance.
+    # NVIDIA's compiler's view of the variant (core.hardware.resources): registers, spills,
+    # stack, shared memory, barriers, occupancy, static SASS counts. Only where the page
+    # shows the part and a toolkit compiled it; the toolkit's version is provenance.
     Fact("resources", dict, parts=("resources",), kept=True, compared=True, since=4,
          names=("registers", "spills", "stack", "occupancy", "sass"),
          about="registers, spills, occupancy and SASS counts of the compiled cubin"),
@@ -146,11 +146,6 @@ ASSERT_NAMES: dict[str, tuple[str, ...]] = {}
 for _fact in FACTS:
     for _name in _fact.names:
         ASSERT_NAMES[_name] = (*ASSERT_NAMES.get(_name, ()), _fact.name)
-
-
-def later(schema: int) -> frozenset[str]:
-    """Facts a result or snapshot of ``schema`` cannot have: declared since a later one."""
-    return frozenset(fact.name for fact in FACTS if fact.since > schema)
 
 
 def read_by(parts: Iterable[str], names: Iterable[str]) -> list[str]:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
-# core.fact_table with its number), never nest or rename them.
+# core.results.fact_table with its number), never nest or rename them.
 RESULT_SCHEMA = 9
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
@@ -36,8 +36,8 @@ class ErrorInfo(TypedDict):
     line: int | None
 
 
-# -- the records inside a result (produced in core.facts and the worker, read by the
-# renderers, checks and snapshots) ------------------------------------------------------
+# -- the records inside a result (produced in core.results.facts and the worker, read by
+# the renderers, checks and snapshots) --------------------------------------------------
 
 class NamedStatement(TypedDict, total=False):
     """A statement of a pipelined loop, by its source text and kernel line; with line

@@ -44,10 +44,6 @@ BAD_ENTRY_LIMIT = 3
 BUDGET_TIMEOUTS = 6  # the build waits at most this many timeouts for the remote
 
 
-class RemoteError(Exception):
-    """A request that failed: the remote is switched off."""
-
-
 def shown_url(url: str) -> str:
     """``url`` without user, password or query (where tokens live), for the log."""
     parts = urlsplit(url)

@@ -1,7 +1,7 @@
 """The "Schedule figure" part and the benchmark chart, as builder-neutral nodes.
 
 One figure per distinct schedule of the directive, labelled with the variants it covers
-(:func:`..core.figures.model.group_variants`); a sentence for each group of variants with
+(:func:`...core.figures.model.group_variants`); a sentence for each group of variants with
 nothing to draw (nothing pipelined, a failed variant). Each picture is a
 :class:`..nodes.tl_figure` holding its data and, as its child, the sentence builders
 without pictures print; the HTML and LaTeX visitors draw it (:mod:`..builders.figure_visitors`).

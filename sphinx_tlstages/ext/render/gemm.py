@@ -1,7 +1,7 @@
 """The "Matrix multiply instructions" part: which instruction each ``T.gemm`` became,
 per variant.
 
-Read off the compiler's IR after tile-op lowering (see ``worker.ir_facts``), never
+Read off the compiler's IR after tile-op lowering (see ``worker.ir.gemm``), never
 re-derived: where a plain rule of the architecture explains the choice (no tcgen05
 without a tensor-memory accumulator), the cell refers to it, said once under the table.
 """
