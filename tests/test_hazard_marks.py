@@ -21,7 +21,7 @@ from sphinx_tlstages.core.figures.model import schedule_figures
 from sphinx_tlstages.core.figures.tikz import to_tikz
 
 from .conftest import build_once
-from .kernels import rst
+from .kernels import read, rst
 from .test_hazards import FETCH_FIRST, ROLLING_SUM
 
 COVERS = ["num_stages=2"]
@@ -138,18 +138,26 @@ def test_a_clean_variant_draws_no_mark(twin: dict[str, Any]) -> None:
 
 
 def test_a_finding_not_on_the_figure_draws_nothing(racy: dict[str, Any]) -> None:
-    """Statements the figure does not hold (another line), or none at all: no mark, and
-    the figure is byte for byte the one drawn without the finding."""
+    """A statement at a line the figure draws with other text, statements all at lines
+    it does not draw, or none at all: no mark, and the figure is byte for byte the one
+    drawn without the finding. One statement off the figure's lines (before the loop) is
+    named by its line beside the other's outline."""
     unflagged = {**racy, "hazards": {**racy["hazards"], "verdict": "none", "findings": []}}
     clean = to_svg(schedule_drawing(figure(unflagged), COVERS, "html", "racy"))
-    for change in ({"line": 99}, {"text": "T.copy(A[k, :], S)"}):
+    for changes in ([{}, {"text": "T.copy(A[k, :], S)"}], [{"line": 98}, {"line": 99}]):
         moved = json.loads(json.dumps(racy))
-        moved["hazards"]["findings"][0]["statements"][1].update(change)
+        for statement, change in zip(moved["hazards"]["findings"][0]["statements"],
+                                     changes, strict=True):
+            statement.update(change)
         assert "hazards" not in figure(moved)
         assert to_svg(schedule_drawing(figure(moved), COVERS, "html", "racy")) == clean
     bare = json.loads(json.dumps(racy))
     bare["hazards"]["findings"][0]["statements"] = []
     assert "hazards" not in figure(bare)
+    before = json.loads(json.dumps(racy))
+    before["hazards"]["findings"][0]["statements"][1].update(line=99)
+    mark = figure(before)["hazards"][0]
+    assert len(mark["stmts"]) == 1 and mark["others"][0]["line"] == 99, mark
 
 
 def test_a_built_page_marks_the_flagged_directive_only(
@@ -200,3 +208,55 @@ def test_part_names_do_not_overlap_and_fit(which: str, request: pytest.FixtureRe
 def test_the_ring_sentence_names_a_buffer_without_versions(racy90: dict[str, Any]) -> None:
     """#2668's ring has one buffer version: the sentence still names the buffer it loads."""
     assert "TMA-loads S into ring slot" in schedule_sentence(figure(racy90), COVERS)
+
+
+RMS_NORM = read("hazards/rms_norm.py")
+
+
+@pytest.fixture(scope="module")
+def workspace_race(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """RMSNorm's second pass, whose weight tile TileLang places on the bytes of the
+    reduction's workspace: the prologue's cp.async into W_shared follows the reduction's
+    last read of its workspace with no barrier between."""
+    kernel = tmp_path_factory.mktemp("rms") / "kernel.py"
+    kernel.write_text(RMS_NORM)
+    done = subprocess.run([sys.executable, "-m", "sphinx_tlstages", "lower", str(kernel),
+                           "--params", "M=256", "N=4096", "block_N=256", "--num-stages", "2",
+                           "--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)["2"]
+    return result
+
+
+def test_a_race_with_a_statements_scratch_is_said_at_both_statements(
+        workspace_race: dict[str, Any]) -> None:
+    """The finding names the two accesses that race at their own kernel lines (the
+    reduction, whose workspace is TileLang's, and the second loop's copy of the weight
+    tile), says that the workspace lies on W_shared's bytes, and names no index of
+    TileLang's own code; the second loop's figure outlines the copy and names the
+    reduction by its line."""
+    hazards = workspace_race["hazards"]
+    if hazards["verdict"] != "hazard":  # a TileLang that barriers after the reduction
+        pytest.skip(f"not flagged: {hazards['text']}")
+    finding = hazards["findings"][0]
+    assert (finding["kind"], finding["buffer"]) == ("WAR", "W_shared"), finding
+    lines = RMS_NORM.splitlines()
+    said = {(s["text"], s["line"]) for s in finding["statements"]}
+    reduce_line = next(n for n, t in enumerate(lines, 1) if "T.reduce_sum" in t)
+    copy_line = next(n for n, t in enumerate(lines, 1) if "T.copy(W[" in t)
+    assert said == {("T.reduce_sum(squares, total, dim=1)", reduce_line),
+                    ("T.copy(W[k * block_N], W_shared)", copy_line)}, said
+    assert all(s["cuda_lines"] for s in finding["statements"]), finding
+    assert "TileLang's reduction (tl::AllReduce) read from its workspace, which lies on " \
+           "W_shared's bytes" in finding["text"], finding
+    assert not re.search(r"\bat [a-z_]+=\d", finding["text"]), finding  # no TileLang index
+    figures, note = schedule_figures(workspace_race)  # type: ignore[arg-type]
+    marked = [fig for fig in figures if fig.get("hazards")]
+    assert len(marked) == 1, figures
+    mark = marked[0]["hazards"][0]
+    assert [marked[0]["statements"][i]["text"] for i in mark["stmts"]] == [
+        "T.copy(W[k * block_N], W_shared)"]
+    assert mark["others"] == [{"text": "T.reduce_sum(squares, total, dim=1)",
+                               "line": reduce_line}]
+    sentence = schedule_sentence(marked[0], COVERS)
+    assert f"and T.reduce_sum(squares, total, dim=1) (line {reduce_line})" in sentence

@@ -747,6 +747,30 @@ def test_a_thread_reading_its_own_copied_bytes_needs_no_barrier() -> None:
     assert {f["kind"] for f in raced["findings"]} == {"RAW", "WAR"}, raced
 
 
+# Each thread copies four 16-byte chunks of a (32, 64) tile, one every eight rows, into
+# a slot ``(k + 1) & 1`` of its double buffer, and sums back those four (shift 0) or the
+# row after each, which the next sixteen threads copied (shift 1).
+OWN_ROWS = read("hazards/own_rows.py")
+
+
+@pytest.mark.parametrize("num_stages", [1, 2, 3])
+def test_a_thread_reading_back_its_own_rows_needs_no_barrier(num_stages: int) -> None:
+    """The bytes a thread copies and reads are one 16-byte chunk per row of a loop over
+    rows: bounded row by row they are its own, although the loop's range spans every
+    thread's rows. Without the loop's __syncthreads the read of its own rows is no race;
+    the read of another thread's rows is, and both RAW and WAR are named."""
+    def lowered_rows(shift: int) -> dict[str, Any]:
+        return lowered(OWN_ROWS, "own_rows", "sm_80", M=1024, shift=shift,
+                       num_stages=num_stages)[0]
+
+    own, shifted = lowered_rows(0), lowered_rows(1)
+    bare = check(mutated(own, _syncs(_no_op)()))
+    assert bare["verdict"] == "none", bare
+    raced = check(mutated(shifted, _syncs(_no_op)()))
+    assert raced["verdict"] == "hazard" and "on x_s" in raced["text"], raced
+    assert {f["kind"] for f in raced["findings"]} == {"RAW", "WAR"}, raced
+
+
 def test_a_named_barrier_orders_the_threads_it_names() -> None:
     """The loop's __syncthreads as a named barrier over the 128 threads that run it still
     orders the neighbour's read; run by half of them only (``if tx < 64``), it does not."""

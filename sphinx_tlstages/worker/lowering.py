@@ -17,6 +17,7 @@ import tilelang
 from tilelang import tvm
 
 from ..core.errors import SourceError
+from ..core.kernel.statements import serial_loop_variables
 from ..core.protocol.messages import Task
 from ..core.results import cuda as cuda_text
 from ..core.results import facts, fingerprints, known_failures
@@ -208,7 +209,8 @@ def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool 
         ir = {**ir_facts.read(after, built[0] if built else None), "passes": log.records,
               "pass_diffs": log.diffs, "schedule": _schedule(after),
               **hazard_check.check(after, task.target, ir_facts.main_function,
-                                   ir_facts.device_function)}
+                                   ir_facts.device_function,
+                                   serial_loop_variables(source, task.factory))}
         if prints is not None:
             ir["pass_fingerprints"] = prints.lines
         cuda = cuda_text.normalise(source_cuda, name)

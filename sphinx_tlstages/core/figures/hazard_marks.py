@@ -2,9 +2,11 @@
 
 A finding (:mod:`..hazards.check`) names the statements of the loop that use its buffer, each
 by its source text and kernel line; the figure names its statements the same way
-(:mod:`.model`). :func:`matched` keeps a finding only where every one of its statements
-is exactly one statement of the figure (same text, same line): a finding that cannot be
-placed draws nothing, so the figure never marks a box the finding does not name. The
+(:mod:`.model`). :func:`matched` keeps a finding where one of its statements at least is
+exactly one statement of the figure (same text, same line), and says the others by their
+lines (a statement before the loop whose scratch TileLang put on a buffer's bytes): a
+finding that cannot be placed draws nothing, so the figure never marks a box the finding
+does not name. The
 figure then outlines those statements' boxes (the cp.async figure's steady state, every
 drawn iteration of a warp-specialised one) in the hazard colour and says the finding in
 its legend, its description and its sentence.
@@ -42,30 +44,47 @@ _SLOT = re.compile(r"\((slots? [0-9]+(?:-[0-9]+)?)\)")
 
 def matched(findings: list[Json], statements: list[Json],
             line: Callable[[int | None], int | None]) -> list[Json]:
-    """``[{kind, buffer, at, slot, stmts}]``: each finding whose statements all are
-    statements of the figure (``stmts``: their indices), in the findings' order.
-    ``line`` maps a kernel line to the page's, as the figure's statements are numbered."""
+    """``[{kind, buffer, at, slot, stmts, others}]``: each finding one of whose statements
+    at least is a statement of the figure (``stmts``: their indices), in the findings'
+    order; its statements at lines the figure does not draw (a reduction before the loop
+    whose workspace shares a buffer's bytes) are ``others``, each ``{text, line}`` said
+    by its page line. A statement at a line the figure draws with other text, or at no
+    line, places nothing. ``line`` maps a kernel line to the page's, as the figure's statements are
+    numbered."""
     marks: list[Json] = []
     for finding in findings:
         named = finding.get("statements") or []
         found: list[int] = []
+        others: list[Json] = []
         for statement in named:
             where = [i for i, s in enumerate(statements)
                      if s.get("text") == statement.get("text")
                      and s.get("line") is not None
                      and s.get("line") == line(statement.get("line"))]
-            if len(where) != 1:
+            at = line(statement.get("line"))
+            if len(where) == 1:
+                found.append(where[0])
+            elif at is not None and not any(s.get("line") == at for s in statements):
+                others.append({"text": str(statement.get("text", "")), "line": at})
+            else:  # a line of the figure that holds another statement: not this finding's
                 break
-            found.append(where[0])
-        if not named or len(found) != len(named):
-            continue
-        slot = _SLOT.search(str(finding.get("text", "")))
-        marks.append({"kind": str(finding.get("kind", "")),
-                      "buffer": str(finding.get("buffer", "")),
-                      "at": str(finding.get("at") or ""),
-                      "slot": slot.group(1) if slot else "",
-                      "stmts": sorted(set(found))})
+        else:
+            if found:
+                slot = _SLOT.search(str(finding.get("text", "")))
+                marks.append({"kind": str(finding.get("kind", "")),
+                              "buffer": str(finding.get("buffer", "")),
+                              "at": str(finding.get("at") or ""),
+                              "slot": slot.group(1) if slot else "",
+                              "stmts": sorted(set(found)),
+                              **({"others": others} if others else {})})
     return marks
+
+
+def _elsewhere(mark: Json) -> str:
+    """`` and T.reduce_sum(...) (line 22)``: a finding's statements outside the figure."""
+    return "".join(f" and {other['text']}"
+                   + (f" (line {other['line']})" if other.get("line") is not None else "")
+                   for other in mark.get("others", []))
 
 
 def label(mark: Json) -> str:
@@ -87,7 +106,8 @@ def legend(pic: Drawing, fig: Json, x: float, y: float, width: float) -> float:
     for mark in fig.get("hazards", []):
         pic.rect(x + 1, y - 10, 14, 12, "hazard", rx=2.5, outline=2)
         said = (label(mark).replace(" ", "\u00a0") + ": a race the hazard check found "
-                "between the outlined statements")
+                + (f"between the outlined statement{_elsewhere(mark)}" if mark.get("others")
+                   else "between the outlined statements"))
         for line in wrap(said, width - 20, 11):
             pic.text(x + 20, y, line, "hazardfill")
             y += 15
@@ -98,7 +118,7 @@ def legend(pic: Drawing, fig: Json, x: float, y: float, width: float) -> float:
 def words(fig: Json, text: Callable[[int], str]) -> str:
     """The findings in a sentence (``""`` for none): what the outlines mean."""
     said = [f"{label(mark)} between " + " and ".join(text(i) for i in mark["stmts"])
-            for mark in fig.get("hazards", [])]
+            + _elsewhere(mark) for mark in fig.get("hazards", [])]
     if not said:
         return ""
     boxes = "steady-state boxes" if fig.get("kind") == "cp_async" else "boxes"

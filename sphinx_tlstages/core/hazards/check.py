@@ -25,6 +25,7 @@ The verdict is the ``hazards`` fact: ``{"verdict": "none" | "hazard" | "not chec
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +70,25 @@ def _when(record: Json) -> str:
     return f"at {record['at']}" if record.get("at") else "outside the pipelined loop"
 
 
+def _read_words(read: Json, copy: Json) -> str:
+    """What a read read, said where it is of another buffer on the copy's bytes (TileLang
+    places a statement's scratch on bytes a buffer has when both are not live at once)."""
+    if read["buffer"] == copy["buffer"]:
+        return "what was read"
+    if read.get("how") == "tl::AllReduce":
+        named = "" if read["buffer"] == "workspace" else f" {read['buffer']}"
+        return (f"what TileLang's reduction (tl::AllReduce) read from its workspace"
+                f"{named}, which lies on {copy['buffer']}'s bytes,")
+    return f"what was read of {read['buffer']}, which lies on {copy['buffer']}'s bytes,"
+
+
+def _access(record: Json) -> Json:
+    """One of a finding's two accesses: what it is, and the call it comes from (``node``,
+    numbered by the worker as the code prints it)."""
+    return {key: record[key] for key in ("op", "buffer", "how", "node", "at")
+            if record.get(key) not in (None, "")}
+
+
 def _covers(named: Any, *records: Json) -> bool:
     """Whether a barrier over the threads ``named`` (None: every thread) takes in every
     thread of ``records`` (a record without threads: every thread)."""
@@ -78,27 +98,43 @@ def _covers(named: Any, *records: Json) -> bool:
     return all(s is not None and named[0] <= s[0] and s[1] <= named[1] for s in spans)
 
 
-def _own(copy: Json, read: Json) -> bool:
-    """Whether each thread reads, of this copy's bytes, only those it copied itself: no
-    thread's read overlaps another thread's copy. From each access's bytes per thread
-    (``own``, the index bounded with ``threadIdx.x`` a point); False when either is
-    unknown, or when the two are not run by the same threads."""
-    if copy.get("threads") != read.get("threads") or copy["root"] != read["root"]:
+def _own(copy: Json, read: Json) -> bool | None:
+    """Whether each thread reads, of this copy's bytes, only those it copied itself. From
+    each access's bytes per thread (``own``: a function giving ``(exact, {thread: byte
+    intervals})``, :mod:`...worker.hazards.ownership`): True where no thread's read meets
+    another thread's copy; False where one does, by exact bytes, or where the read is a
+    collective one (``ldmatrix``, wgmma, a template: a thread reads what other threads'
+    addresses name) or of any element (an index read from memory); None where it cannot
+    be told (bytes known per thread only as ranges, which meet)."""
+    if copy["root"] != read["root"]:
         return False
     mine, theirs = read.get("own"), copy.get("own")
-    if not callable(mine) or not callable(theirs):
+    if not callable(mine):
         return False
-    reads, copies = mine(), theirs()
-    if reads is None or copies is None or len(reads) != len(copies):
-        return False
-    order = sorted(range(len(copies)), key=lambda t: copies[t][0])
-    for t, (lo, hi) in enumerate(reads):
-        for u in order:
-            if copies[u][0] > hi:
-                break
-            if u != t and copies[u][1] >= lo:
-                return False
-    return True
+    reads, copies = mine(), theirs() if callable(theirs) else None
+    if reads is None or copies is None:
+        return None
+    if not _meet(reads[1], copies[1]):
+        return True
+    return False if reads[0] and copies[0] else None
+
+
+def _meet(reads: dict[int, list[tuple[int, int]]],
+          copies: dict[int, list[tuple[int, int]]]) -> bool:
+    """Whether some thread's read bytes meet bytes another thread copied."""
+    spans = sorted((lo, hi, u) for u, found in copies.items() for lo, hi in found)
+    starts = [lo for lo, _, _ in spans]
+    reach: list[int] = []  # the furthest byte of the spans up to each one
+    for _, hi, _ in spans:
+        reach.append(max(hi, reach[-1]) if reach else hi)
+    for t, found in reads.items():
+        for lo, hi in found:
+            j = bisect_right(starts, hi) - 1
+            while j >= 0 and reach[j] >= lo:
+                if spans[j][1] >= lo and spans[j][2] != t:
+                    return True
+                j -= 1
+    return False
 
 
 def check_cp_async(records: list[Json], buffers: dict[str, Json], first: bool = False
@@ -119,7 +155,9 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json], first: bool = 
       in it before it against theirs after it;
     - a thread's own accesses are in program order, which base causality order includes
       (Memory Consistency Model, "Causality Order"): a thread that reads only bytes its own
-      completed copy wrote, or copies into bytes only it read, needs no barrier;
+      completed copy wrote, or copies into bytes only it read, needs no barrier; where
+      that cannot be told, the pair is an ``UNSURE`` finding (:func:`verdict`: "not
+      checked" unless a race is found), never a race;
     - a copy signalled through ``cp.async.mbarrier.arrive`` to a reader of another role
       is checked with the rings (:mod:`.rings`), like a TMA copy;
     - "tcgen05.mma", "tcgen05.commit": a tcgen05 MMA reads its shared operands
@@ -151,9 +189,12 @@ class _CpAsync:
             "copy": self.copy, "commit": self.commit, "wait": self.wait, "sync": self.sync,
             "read": self.read}
 
-    def add(self, kind: str, record: Json, text: str) -> None:
+    def add(self, kind: str, record: Json, text: str, other: Json) -> None:
+        """A finding on ``record``'s buffer, with the two accesses that race (each said
+        at its own lines by the page: ``accesses``)."""
         self.findings.append({"kind": kind, "buffer": record["buffer"],
-                              "at": record.get("at", ""), "text": text})
+                              "at": record.get("at", ""), "text": text,
+                              "accesses": [_access(record), _access(other)]})
 
     @staticmethod
     def elsewhere(copy: Json, read: Json) -> bool:
@@ -161,12 +202,18 @@ class _CpAsync:
         return bool(copy.get("signal")) and copy["role"] != read["role"]
 
     def copy(self, at: int, record: Json) -> None:
-        """A WAR where the copy overwrites what an unordered read reads."""
+        """A WAR where the copy overwrites what an unordered read of another thread
+        reads (where that cannot be told: :meth:`unsure`)."""
+        undecided: Json | None = None
         for read in self.reads:
             mine = read["record"]
             if not _overlap(mine, record) or self.elsewhere(record, mine) \
-                    or any(_covers(named, mine, record) for named in read["synced"]) \
-                    or _own(record, mine):
+                    or any(_covers(named, mine, record) for named in read["synced"]):
+                continue
+            owned = _own(record, mine)
+            if owned is None:
+                undecided = undecided or mine
+            if owned is not False:
                 continue
             into = f"the cp.async into {record['buffer']}{_slot(record, self.buffers)}"
             if mine.get("umma"):
@@ -174,15 +221,27 @@ class _CpAsync:
                          f"{into} {_when(record)} overwrites what the tcgen05 MMA "
                          f"{_when(mine)} reads: no wait saw the phase of the commit "
                          "tracking it complete before a __syncthreads between them, so "
-                         "the MMA may still be reading it")
+                         "the MMA may still be reading it", mine)
             else:
                 self.add("WAR", record,
-                         f"{into} {_when(record)} overwrites what was read {_when(mine)} "
-                         "with no __syncthreads between: another thread may still be "
-                         "reading it")
+                         f"{into} {_when(record)} overwrites {_read_words(mine, record)} "
+                         f"{_when(mine)} with no __syncthreads between: another thread "
+                         "may still be reading it", mine)
             break
+        else:
+            if undecided is not None:
+                self.unsure(record, undecided)
         self.writes.append({"record": record, "group": None, "done": False,
                             "published": []})
+
+    def unsure(self, copy: Json, read: Json) -> None:
+        """A copy and a read no barrier orders, whose threads may keep to their own bytes:
+        "not checked" unless a race is found elsewhere, never "hazard"."""
+        self.add("UNSURE", read,
+                 f"whether the threads that read {read['buffer']} {_when(read)} read only "
+                 f"what they copied themselves (the cp.async {_when(copy)}) cannot be "
+                 "told: their bytes are known per thread only as ranges, which meet, and "
+                 "no __syncthreads orders the two", copy)
 
     def commit(self, at: int, record: Json) -> None:
         self.committed += 1
@@ -209,23 +268,34 @@ class _CpAsync:
         self.reads = [r for r in self.reads if None not in r["synced"]]
 
     def read(self, at: int, record: Json) -> None:
-        """A RAW where the read meets a copy still in flight or not published."""
+        """A RAW where the read meets a copy still in flight, or complete but not
+        published to another thread (where that cannot be told: :meth:`unsure`)."""
+        undecided: Json | None = None
         for write in self.writes:
             copy = write["record"]
             if not _overlap(copy, record) or self.elsewhere(copy, record):
                 continue
+            into = "it" if copy["buffer"] == record["buffer"] else \
+                f"{copy['buffer']}, which shares its bytes,"
             what = (f"{_when(record)} reads {record['buffer']}{_slot(record, self.buffers)} "
-                    f"while the cp.async into it {_when(copy)}")
+                    f"while the cp.async into {into} {_when(copy)}")
             if write["done"]:
-                if any(_covers(named, copy, record) for named in write["published"]) \
-                        or _own(copy, record):
+                if any(_covers(named, copy, record) for named in write["published"]):
+                    continue
+                owned = _own(copy, record)
+                if owned is None:
+                    undecided = undecided or copy
+                if owned is not False:
                     continue
                 self.add("RAW", record, f"{what} is complete but not published: no "
-                         "__syncthreads between its cp_async_wait and the read")
+                         "__syncthreads between its cp_async_wait and the read", copy)
             else:
                 self.add("RAW", record, f"{what} is still in flight: no cp_async_wait "
-                         "covers it")
+                         "covers it", copy)
             break
+        else:
+            if undecided is not None:
+                self.unsure(undecided, record)
         self.reads.append({"record": record, "synced": []})
 
 
@@ -291,6 +361,8 @@ def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
         return not_checked("no asynchronous copy into shared memory")
     _signal(records)
     findings = check_cp_async(records, buffers) if copies else []
+    unsure = [f for f in findings if f["kind"] == "UNSURE"]
+    findings = [f for f in findings if f["kind"] != "UNSURE"]
     rings: Json = {}
     if tmas or any(r["op"] == "init" for r in records):
         try:
@@ -307,6 +379,8 @@ def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
         more = len(findings) - len(kept)
         text = f"hazard: {names}" + (f" ({len(findings)} accesses)" if more > 0 else "")
         return {"verdict": "hazard", "text": text, "findings": kept}
+    if unsure:
+        return not_checked(unsure[0]["text"])
     written = sorted({r["buffer"] for r in copies + tmas})
     slots = max([buffers.get(name, {}).get("versions") or 1 for name in written])
     said = [f"{groups} cp.async groups" for groups in

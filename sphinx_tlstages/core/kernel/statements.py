@@ -183,3 +183,30 @@ def _gemm_statements(source: str, factory_name: str) -> tuple[Statement, ...]:
             found.append(Statement(_call_text(source, node), node.lineno, operands))
     found.sort(key=lambda s: s.line)
     return tuple(found)
+
+
+# Loops the kernel writes whose iterations the hazard check may name: those run one after
+# another by each thread (a T.Parallel or T.vectorized loop is spread over threads and
+# lanes, and TileLang's own loops reuse such names).
+_THREAD_LOOPS = ("Parallel", "vectorized", "Vectorized")
+
+
+def serial_loop_variables(source: str, factory_name: str) -> frozenset[str]:
+    """The variables of the loops the factory (and what it reaches) runs in sequence:
+    ``range``, ``T.serial``, ``T.unroll``, ``T.Pipelined``, ``T.grid``... (not
+    ``T.Parallel`` or ``T.vectorized``)."""
+    try:
+        nodes = list(_walk(source, factory_name))
+    except (SyntaxError, ValueError):
+        return frozenset()
+    names: set[str] = set()
+    for node in nodes:
+        if not isinstance(node, ast.For):
+            continue
+        func = node.iter.func if isinstance(node.iter, ast.Call) else None
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if called in _THREAD_LOOPS:
+            continue
+        names.update(target.id for target in ast.walk(node.target)
+                     if isinstance(target, ast.Name))
+    return frozenset(names)

@@ -97,18 +97,25 @@ def _gemms(ir_gemms: list[dict[str, Any]], source: list[Statement]) -> list[Gemm
 
 def _located(hazards: Hazards, loops: list[Statement], source: str, factory: str,
              cuda: str, source_name: str | None) -> Hazards:
-    """Each finding with the statements that name its buffer (the IR keeps no source
-    spans; a buffer's name does survive): those of the pipelined loops, else of the loop
-    its iteration names (``s=1``), each ``{text, line, cuda_lines}``: the lines of the
-    CUDA listing (``#line`` directives left out, from 1) that the compiler's ``#line``
-    directives give the statement and its body (see :mod:`.line_links`)."""
+    """Each finding with its statements, each ``{text, line, cuda_lines}``: the lines of
+    the CUDA listing (``#line`` directives left out, from 1) and the kernel lines of the two
+    accesses that race (:func:`_at_cause`: a statement TileLang expands into code of its
+    own, a reduction's workspace, is the kernel statement that called it); where the code
+    does not say, the statements that name its buffer (the IR keeps no source spans; a
+    buffer's name does survive): those of the pipelined loops, else of the loop its
+    iteration names (``s=1``), each with the lines the compiler's ``#line`` directives give
+    the statement and its body (see :mod:`.line_links`)."""
     findings = hazards.get("findings", [])
     if not findings:
         return hazards
-    links = line_links.attribute(cuda_text.source_map(cuda, source_name), source) \
-        if source_name else []
+    mapped = cuda_text.source_map(cuda, source_name) if source_name else []
+    links = line_links.attribute(mapped, source) if source_name else []
     lines = source.splitlines()
     for finding in findings:
+        at_cause = _at_cause(finding, mapped, links, lines, loops)
+        if at_cause:
+            finding["statements"] = at_cause
+            continue
         found = [s for s in loops if finding["buffer"] in s.names]
         variable = str(finding.get("at") or "").split("=")[0]
         if not found and variable.isidentifier():
@@ -121,6 +128,42 @@ def _located(hazards: Hazards, loops: list[Statement], source: str, factory: str
                 "text": statement.text, "line": statement.line,
                 "cuda_lines": [i for i, link in enumerate(links, 1) if link.line in region]})
     return hazards
+
+
+# How the code generator prints the calls a finding's accesses come from (numbered by the
+# worker in program order: worker/hazards/verdict.py ``printed_calls``).
+_ACCESSES = {"cp.async": re.compile(r"cp_async_gs|cp\.async\.ca|cp\.async\.cg"),
+             "ldmatrix": re.compile(r"ptx_ldmatrix|ldmatrix\.sync"),
+             "tl::AllReduce": re.compile(r"tl::AllReduce<")}
+
+
+def _at_cause(finding: dict[str, Any], mapped: list[cuda_text.Mapped],
+              links: list[line_links.Link], lines: list[str],
+              loops: list[Statement]) -> list[dict[str, Any]]:
+    """The kernel statements of a finding's two accesses, where the listing prints as many
+    of each access's calls as the device code makes (the n-th call is the n-th printing
+    line) and ``#line`` names a kernel line for it: the loop's statement at that line
+    (the figure knows it by its text), else the line's text. Empty where either is not
+    found: then the finding is placed by its buffer."""
+    found: list[dict[str, Any]] = []
+    for access in finding.get("accesses", []):
+        pattern = _ACCESSES.get(str(access.get("call")))
+        if pattern is None:
+            return []
+        printing = [i for i, item in enumerate(mapped, 1) if pattern.search(item.text)]
+        if len(printing) != access.get("of") or not 0 <= access["n"] < len(printing):
+            return []
+        at = printing[access["n"]]
+        line = links[at - 1].line if at - 1 < len(links) else None
+        if line is None or not 0 < line <= len(lines):
+            return []
+        text = next((s.text for s in loops if s.line == line), lines[line - 1].strip())
+        entry = next((e for e in found if e["line"] == line), None)
+        if entry is None:
+            found.append({"text": text, "line": line, "cuda_lines": [at]})
+        elif at not in entry["cuda_lines"]:
+            entry["cuda_lines"].append(at)
+    return found
 
 
 # How the code generator prints each synchronisation the hazard check numbers

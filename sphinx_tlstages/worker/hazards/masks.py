@@ -306,9 +306,9 @@ def _masked_walk(trace: Trace, stmt: Any, form: str, runs: int, trips: int) -> N
         if runs < trips:
             before, saved = len(trace.records), dict(trace.env)
             trace.masking = (form, False, var)
-            trace.where.append(f"{var.name} skipped")
+            trace.enter(f"{var.name} skipped")
             _run_once(trace, stmt)
-            trace.where.pop()
+            trace.leave()
             changed = [key for key in {*saved, *trace.env}
                        if kind(key) != "Var" and trace.env.get(key) != saved.get(key)]
             if len(trace.records) != before or changed:
@@ -319,11 +319,11 @@ def _masked_walk(trace: Trace, stmt: Any, form: str, runs: int, trips: int) -> N
             trace.env = saved
         for number in range(runs):
             trace.masking = (form, True, var)
-            trace.where.append(f"{var.name}={number}")
+            trace.enter(f"{var.name}={number}")
             try:
                 _run_once(trace, stmt)
             finally:
-                trace.where.pop()
+                trace.leave()
     finally:
         trace.masking = None
 

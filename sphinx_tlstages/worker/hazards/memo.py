@@ -45,6 +45,8 @@ class Memo:
     # A masked loop's iteration walked from one state: what it recorded and changed.
     iterations: dict[Any, Any] = field(default_factory=dict)
     uses: dict[int, set[Any]] = field(default_factory=dict)  # what a loop body reads
+    # The calls accesses come from, numbered as the code prints them (:mod:`.verdict`).
+    printed: tuple[dict[int, tuple[str, int]], dict[str, int]] | None = None
 
     @classmethod
     def of(cls, func: Any, synced: dict[int, bool] | None = None) -> Memo:

@@ -22,7 +22,7 @@ what is read of the IR once (:mod:`.memo`), and the choices a walk leaves to the
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from typing import Any
 
 import tilelang  # noqa: F401  (puts TileLang's TVM on the path)
@@ -30,7 +30,7 @@ from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit
 
 from ..ir.walk import integer, kind, statements
-from . import branches, masks, rules
+from . import branches, masks, ownership, rules
 from .calls import (
     PURE_CALLS,
     SITE_OPS,
@@ -45,6 +45,7 @@ from .calls import (
 )
 from .intervals import Interval, Unbounded, interval, narrowed
 from .memo import Flat, Memo
+from .ownership import Owned
 from .rules import templates
 from .undecided import MAX_STEPS, OPEN, Blocked, Ranged, Undecided
 
@@ -64,7 +65,8 @@ class Trace:
                  trips: dict[Hashable, int] | None = None,
                  memo: Memo | None = None,
                  masks: dict[str, bool] | None = None,
-                 decide: Callable[[int], bool] | None = None) -> None:
+                 decide: Callable[[int], bool] | None = None,
+                 loops: Collection[str] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
         self.sizes = dict(sizes or {})
@@ -83,11 +85,20 @@ class Trace:
         self.summarised = 0
         self.bases: dict[Any, tuple[str, int]] = {}  # handle var -> (allocation, byte offset)
         self.records: list[Record] = []
+        # The iterations of the loops walked unrolled (``k=3``); whether each is said in a
+        # record's ``at``: the kernel's own sequential loops (``loops``: their variables;
+        # None: every loop) and its pipelined loops, never an index of TileLang's own
+        # code (a reduction's unrolled loop), which no page names.
         self.where: list[str] = []
+        self.shown: list[bool] = []
+        self.loops = loops
         self.steps = 0
         self.role = "all"  # "producer"/"consumer" inside a warp-specialised branch
         self.group: Interval = (0, 0)  # the threads of the role (all: every thread)
         self.aliases: set[Any] = set()  # variables bound to threadIdx.x itself
+        # The integer names the kernel binds and their values, in binding order: each
+        # thread's bytes are worked out with them evaluated again (:mod:`.ownership`).
+        self.definitions: dict[Any, Any] = {}
         self.spans: list[Interval] = []  # the running threads, as ranges
         self.elected = False  # inside a branch one thread runs
         self.threads: Any = None  # threadIdx.x
@@ -202,27 +213,13 @@ class Trace:
             lanes, index = int(index.lanes), index.base
         return buffer.elem_offset + index, size, lanes, str(buffer.data.name), buffer.data
 
-    def per_thread(self, extra: int = 0) -> Callable[[], list[Interval] | None]:
-        """The bytes each thread touches in the last region bounded, as a function the
-        check calls only where it needs them (each thread's interval is one bound of the
-        index with ``threadIdx.x`` a point): None when a thread's bytes cannot be bounded
-        apart from the others' (an index through a variable bound over every thread)."""
+    def per_thread(self, extra: int = 0) -> Callable[[], Owned | None]:
+        """The bytes each thread touches in the last region bounded
+        (:func:`.ownership.per_thread`: worked out only where the check asks)."""
         index, env, offset, size, lanes = self.last
-        threads = self.threads
-
-        def bytes_of_each() -> list[Interval] | None:
-            if threads is None or threads not in env:
-                return None
-            found = []
-            for t in range(env[threads][0], env[threads][1] + 1):
-                try:
-                    lo, hi = interval(index, {**env, threads: (t, t)})
-                except Unbounded:
-                    return None
-                found.append((offset + lo * size, offset + (hi + lanes) * size - 1 + extra))
-            return found
-
-        return bytes_of_each
+        names = (self.threads, *self.aliases) if self.threads is not None else ()
+        return ownership.per_thread(index, env, offset, size, lanes, extra, names,
+                                    self.definitions, self.blocks)
 
     def whole(self, buffer: Any) -> tuple[str, str, int, int]:
         """(buffer, allocation, first byte, last byte) of every element of a buffer."""
@@ -264,7 +261,8 @@ class Trace:
         if len(self.spans) > 1:
             raise Undecided(f"code run by threads in {len(self.spans)} ranges, from "
                             f"{self.spans[0][0]} to {self.spans[-1][1]} (a role is one range)")
-        record["at"] = " ".join(self.where)
+        record["at"] = " ".join(w for w, shown in zip(self.where, self.shown, strict=True)
+                                if shown)
         record["role"] = self.role
         record["group"] = self.group
         if self.threads is not None and self.threads in self.env:
@@ -341,6 +339,8 @@ class Trace:
         value = stmt.value
         if not self.uniform(value):
             self.varying.add(stmt.var)
+        if str(stmt.var.dtype).startswith(("int", "uint")):
+            self.definitions[stmt.var] = value
         if kind(value) == "Call" and call_name(value) == "handle_add_byte_offset":
             root, offset = self.base(value.args[0])
             extra = self.constant(value.args[1], f"the offset of {stmt.var.name}")
@@ -384,14 +384,25 @@ class Trace:
         self.steps += extent_c
         if self.steps > MAX_STEPS:
             raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")
+        shown = self.loops is None or str(stmt.loop_var.name) in self.loops \
+            or "tl_pipelined_num_stages" in (stmt.annotations or {})
         for value in range(lo_c, lo_c + extent_c):
             self.env[stmt.loop_var] = (value, value)
-            self.where.append(f"{stmt.loop_var.name}={value}")
+            self.enter(f"{stmt.loop_var.name}={value}", shown)
             try:
                 self.walk(stmt.body)
             finally:
-                self.where.pop()
+                self.leave()
         self.env.pop(stmt.loop_var, None)
+
+    def enter(self, iteration: str, shown: bool = True) -> None:
+        """Walk into an iteration (``k=3``), said in the records' ``at`` where ``shown``."""
+        self.where.append(iteration)
+        self.shown.append(shown)
+
+    def leave(self) -> None:
+        self.where.pop()
+        self.shown.pop()
 
     def summarise(self, stmt: Any, name: str) -> None:
         """A loop without synchronisation, walked once with its variable over its range."""
@@ -515,9 +526,13 @@ class Trace:
         rules.apply(self, name, args)
         # Every dynamic instance of a synchronisation statement names the statement
         # (its node's address while the IR lives; :func:`.verdict.sites` numbers them).
+        # Each access names its call too, which :func:`.verdict.accesses` numbers the way
+        # the CUDA prints it (a finding is said at the lines of its two accesses).
         for record in self.records[first:]:
             if record["op"] in SITE_OPS:
                 record["site"] = key
+            elif record["op"] in ("copy", "read"):
+                record.setdefault("node", key)
 
     def reads(self, expr: Any) -> None:
         """Every shared element an expression loads."""

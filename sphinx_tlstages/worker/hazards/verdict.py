@@ -9,7 +9,7 @@ shares one :class:`_Walks`, which holds what they have in common.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from ..ir.walk import integer, op_name, short, statements, version_dims
 from . import intervals
 from .calls import SYNC_OPS, has_call, shared
 from .memo import Memo
+from .rules import templates
 from .sizes import MAX_WALKS, choices, symbolic
 from .trace import Trace
 from .undecided import Masked, Ranged, Undecided
@@ -44,20 +45,28 @@ class _Walks:
     main: Callable[[Any], Any]
     memo: Memo
     shapes: Shapes | None = None
+    loops: Collection[str] | None = None  # the kernel's sequential loops' variables
 
     def trace(self, sizes: dict[Any, int], trips: dict[Hashable, int],
               masks: dict[str, bool] | None = None,
               decide: Callable[[int], bool] | None = None) -> Trace:
         """One walk, with the sizes, trip counts and mask values given."""
-        return Trace(self.func, self.boxes, sizes, trips, self.memo, masks, decide)
+        return Trace(self.func, self.boxes, sizes, trips, self.memo, masks, decide,
+                     self.loops)
 
     def checked(self, trace: Trace) -> tuple[Records, dict[str, Any], dict[str, Any]]:
-        """A walk's sized records, its buffers and their verdict."""
+        """A walk's sized records, its buffers and their verdict (each finding's accesses
+        numbered as the code prints their calls: :func:`accesses`)."""
         if not self.shapes:
             self.shapes = _shapes(self.kept, self.main)
         buffers = _buffers(trace.bases, self.shapes)
         records = _sized(trace.records, buffers)
-        return records, buffers, verdict(records, buffers)
+        found = verdict(records, buffers)
+        if found.get("findings"):
+            if self.memo.printed is None:
+                self.memo.printed = printed_calls(self.func)
+            accesses(found["findings"], *self.memo.printed)
+        return records, buffers, found
 
 
 def hazards(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
@@ -75,12 +84,15 @@ _SEARCH_WALKS = 8
 
 
 def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], Any],
-          device: Callable[[Any], Any]) -> dict[str, Any]:
+          device: Callable[[Any], Any], loops: Collection[str] | None = None
+          ) -> dict[str, Any]:
     """The ``hazards`` fact and, where it found none, the ``unneeded_sync`` fact
     (:mod:`...core.hazards.needed`: each synchronisation statement no modelled dependence
     needs, by its ``op`` and ``site``, the statement's place among those of its kind in
     the device code). A kernel walked at several sizes or trip counts names a statement
-    only where every walk does. Never raises."""
+    only where every walk does. ``loops``: the variables of the kernel's sequential
+    loops, the only iterations a finding names besides its pipelined loops' (None: every
+    loop's). Never raises."""
     intervals.forget()  # the last check's expressions, and the IR they keep alive
     final = kept.get("final")
     if target.get("kind") != "cuda":
@@ -92,7 +104,8 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     clean: list[tuple[Records, dict[str, Any]]] = []
     try:
         func = device(final)
-        walks = _Walks(func, _boxes(kept), kept, main, Memo.of(func), _shapes(kept, main))
+        walks = _Walks(func, _boxes(kept), kept, main, Memo.of(func), _shapes(kept, main),
+                       loops)
         assert walks.shapes is not None
         sizes, warmup, cycle = choices(
             func, [count for _, versions, tiles in walks.shapes.values()
@@ -336,6 +349,43 @@ def at_patterns(kept: dict[str, Any], main: Callable[[Any], Any], device: Callab
             continue
         out.append((masks, walks.checked(trace)[2]))
     return out
+
+
+# The calls an access may come from that the code generator prints one line each, by the
+# name the page looks for (``core/results/facts.py``).
+_PRINTED = {"ptx_cp_async": "cp.async", "ptx_ldmatrix": "ldmatrix"}
+
+
+def printed_calls(func: Any) -> tuple[dict[int, tuple[str, int]], dict[str, int]]:
+    """Each call an access may come from (by its node's address): its kind and its place
+    among the calls of that kind in program order, as the CUDA prints them; and how many
+    of each kind the function makes."""
+    order: dict[int, tuple[str, int]] = {}
+    counts: dict[str, int] = {}
+
+    def visit(node: Any) -> bool:  # True: walk on into the node's children
+        if type(node).__name__ == "Call":
+            what = _PRINTED.get(short(op_name(node))) or (
+                "tl::AllReduce" if templates.followed(node) else None)
+            if what is not None:
+                order[node.__chandle__()] = (what, counts.get(what, 0))
+                counts[what] = counts.get(what, 0) + 1
+        return True
+
+    pre_order_visit(func.body, visit)
+    return order, counts
+
+
+def accesses(findings: list[dict[str, Any]], order: dict[int, tuple[str, int]],
+             counts: dict[str, int]) -> None:
+    """Each finding's accesses with their call's kind and place (``call``, ``n``, ``of``)
+    in place of the node's address, which no result may keep."""
+    for finding in findings:
+        for access in finding.get("accesses", []):
+            node = access.pop("node", None)
+            if node in order:
+                what, place = order[node]
+                access.update({"call": what, "n": place, "of": counts[what]})
 
 
 # The calls each synchronisation record comes from, as the code generator prints them

@@ -94,4 +94,5 @@ def all_reduce(trace: Trace, call: Any) -> None:
             trace.emit({"op": "sync"})
             trace.emit({"op": "sync"})
         trace.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
-                    "hi": lo + span * size - 1, "how": "tl::AllReduce"})
+                    "hi": lo + span * size - 1, "how": "tl::AllReduce",
+                    "node": call.__chandle__()})
