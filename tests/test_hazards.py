@@ -1695,3 +1695,37 @@ def test_a_consumer_that_runs_a_phase_ahead_is_not_checked() -> None:
         assert found["verdict"] == "not checked", found
         assert "arrivals from several roles" in found["text"], found
         assert "pair[0]" in found["text"].split(" arrivals")[0], found
+
+
+# --- atomics and extern functions on shared memory ---------------------------------------
+
+# A histogram of each streamed tile counted with T.atomic_add into shared memory (the bin
+# an element of the tile picks); each tile scanned in place by a device function of the
+# author's own, handed a pointer to it.
+TILE_COUNTS = read("hazards/tile_counts.py")
+SCANNED_TILES = read("hazards/scanned_tiles.py")
+
+
+@pytest.mark.parametrize("num_stages", [1, 2, 3])
+def test_atomics_and_extern_functions_on_shared_memory_get_a_verdict(num_stages: int) -> None:
+    """An atomic add is a read and a write of its element by one thread at a time (a bin
+    the data picks: any of them); a function handed a pointer may touch any byte of the
+    tile it points to. Both kernels are clean as lowered; the steady-state wait deleted
+    is a race (the threads' own reads of a copy in flight), and the barrier before the
+    scan deleted is "not checked" naming the function, never "hazard": whether it reads
+    the copy's bytes only its code knows."""
+    counts, _ = lowered(TILE_COUNTS, "tile_counts", "sm_80", N=4096, num_stages=num_stages)
+    found = check(counts)
+    assert found["verdict"] == "none", found
+    raced = check(mutated(counts, MUTATIONS["the steady-state wait deleted"]()))
+    assert num_stages == 1 or raced["verdict"] == "hazard", raced
+
+    scanned, _ = lowered(SCANNED_TILES, "scanned_tiles", "sm_80", N=4096,
+                         num_stages=num_stages)
+    assert check(scanned)["verdict"] == "none", check(scanned)
+    if num_stages > 1:
+        waited = check(mutated(scanned, MUTATIONS["the steady-state wait deleted"]()))
+        assert waited["verdict"] == "hazard" and "RAW on x_s" in waited["text"], waited
+    unordered = check(mutated(scanned, MUTATIONS["the second __syncthreads deleted"]()))
+    assert unordered["verdict"] == "not checked", unordered
+    assert "block_scan is handed a pointer into x_s" in unordered["text"], unordered

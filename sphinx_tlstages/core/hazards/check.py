@@ -29,7 +29,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
-from .rings import Unchecked, check_rings
+from .rings import Unchecked, certain, check_rings
 
 Json = dict[str, Any]
 # Findings kept per variant; the rest are counted.
@@ -68,6 +68,14 @@ def _slot(record: Json, buffers: dict[str, Json]) -> str:
 
 def _when(record: Json) -> str:
     return f"at {record['at']}" if record.get("at") else "outside the pipelined loop"
+
+
+def _sure(copy: Json, read: Json) -> bool:
+    """Whether a copy and a read whose extents meet surely touch a byte in common: not
+    where one's bytes are any of its extent or none (``maybe``: an extern function handed
+    a pointer), and an ``approx`` one (a wgmma operand) touches its first byte only for
+    certain (:func:`.rings.certain`)."""
+    return not (copy.get("maybe") or read.get("maybe")) and certain(copy, read)
 
 
 def _read_words(read: Json, copy: Json) -> str:
@@ -204,15 +212,18 @@ class _CpAsync:
     def copy(self, at: int, record: Json) -> None:
         """A WAR where the copy overwrites what an unordered read of another thread
         reads (where that cannot be told: :meth:`unsure`)."""
-        undecided: Json | None = None
+        undecided: tuple[Json, str] | None = None
         for read in self.reads:
             mine = read["record"]
             if not _overlap(mine, record) or self.elsewhere(record, mine) \
                     or any(_covers(named, mine, record) for named in read["synced"]):
                 continue
+            if not _sure(record, mine):
+                undecided = undecided or (mine, "bytes")
+                continue
             owned = _own(record, mine)
             if owned is None:
-                undecided = undecided or mine
+                undecided = undecided or (mine, "threads")
             if owned is not False:
                 continue
             into = f"the cp.async into {record['buffer']}{_slot(record, self.buffers)}"
@@ -230,18 +241,28 @@ class _CpAsync:
             break
         else:
             if undecided is not None:
-                self.unsure(record, undecided)
+                self.unsure(record, *undecided)
         self.writes.append({"record": record, "group": None, "done": False,
                             "published": []})
 
-    def unsure(self, copy: Json, read: Json) -> None:
-        """A copy and a read no barrier orders, whose threads may keep to their own bytes:
-        "not checked" unless a race is found elsewhere, never "hazard"."""
-        self.add("UNSURE", read,
-                 f"whether the threads that read {read['buffer']} {_when(read)} read only "
-                 f"what they copied themselves (the cp.async {_when(copy)}) cannot be "
-                 "told: their bytes are known per thread only as ranges, which meet, and "
-                 "no __syncthreads orders the two", copy)
+    def unsure(self, copy: Json, read: Json, why: str) -> None:
+        """A copy and a read no barrier orders that may not race: their threads may keep
+        to their own bytes (``why``: ``threads``), or the read may not touch the copy's
+        bytes (``bytes``): "not checked" unless a race is found elsewhere, never
+        "hazard"."""
+        if why == "threads":
+            said = (f"whether the threads that read {read['buffer']} {_when(read)} read "
+                    f"only what they copied themselves (the cp.async {_when(copy)}) cannot "
+                    "be told: their bytes are known per thread only as ranges, which meet")
+        elif read.get("maybe"):
+            said = (f"{read.get('how')} is handed a pointer into {read['buffer']} "
+                    f"{_when(read)} and may touch any of its bytes, the cp.async "
+                    f"{_when(copy)} writes some of them")
+        else:
+            said = (f"which bytes of {read['buffer']} the {read.get('how')} read "
+                    f"{_when(read)} takes past its first is not known, and the cp.async "
+                    f"{_when(copy)} lands in the rest of its slot")
+        self.add("UNSURE", read, f"{said}, and no __syncthreads orders the two", copy)
 
     def commit(self, at: int, record: Json) -> None:
         self.committed += 1
@@ -270,10 +291,15 @@ class _CpAsync:
     def read(self, at: int, record: Json) -> None:
         """A RAW where the read meets a copy still in flight, or complete but not
         published to another thread (where that cannot be told: :meth:`unsure`)."""
-        undecided: Json | None = None
+        undecided: tuple[Json, str] | None = None
         for write in self.writes:
             copy = write["record"]
             if not _overlap(copy, record) or self.elsewhere(copy, record):
+                continue
+            if not _sure(copy, record) and not (
+                    write["done"] and any(_covers(named, copy, record)
+                                          for named in write["published"])):
+                undecided = undecided or (copy, "bytes")
                 continue
             into = "it" if copy["buffer"] == record["buffer"] else \
                 f"{copy['buffer']}, which shares its bytes,"
@@ -284,7 +310,7 @@ class _CpAsync:
                     continue
                 owned = _own(copy, record)
                 if owned is None:
-                    undecided = undecided or copy
+                    undecided = undecided or (copy, "threads")
                 if owned is not False:
                     continue
                 self.add("RAW", record, f"{what} is complete but not published: no "
@@ -295,7 +321,8 @@ class _CpAsync:
             break
         else:
             if undecided is not None:
-                self.unsure(undecided, record)
+                copy, why = undecided
+                self.unsure(copy, record, why)
         self.reads.append({"record": record, "synced": []})
 
 

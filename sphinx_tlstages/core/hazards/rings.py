@@ -617,7 +617,7 @@ def _check_data(records: list[Json], sequences: dict[str, list[tuple[int, Json]]
             after = least[bisect_right(indices, done)]
             if any(sees.get(bar, 0) > p for bar, p in after.items()):
                 continue  # the copier waited for an arrival made after the read
-            if not _certain(copy, read):
+            if not certain(copy, read):
                 unsure.append(f"which bytes of {read['buffer']} the {read.get('how')} "
                               f"read{_slot_words(read)} takes past its first is not known, "
                               f"and the copy into {copy['buffer']}{_slot_words(copy)} "
@@ -670,7 +670,7 @@ def _race_text(kind: str, copy: Json, read: Json, who: str) -> str:
             "covers it")
 
 
-def _certain(copy: Json, read: Json) -> bool:
+def certain(copy: Json, read: Json) -> bool:
     """Whether a copy and a read that may overlap surely do: an access whose extent the
     code does not say (a wgmma operand through its descriptor, a TMA box the check cannot
     read: ``approx``, taken to the end of its slot) is known to touch its first byte

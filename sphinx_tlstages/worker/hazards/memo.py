@@ -34,8 +34,10 @@ class Memo:
     barriers: dict[int, tuple[str, Any]] = field(default_factory=dict)  # array, index
     # ``&buffer[i]`` -> (buffer, indices); a byte offset's (pointer, offset, None).
     pointers: dict[int, tuple[Any, ...] | None] = field(default_factory=dict)
-    # An expression's shared loads, pointers passed on, TileLang templates followed.
-    loads: dict[int, tuple[list[Any], list[str], list[Any]]] = field(default_factory=dict)
+    # An expression's shared loads, pointers passed on, TileLang templates followed, and
+    # pointers handed to extern functions.
+    loads: dict[int, tuple[list[Any], list[str], list[Any], list[tuple[str, Any]]]] = field(
+        default_factory=dict)
     stored: dict[int, list[Any]] = field(default_factory=dict)  # scalars a statement sets
     flats: dict[Any, Flat] = field(default_factory=dict)  # by buffer's and indices' addresses
     # The form of the mask a loop's synchronisation sits under (None: none), by the loop.

@@ -256,6 +256,43 @@ class Trace:
             return buffer, root, lo + shift, hi + shift
         return self.region(*found)
 
+    def pointed(self, arg: Any, elements: int = 1
+                ) -> tuple[str, str, int, int | None, Callable[[], Owned | None] | None] | None:
+        """(buffer, allocation, first byte, last byte, each thread's bytes) of the shared
+        elements a pointer argument names: ``&buffer[i]`` and the ``elements`` from it, or
+        ``tvm_access_ptr(type, data, offset, extent, mask)``; None for any other argument
+        (a pointer into global or local memory). An element the data picks (a histogram's
+        bin) is any of its buffer's: no last byte (the buffer's slot, filled in by
+        ``verdict._sized``), nor bytes per thread."""
+        load = shared_address(arg)
+        if load is not None:
+            for index in load.indices:  # the shared values that pick the element
+                self.reads(index)
+            size = load.buffer.dtype.bits * load.buffer.dtype.lanes // 8
+            try:
+                buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
+            except Undecided:
+                if not any(reads_memory(index) for index in load.indices):
+                    raise
+                root, lo = self.base(load.buffer.data)
+                return str(load.buffer.data.name), root, lo, None, None
+            extra = (elements - 1) * size
+            return buffer, root, lo, hi + extra, self.per_thread(extra)
+        if kind(arg) != "Call" or call_name(arg) != "tvm_access_ptr" \
+                or not shared(arg.args[1]):
+            return None
+        data, offset, extent = arg.args[1], arg.args[2], arg.args[3]
+        self.reads(offset)
+        size = max(arg.args[0].dtype.bits * arg.args[0].dtype.lanes // 8, 1)
+        count = self.constant(extent, f"the extent of a pointer into {data.name}")
+        lo, hi = self.bound(offset, str(data.name))
+        root, base = self.base(data)
+        names = (self.threads, *self.aliases) if self.threads is not None else ()
+        own = ownership.per_thread(offset, dict(self.env), base, size, count, 0, names,
+                                   self.definitions, self.blocks)
+        return (str(data.name), root, base + lo * size, base + (hi + count) * size - 1,
+                own)
+
     # --- records --------------------------------------------------------------------
     def emit(self, record: Record) -> None:
         if len(self.spans) > 1:
@@ -540,12 +577,14 @@ class Trace:
         cached = self.memo.loads.get(handle)
         if cached is None:
             cached = self.memo.loads[handle] = _loads(expr)
-        found, passed, known = cached
+        found, passed, known, helpers = cached
         if passed:
             raise Undecided(f"a pointer into {passed[0]} is passed to a helper the check "
                             "does not know")
         for call in known:
             templates.all_reduce(self, call)
+        for function, pointer in helpers:
+            templates.helper(self, function, pointer)
         for load in found:
             try:
                 buffer, root, lo, hi = self.region(load.buffer, list(load.indices))
@@ -561,12 +600,14 @@ class Trace:
                        "how": "load", "own": own})
 
 
-def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
-    """An expression's shared loads, the shared buffers it passes a pointer to, and the
-    calls of TileLang's templates it makes whose arguments the check follows itself (those
-    arguments, not what they hold, are left out of the first two)."""
+def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any], list[tuple[str, Any]]]:
+    """An expression's shared loads, the shared buffers it passes a pointer to, the calls
+    of TileLang's templates it makes whose arguments the check follows itself (those
+    arguments, not what they hold, are left out of the first two), and the pointers into
+    shared memory it hands an extern function (with the function's name)."""
     candidates: list[Any] = []  # loads and address_of calls, in post-order
     known: list[Any] = []
+    externs: dict[int, str] = {}  # an extern function's argument -> the function
 
     def visit(node: Any) -> None:
         what = kind(node)
@@ -578,6 +619,10 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
                 candidates.append(node)
             elif templates.followed(node):
                 known.append(node)
+            elif name in ("call_extern", "call_pure_extern") and node.args \
+                    and kind(node.args[0]) == "StringImm":
+                externs.update({arg.__chandle__(): str(node.args[0].value)
+                                for arg in node.args[1:]})
 
     post_order_visit(expr, visit)
     # Read after the walk, which is then whole: an argument is known to be followed only
@@ -585,6 +630,7 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
     followed = {arg.__chandle__() for call in known for arg in call.args}
     found: list[Any] = []
     passed: list[str] = []  # raised after the visit (TVM wraps what a visitor raises)
+    helpers: list[tuple[str, Any]] = []
     for node in candidates:
         if node.__chandle__() in followed:
             continue
@@ -592,5 +638,9 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any]]:
             if shared(node.buffer.data):
                 found.append(node)
         elif shared(node.args[0].buffer.data):
-            passed.append(str(node.args[0].buffer.name))
-    return found, passed, known
+            function = externs.get(node.__chandle__())
+            if function is not None:
+                helpers.append((function, node))
+            else:
+                passed.append(str(node.args[0].buffer.name))
+    return found, passed, known, helpers

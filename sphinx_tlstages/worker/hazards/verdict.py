@@ -518,6 +518,9 @@ def _sized(records: Records, buffers: dict[str, Any]) -> Records:
             if info is None:
                 raise Undecided(f"the extent of an access to {record['buffer']} is unknown")
             slot = max(info["bytes"] // (info["versions"] or info.get("tiles") or 1), 1)
-            record["hi"] = info["base"] + ((record["lo"] - info["base"]) // slot + 1) * slot - 1
+            first = info["base"] + (record["lo"] - info["base"]) // slot * slot
+            record["hi"] = first + slot - 1
             record["approx"] = True  # only its first byte is known to be accessed
+            if record.get("maybe"):  # a function's: any byte of the slot, or none
+                record["lo"] = first
     return records

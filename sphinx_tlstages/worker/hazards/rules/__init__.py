@@ -10,11 +10,14 @@ of its family:
 - :mod:`.tma`: TMA loads, multicasts and stores, and a cluster rank's copy branch;
 - :mod:`.mma`: wgmma and tcgen05 MMAs reading shared tiles through descriptors, their
   waits and commits, Blackwell's tensor memory;
-- :mod:`.templates`: ``ldmatrix``/``stmatrix`` through a pointer, and TileLang's templates
-  the check follows (``tl::AllReduce``'s workspace).
+- :mod:`.templates`: ``ldmatrix``/``stmatrix`` through a pointer, TileLang's templates
+  the check follows (``tl::AllReduce``'s workspace), and extern functions handed a
+  pointer into shared memory;
+- :mod:`.atomics`: ``T.atomic_add`` and its kin on shared memory.
 
 A call no rule names is harmless unless it touches shared memory (:func:`apply`): then it
-is "not checked", saying which call. A new TileLang that emits a new intrinsic shows up
+is "not checked", saying which call (an intrinsic may copy asynchronously: no guess is
+made of what it does). A new TileLang that emits a new intrinsic shows up
 so on the book's pages: add its rule here, and a mutation test.
 """
 
@@ -67,4 +70,4 @@ def apply(trace: Trace, name: str, args: list[Any]) -> None:
 
 
 # The families register their rules on import.
-from . import barriers, cp_async, mma, templates, tma  # noqa: E402, F401
+from . import atomics, barriers, cp_async, mma, templates, tma  # noqa: E402, F401

@@ -1,5 +1,6 @@
-"""Shared memory reached through a pointer: ``ldmatrix`` and ``stmatrix``, and TileLang's
-CUDA templates whose workspace the check follows (``tl::AllReduce``)."""
+"""Shared memory reached through a pointer: ``ldmatrix`` and ``stmatrix``, TileLang's CUDA
+templates whose workspace the check follows (``tl::AllReduce``), and extern device
+functions handed a pointer into shared memory (a scan over a shared array)."""
 
 from __future__ import annotations
 
@@ -96,3 +97,39 @@ def all_reduce(trace: Trace, call: Any) -> None:
         trace.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo,
                     "hi": lo + span * size - 1, "how": "tl::AllReduce",
                     "node": call.__chandle__()})
+
+
+@rule("call_extern", "call_pure_extern")
+def extern(trace: Trace, name: str, args: list[Any]) -> None:
+    """A device function each calling thread runs to its end (``T.call_extern``): what it
+    is handed a pointer into shared memory for, it may read and write anywhere in that
+    buffer (:func:`helper`); its other arguments are read."""
+    function = str(args[0].value) if args and kind(args[0]) == "StringImm" else name
+    for arg in args[1:]:
+        if not helper(trace, function, arg):
+            trace.reads(arg)
+
+
+def helper(trace: Trace, function: str, arg: Any) -> bool:
+    """A function's pointer into shared memory, if ``arg`` is one: a read that may touch
+    any byte of the buffer's slot the pointer falls in, or none (``maybe``: a conflict
+    with it is "not checked", never a race), and a store of it (the thread's own). The
+    slot: the author handed the function the tile as written, before TileLang gave it a
+    version per stage (``verdict._sized`` fills it in); the extent ``tvm_access_ptr``
+    declares, where it declares one."""
+    load = shared_address(arg)
+    if load is not None:
+        for index in load.indices:
+            trace.reads(index)
+        buffer, root, lo, _ = trace.region(load.buffer, list(load.indices))
+        hi = None
+    else:
+        pointed = trace.pointed(arg)
+        if pointed is None:
+            return False
+        buffer, root, lo, hi, _ = pointed
+    trace.emit({"op": "read", "buffer": buffer, "root": root, "lo": lo, "hi": hi,
+                "how": function, "maybe": True})
+    trace.emit({"op": "store", "buffer": buffer, "root": root, "lo": lo,
+                "hi": 1 << 62 if hi is None else hi})
+    return True
