@@ -251,6 +251,7 @@ def test_a_race_with_a_statements_scratch_is_said_at_both_statements(
            "W_shared's bytes" in finding["text"], finding
     assert not re.search(r"\bat [a-z_]+=\d", finding["text"]), finding  # no TileLang index
     figures, note = schedule_figures(workspace_race)  # type: ignore[arg-type]
+    assert note is None, note
     marked = [fig for fig in figures if fig.get("hazards")]
     assert len(marked) == 1, figures
     mark = marked[0]["hazards"][0]
