@@ -1729,3 +1729,29 @@ def test_atomics_and_extern_functions_on_shared_memory_get_a_verdict(num_stages:
     unordered = check(mutated(scanned, MUTATIONS["the second __syncthreads deleted"]()))
     assert unordered["verdict"] == "not checked", unordered
     assert "block_scan is handed a pointer into x_s" in unordered["text"], unordered
+
+
+# --- long loops and loops around the pipelined loop, checked by their period -------------
+
+HEAD_SUMS = read("hazards/head_sums.py")
+
+
+@pytest.mark.parametrize("num_stages", [1, 2, 3])
+def test_a_long_loop_and_a_loop_around_it_are_checked_by_their_period(num_stages: int) -> None:
+    """5,000 tiles, and 48 heads of 96 tiles each (more iterations than the walk unrolls):
+    each walked until its iterations repeat, then on to its last ones, with the verdict
+    of the whole loop (every cp.async group counted); the steady-state wait deleted is
+    still a race."""
+    long, _ = lowered(FETCH_FIRST, "fetch_first", "sm_80", N=512, K=5000,
+                      num_stages=num_stages)
+    found = check(long)
+    assert found["verdict"] == "none", found
+    assert "; 5000 cp.async groups" in found["text"], found
+    heads, _ = lowered(HEAD_SUMS, "head_sums", "sm_80", heads=48, N=512, K=96,
+                       num_stages=num_stages)
+    found = check(heads)
+    assert found["verdict"] == "none" and "; 4608 cp.async groups" in found["text"], found
+    if num_stages > 1:
+        for after in (long, heads):
+            raced = check(mutated(after, MUTATIONS["the steady-state wait deleted"]()))
+            assert raced["verdict"] == "hazard" and "RAW on S" in raced["text"], raced

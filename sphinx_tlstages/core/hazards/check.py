@@ -411,7 +411,8 @@ def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
     written = sorted({r["buffer"] for r in copies + tmas})
     slots = max([buffers.get(name, {}).get("versions") or 1 for name in written])
     said = [f"{groups} cp.async groups" for groups in
-            [sum(1 for r in records if r["op"] == "commit")] if copies]
+            [sum(1 for r in records if r["op"] == "commit")
+             + sum(r["commits"] for r in records if r["op"] == "skipped")] if copies]
     if rings:
         said.append(f"{rings['barriers']} barrier{'s' if rings['barriers'] != 1 else ''}, "
                     f"phases and arrivals" + (", bytes" if rings.get("bytes") else ""))

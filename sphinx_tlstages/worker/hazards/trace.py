@@ -30,7 +30,7 @@ from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit
 
 from ..ir.walk import integer, kind, statements
-from . import branches, masks, ownership, rules
+from . import branches, masks, ownership, periodic, rules
 from .calls import (
     PURE_CALLS,
     SITE_OPS,
@@ -66,7 +66,8 @@ class Trace:
                  memo: Memo | None = None,
                  masks: dict[str, bool] | None = None,
                  decide: Callable[[int], bool] | None = None,
-                 loops: Collection[str] | None = None) -> None:
+                 loops: Collection[str] | None = None,
+                 argument: tuple[int, int] | None = None) -> None:
         self.env: dict[Any, Interval] = {}  # each variable's values: a point when known
         # The kernel's symbolic sizes, each fixed for this walk (:mod:`.sizes` picks them).
         self.sizes = dict(sizes or {})
@@ -92,6 +93,9 @@ class Trace:
         self.where: list[str] = []
         self.shown: list[bool] = []
         self.loops = loops
+        # ``(K0, P)`` of :mod:`.sizes`: a loop of many iterations is walked to its period
+        # (:mod:`.periodic`); None (a brute-force reference): every iteration.
+        self.argument = argument
         self.steps = 0
         self.role = "all"  # "producer"/"consumer" inside a warp-specialised branch
         self.group: Interval = (0, 0)  # the threads of the role (all: every thread)
@@ -417,19 +421,32 @@ class Trace:
         if form is not None:
             masks.masked_loop(self, stmt, form, lo_c, max(low, 0))
             return
-        extent_c = max(low, 0)
-        self.steps += extent_c
-        if self.steps > MAX_STEPS:
-            raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")
         shown = self.loops is None or str(stmt.loop_var.name) in self.loops \
             or "tl_pipelined_num_stages" in (stmt.annotations or {})
-        for value in range(lo_c, lo_c + extent_c):
+        warmup, cycle = self.argument or (0, 0)
+        repeats = periodic.Repeats(self, warmup, cycle) if cycle else None
+        value, end = lo_c, lo_c + max(low, 0)
+        while value < end:
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise Undecided(f"more than {MAX_STEPS} loop iterations to unroll")
+            if repeats is not None:
+                repeats.start()
+            before = self.steps
             self.env[stmt.loop_var] = (value, value)
             self.enter(f"{stmt.loop_var.name}={value}", shown)
             try:
                 self.walk(stmt.body)
             finally:
                 self.leave()
+            value += 1
+            # A long loop, or one whose iterations would take most of the steps allowed
+            # (a loop around a pipelined loop), is walked to its period once it repeats.
+            long = end - lo_c > periodic.LONG \
+                or self.steps + (end - value) * (self.steps - before + 1) > MAX_STEPS // 2
+            skipped = repeats.skip(end - value) if repeats is not None and long else 0
+            if skipped:  # on to the last iterations (:mod:`.periodic`)
+                value, repeats = value + skipped, None
         self.env.pop(stmt.loop_var, None)
 
     def enter(self, iteration: str, shown: bool = True) -> None:

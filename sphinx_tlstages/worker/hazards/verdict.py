@@ -46,13 +46,15 @@ class _Walks:
     memo: Memo
     shapes: Shapes | None = None
     loops: Collection[str] | None = None  # the kernel's sequential loops' variables
+    argument: tuple[int, int] | None = None  # (K0, P) of .sizes: loops walked to it
 
     def trace(self, sizes: dict[Any, int], trips: dict[Hashable, int],
               masks: dict[str, bool] | None = None,
               decide: Callable[[int], bool] | None = None) -> Trace:
-        """One walk, with the sizes, trip counts and mask values given."""
+        """One walk, with the sizes, trip counts and mask values given (a walk of fixed
+        mask values unrolls every iteration: the patterns differ by iteration)."""
         return Trace(self.func, self.boxes, sizes, trips, self.memo, masks, decide,
-                     self.loops)
+                     self.loops, self.argument if masks is None else None)
 
     def checked(self, trace: Trace) -> tuple[Records, dict[str, Any], dict[str, Any]]:
         """A walk's sized records, its buffers and their verdict (each finding's accesses
@@ -111,6 +113,7 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
             func, [count for _, versions, tiles in walks.shapes.values()
                    for count in (versions, tiles) if count], walks.memo.masks,
             walks.memo.synced)
+        walks.argument = (warmup, cycle)
         found = _every(walks, sizes, (warmup, cycle), clean)
     except Undecided as exc:
         return {"hazards": not_checked(str(exc)), "unneeded_sync": []}
