@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gzip
 import importlib
 import json
 import re
@@ -142,10 +143,74 @@ def _namespace(entry: dict[str, Any], root: Path) -> Iterator[dict[str, Any]]:
         yield dict(module.namespace)
 
 
-def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
-    """Lower one kernel for every target and num_stages; its rows."""
+def _ir_file(folder: Path, row: dict[str, Any]) -> Path:
+    return folder / f"{row['kernel']}-{row['target']}-ns{row['ns']}.json.gz"
+
+
+def save_ir(folder: Path, row: dict[str, Any], after: dict[str, Any]) -> None:
+    """The modules a lowering kept, for :func:`replay` (TVM's own JSON, compressed)."""
+    from tilelang import tvm
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(_ir_file(folder, row), "wt", encoding="utf-8") as out:
+        json.dump({**row, "ir": tvm.ir.save_json(tvm.runtime.convert(dict(after)))}, out)
+
+
+def checked_row(row: dict[str, Any], after: dict[str, Any], real: str | None) -> None:
+    """The check as the worker runs it (the verdict and, where clean, the search for
+    synchronisation no dependence needs), its CPU time, into ``row``."""
     from sphinx_tlstages.worker.hazards import verdict as hazard_check
     from sphinx_tlstages.worker.ir import facts as ir_facts
+
+    began = time.process_time()
+    checked = hazard_check.check(after, {"kind": "cuda", "arch": row["target"]},
+                                 ir_facts.main_function, ir_facts.device_function)
+    row.setdefault("cpu_ms", {})["check"] = round((time.process_time() - began) * 1000)
+    found = checked["hazards"]
+    row.update(verdict=found["verdict"], text=found["text"],
+               unneeded_sync=len(checked["unneeded_sync"]))
+    if found["verdict"] == "hazard" and real == found["text"]:
+        row["real"] = True  # a race TileLang's code has, recorded as such
+
+
+def replay(folder: Path, entries: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The check run again on the modules :func:`save_ir` kept, without lowering: what a
+    change to the check does to each variant, in seconds."""
+    from tilelang import tvm
+
+    rows: list[dict[str, Any]] = []
+    for path in sorted(folder.glob("*.json.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as saved:
+            row = json.load(saved)
+        after = {str(key): value for key, value in tvm.ir.load_json(row.pop("ir")).items()}
+        real = entries.get(row["kernel"], {}).get("real", {}).get(row["target"])
+        row.pop("real", None)
+        checked_row(row, after, real)
+        rows.append(row)
+    return rows
+
+
+def changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    """Each variant whose verdict (or its words) differs between two sweeps, by kernel."""
+    def key(row: dict[str, Any]) -> tuple[str, str, str]:
+        return row["kernel"], row["target"], str(row["ns"])
+
+    was = {key(row): row for row in before}
+    said = []
+    for row in after:
+        old = was.get(key(row))
+        if old is not None and (old["verdict"], old.get("text")) != (row["verdict"],
+                                                                     row.get("text")):
+            said.append(f"{row['kernel']} {row['target']} ns{row['ns']}: {old['verdict']} "
+                        f"-> {row['verdict']}\n    was: {old.get('text')}\n    now: "
+                        f"{row.get('text')}")
+    return said
+
+
+def one(roots: dict[str, Path], entry: dict[str, Any],
+        keep: Path | None = None) -> list[dict[str, Any]]:
+    """Lower one kernel for every target and num_stages; its rows (``keep``: where to save
+    what each lowering kept, for :func:`replay`)."""
     from sphinx_tlstages.worker.kernel_module import prim_func
     from sphinx_tlstages.worker.lowering import lower_kept
 
@@ -171,19 +236,10 @@ def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
                                text=f"{type(exc).__name__}: {exc}".splitlines()[0][:200])
                     rows.append(row)
                     continue
-                # As the worker runs it: the verdict and, where clean, the search for
-                # synchronisation no dependence needs; its CPU time against the lowering's.
-                began = time.process_time()
-                checked = hazard_check.check(after, {"kind": "cuda", "arch": arch},
-                                             ir_facts.main_function, ir_facts.device_function)
-                row["cpu_ms"] = {"lowering": round(lowered * 1000),
-                                 "check": round((time.process_time() - began) * 1000)}
-                found = checked["hazards"]
-                row.update(verdict=found["verdict"], text=found["text"],
-                           unneeded_sync=len(checked["unneeded_sync"]))
-                if found["verdict"] == "hazard" and \
-                        entry.get("real", {}).get(arch) == found["text"]:
-                    row["real"] = True  # a race TileLang's code has, recorded as such
+                if keep is not None:
+                    save_ir(keep, row, after)
+                row["cpu_ms"] = {"lowering": round(lowered * 1000)}
+                checked_row(row, after, entry.get("real", {}).get(arch))
                 rows.append(row)
     return rows
 
@@ -236,6 +292,12 @@ def main() -> None:
                         help="OWNER/NAME=PATH: a local checkout of a repository the list names")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--only", action="append", default=None, help="one example's name")
+    parser.add_argument("--save-ir", type=Path, default=None,
+                        help="a folder to keep each lowering's modules in, for --replay")
+    parser.add_argument("--replay", type=Path, default=None,
+                        help="check again the modules --save-ir kept, without lowering")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a sweep's JSON: print each variant whose verdict changed")
     parser.add_argument("--one", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     entries = _entries(args.sources)
@@ -246,13 +308,14 @@ def main() -> None:
     passed = [arg for given in args.root for arg in ("--root", given)]
     passed += ["--sources", str(args.sources)] if args.sources else []
     passed += ["--examples", str(args.examples)] if args.examples else []
+    passed += ["--save-ir", str(args.save_ir)] if args.save_ir else []
     if args.one:
-        print(json.dumps(one(roots, entries[args.one])))
+        print(json.dumps(one(roots, entries[args.one], args.save_ir)))
         return
     import importlib.metadata
 
-    rows: list[dict[str, Any]] = []
-    for name in args.only or list(entries):
+    rows: list[dict[str, Any]] = replay(args.replay, entries) if args.replay else []
+    for name in [] if args.replay else args.only or list(entries):
         started = time.monotonic()
         done = subprocess.run([sys.executable, __file__, *passed, "--one", name],
                               capture_output=True, text=True, timeout=1800)
@@ -275,6 +338,12 @@ def main() -> None:
     summary["not_checked"] = not_checked(rows)
     print(json.dumps(summary["counts"]), json.dumps(summary["not_checked"]),
           json.dumps(summary["check_cost"]))
+    if args.before:
+        before = json.loads(args.before.read_text(encoding="utf-8"))["rows"]
+        changed = changes(before, rows)
+        print(f"{len(changed)} of {len(rows)} variants changed verdict or words since "
+              f"{args.before}" + (":" if changed else ""))
+        print("\n".join(changed))
     if args.json:
         args.json.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n",
                              encoding="utf-8")
