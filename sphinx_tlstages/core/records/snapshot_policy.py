@@ -268,7 +268,8 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
     if not changes and not lacking:
         actions += [counted, Remove(found.pending)]
         if policy.updates:
-            # A file holding this build's snapshot has its versions: nothing to note.
+            # Said where the file changed; one that holds this build's snapshot already
+            # has its TileLang and schema, so there is no provenance to note.
             split = len(actions) if split is None else split
             actions.append(Write(golden, new, rewritten=f"tl-pipeline: {spec.name}: snapshot "
                                  f"re-recorded with TileLang {new.get('tilelang')}"))
