@@ -339,8 +339,8 @@ def test_unused_snapshots_are_removed_by_update_and_warned_about_elsewhere() -> 
                   "TLSTAGES_SNAPSHOTS=update removes it", "old.json")
 
 
-def test_the_accept_command_names_the_book_portably_in_a_report(tmp_path: Path,
-                                                                 monkeypatch) -> None:
+def test_the_accept_command_names_the_book_portably_in_a_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     book = tmp_path / "here" / "book"
     book.mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "here")
