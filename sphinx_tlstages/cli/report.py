@@ -19,9 +19,9 @@ from ..core.plan.spec import DirectiveSpec
 from ..core.records import drift_render, snapshots
 from ..core.records.drift import Directive, Report, add_drift, from_json
 from ..core.records.places import searched
+from ..core.records.snapshot_policy import accept_command
 from ..core.results.stamps import tilelang_version
 from ..ext.checks.drift_report import JSON
-from ..ext.findings import accept_command
 from ..ext.project import conf_values, read_project, snapshot_folder
 
 
@@ -78,24 +78,20 @@ def pending_report(srcdir: Path) -> Report:
     report = Report("", accept_command(srcdir), directives_total=len(specs),
                     built_with=tilelang_version(), pending=0)
     names = {spec.name for spec in specs}
-
-    def shown(path: Path) -> str:
-        return path.relative_to(srcdir).as_posix() if path.is_relative_to(srcdir) \
-            else path.name
-
     for spec in specs:
         url = f"{base.rstrip('/')}/{spec.docname}{suffix}" + (
             f"#{spec.node_id}" if spec.node_id else "") if base else None
         here = report.directive(spec.name, sources[spec.docname], spec.lineno, url)
         golden = snapshots.golden_path(folder, spec.name)
+        shown = snapshots.report_path(golden, srcdir)
         try:
             old = snapshots.load(golden)
             new = snapshots.load(snapshots.pending_path(folder, spec.name))
         except ValueError as exc:
-            report.add(here, "broken", "", str(exc).replace(str(golden), shown(golden)))
+            report.add(here, "broken", "", str(exc).replace(str(golden), shown))
             continue
         if old is None:
-            report.add(here, "missing", "", f"no snapshot at {shown(golden)}")
+            report.add(here, "missing", "", f"no snapshot at {shown}")
             continue
         report.recorded(old.get("tilelang"))
         if new is not None:  # compared only where a build left what it lowered
@@ -103,13 +99,14 @@ def pending_report(srcdir: Path) -> Report:
             report.variants_verified += len(new["variants"])
         if new is not None and new.get("tilelang"):
             report.built_with = str(new["tilelang"])
-        lacking = snapshots.unguarded(spec, old, Path(shown(golden)))
+        lacking = snapshots.unguarded(spec, old, Path(shown))
         if lacking:
             report.add(here, "unguarded", "", lacking.split(": ", 1)[1])
         if new is not None:
             add_drift(report, here, old, new)
         _claims(report, here, spec, new or old)
-    report.unused_snapshots = [shown(path) for name, path, pending in snapshots.stored(folder)
+    report.unused_snapshots = [snapshots.report_path(path, srcdir)
+                               for name, path, pending in snapshots.stored(folder)
                                if not pending and name not in names]
     return report
 

@@ -27,6 +27,7 @@ from ..core.plan.spec import DirectiveSpec, KernelOrigin, kernel_location
 from ..core.plan.targets import parse_targets
 from ..core.planner import Defaults, Kernel, parse_asserts, plan
 from ..core.records import snapshots
+from ..core.records.snapshot_policy import Policy
 from .collector import directives as directives_of
 from .listing import OPTIONS as LISTING_OPTIONS
 from .listing import ListingError, read_listing
@@ -254,14 +255,13 @@ class TlPipelineDirective(SphinxDirective):
 
     def _writes_snapshots(self) -> bool:
         """Whether this build may write a snapshot from its results or explain a drift in
-        them, so its variants take the pass fingerprints: snapshots recorded or updated
-        (``auto`` where the docs are written: new snapshots and variants, the pending
-        file of a drift, whose explanation names a pass), not only checked (``check``, CI's
-        strict ``auto``) nor off. A drift found where they were not taken has its
-        variants lowered again, taking them."""
+        them, so its variants take the pass fingerprints: the snapshot policy's
+        :attr:`~..core.records.snapshot_policy.Policy.writes` (snapshots recorded or
+        updated: ``auto`` where the docs are written, ``update``), not where they are only
+        checked (``check``, CI's strict ``auto``) nor off. A drift found where they were
+        not taken has its variants lowered again, taking them."""
         config = settings(self.config)
-        return config.snapshot_mode == "update" or (
-            config.snapshot_mode == "auto" and not config.strict)
+        return Policy(config.snapshot_mode, config.strict).writes
 
     def _overridden(self, option: str, message: str) -> None:
         """An option the kernel overrides (it sets its depth itself): a warning at the

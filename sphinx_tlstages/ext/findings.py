@@ -10,31 +10,19 @@ these without the others.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.records.drift import Directive, Finding, Report
+from ..core.records.snapshot_policy import accept_command
 from .messages import error, info, warn
 
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
     from ..core.plan.spec import DirectiveSpec
-
-
-def accept_command(srcdir: Path) -> str:
-    """``tlstages snapshots accept book``: the source folder relative to the current one,
-    or by its name (from the folder above it) where it lies elsewhere: never a path of
-    this machine."""
-    try:
-        relative = os.path.relpath(srcdir)
-    except ValueError:  # another drive on Windows
-        relative = ".."
-    shown = Path(relative).as_posix() if not relative.startswith("..") else srcdir.name
-    return f"tlstages snapshots accept {shown}"
 
 
 def _page(app: Sphinx, docname: str) -> str:

@@ -6,6 +6,8 @@ JSON string per line so that a review diff is small, ...), plus the TileLang ver
 target. Stable key order, no timestamps, no document line numbers: prose added above a
 directive, or the directive moved, changes nothing stored. The layout is
 ``variants`` -> id -> fact -> value in every schema; a later schema only adds facts.
+What a build does with them (records, compares, updates; fails or notes) is the snapshot
+policy's to decide (:mod:`.snapshot_policy`), from the helpers here.
 """
 
 from __future__ import annotations
@@ -92,6 +94,15 @@ def pending_path(folder: Path, name: str) -> Path:
     return folder / f"{name}{PENDING}"
 
 
+def report_path(path: Path, srcdir: Path) -> str:
+    """A snapshot's path as a report names it: relative to the source folder (never a
+    path of this machine), or its name where the folder lies outside the sources."""
+    try:
+        return path.relative_to(srcdir).as_posix()
+    except ValueError:  # tlstages_snapshot_dir outside the sources: its name
+        return path.name
+
+
 def stored(folder: Path) -> list[tuple[str, Path, bool]]:
     """(directive name, path, is it pending) of every snapshot file in ``folder``."""
     if not folder.is_dir():
@@ -167,8 +178,10 @@ def build(spec: DirectiveSpec, results: dict[str, Result],
 def fingerprinting(spec: DirectiveSpec, taken: bool) -> DirectiveSpec:
     """``spec`` with its variants taking the pass fingerprints (provenance a snapshot
     keeps, about 2 % of a lowering) or not: ``taken`` where this build may write a
-    snapshot from their results or explain a drift in them. A drift found in variants
-    lowered without them has them taken then (ext/checks/snapshots.py)."""
+    snapshot from their results or explain a drift in them (the policy's
+    :attr:`~.snapshot_policy.Policy.writes`). A drift found in variants lowered without
+    them has them taken then (:attr:`~.snapshot_policy.Decision.fingerprints`, carried
+    out by ext/checks/snapshots.py)."""
     return replace(spec, variants=tuple(replace(variant, fingerprints=taken)
                                         for variant in spec.variants))
 
