@@ -1590,7 +1590,8 @@ def test_a_group_found_in_a_shared_table_is_checked(arch: str, mutation: str) ->
 def test_a_read_at_an_index_from_memory_spans_its_buffer() -> None:
     """The read of ``tiles[group[0]]`` (the group a loop found: unknown to the walk) is
     every byte of ``tiles``; with the condition false the block copies nothing."""
-    from sphinx_tlstages.worker.hazards.trace import Forked, Trace
+    from sphinx_tlstages.worker.hazards.trace import Trace
+    from sphinx_tlstages.worker.hazards.undecided import Forked
 
     after, _ = lowered(GROUPED_ROWS, "grouped_rows", "sm_80", **GROUPED_ARGS)
     func = ir_facts.device_function(after["final"])
@@ -1755,3 +1756,25 @@ def test_a_long_loop_and_a_loop_around_it_are_checked_by_their_period(num_stages
         for after in (long, heads):
             raced = check(mutated(after, MUTATIONS["the steady-state wait deleted"]()))
             assert raced["verdict"] == "hazard" and "RAW on S" in raced["text"], raced
+
+
+def test_a_synchronous_cp_async_says_so_beside_the_copies_it_counts() -> None:
+    """gfx950's TileLang copies with cp_async_gs, a plain store in its HIP templates: the
+    verdict says why there is nothing to check in words that agree with the summary's
+    count of cp.async calls; gfx942, which emits none, says no pipeline."""
+    said = {}
+    for mcpu in ("gfx950", "gfx942"):
+        with kernel_module(HEADER + FETCH_FIRST, "hazard_kernel.py", None) as module:
+            func, configs = prim_func(module.namespace["fetch_first"],
+                                      {"N": 512, "K": 64, "num_stages": 2})
+            target = {"kind": "hip", "mcpu": mcpu}
+            after, code = lower_kept(func, configs, target)
+        said[mcpu] = (hazard_check.hazards(after, target, ir_facts.main_function,
+                                           ir_facts.device_function)["text"],
+                      "cp_async_gs" in code)
+    text, copies = said["gfx950"]
+    assert copies, said  # TileLang 0.1.15 pipelines on gfx950 with cp_async_gs
+    assert text == ("not checked: cp.async on gfx950 is a synchronous store in TileLang's "
+                    "HIP templates (tl_templates/hip/copy.h): no asynchronous pipeline to "
+                    "check"), said
+    assert said["gfx942"] == ("not checked: no asynchronous pipeline on gfx942", False), said
