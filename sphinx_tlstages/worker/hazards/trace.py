@@ -310,7 +310,7 @@ class Trace:
             record["threads"] = self.env[self.threads]  # the threads that execute it
         self.records.append(record)
 
-    def read(self, load: Any, how: str, extra: int = 0) -> None:
+    def read_at(self, load: Any, how: str, extra: int = 0) -> None:
         """A read of the shared elements ``load`` names (``extra``: bytes past the last
         element's first byte, for an instruction that reads from a thread's address)."""
         buffer, root, lo, hi = self.region(load.buffer, list(load.indices))

@@ -127,6 +127,6 @@ def tensor_memory(trace: Trace, name: str, args: list[Any]) -> None:
     for arg in args:
         load = shared_address(arg)
         if load is not None:
-            trace.read(load, name)
+            trace.read_at(load, name)
         elif address_of(arg) is None:
             trace.reads(arg)

@@ -28,7 +28,7 @@ def matrix_load(trace: Trace, name: str, args: list[Any]) -> None:
         load = shared_address(arg)
         if load is not None:
             element = load.buffer.dtype.bits * load.buffer.dtype.lanes // 8
-            trace.read(load, name, extra=POINTER_READS[name] - element)
+            trace.read_at(load, name, extra=POINTER_READS[name] - element)
 
 
 @rule("ptx_stmatrix")
