@@ -107,7 +107,7 @@ def test_the_summary_speaks_of_threadgroup_memory_and_its_barriers(built: Built)
                              "none: loads and stores", "none"]
     assert rows["3"][2] == "24,576 B (75 %)"
     note = built.part("tl-synchronous").astext()
-    assert "pipeline is synchronous" in note and "threadgroup_barrier" in note
+    assert "pipelined loop is synchronous" in note and "threadgroup_barrier" in note
 
 
 def test_the_hazard_check_says_why_it_does_not_check_metal(built: Built) -> None:
@@ -208,7 +208,7 @@ def test_the_text_builder_writes_a_metal_page(tmp_path: Path) -> None:
     assert built.warnings == ""
     text = (built.outdir / "index.txt").read_text(encoding="utf-8")
     flat = re.sub(r"\s+", " ", text)
-    assert "pipeline is synchronous" in flat and "no commits or waits" in flat.lower()
+    assert "loop is synchronous" in flat and "no commits or waits" in flat.lower()
     assert "The full Metal listings are in the HTML output." in flat
 
 
@@ -288,3 +288,35 @@ def test_the_words_about_webgpu_and_the_cpu_hold_for_this_tilelang() -> None:
     assert {"tl.PipelinePlanning", "tl.InjectSoftwarePipeline"} <= set(webgpu["3"]["passes"])
     assert webgpu["1"]["code"] != webgpu["3"]["code"]
     assert "tl.gemm requires a target-specific implementation" in found["webgpu_gemm"]["error"]
+
+
+# The written #line directives change nothing else: TileLang's own code comes back when
+# they are taken out, and a printing that is not TileLang's code is not used.
+_LINES_PROBE = """
+import json, sys
+import tilelang
+from tilelang import tvm
+sys.path.insert(0, sys.argv[1])
+from tiled_gemm import matmul
+from sphinx_tlstages.worker.ir import source_lines
+from sphinx_tlstages.worker.lowering import lower_kept
+
+func = matmul.get_tir(M=256, N=256, K=256, num_stages=3)
+kept, lined = lower_kept(func, {}, {"kind": "metal"})
+target = tvm.target.Target({"kind": "metal"})
+with tilelang.transform.PassContext(opt_level=3), target:
+    own = tilelang.lower(func, target=target, enable_device_compile=False).kernel_source
+    other = source_lines.with_line_directives(kept["final"], target, "// not this code\\n")
+print(json.dumps({"lined": lined, "own": str(own), "other": other}))
+"""
+
+
+def test_the_written_line_directives_are_all_that_differs_from_tilelangs_metal() -> None:
+    found = json.loads(subprocess.run(
+        [sys.executable, "-c", _LINES_PROBE, str(KERNELS)], capture_output=True, text=True,
+        check=True, timeout=600).stdout)
+    lined, own = found["lined"], found["own"]
+    assert "#line" not in own and lined.count("#line") > 50
+    assert "".join(line for line in lined.splitlines(True)
+                   if not line.lstrip().startswith("#line")) == own
+    assert found["other"] == "// not this code\n"

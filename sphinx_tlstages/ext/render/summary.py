@@ -123,10 +123,10 @@ def synchronous_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | Non
     if not metal:
         return None
     return nodes.paragraph(classes=["tl-note", "tl-synchronous"], text=(
-        "On Metal the pipeline is synchronous: TileLang versions the shared buffers per "
-        "stage and fills a slot ahead of its use, as on CUDA, but each copy is plain loads "
-        "and stores into threadgroup memory, ordered by threadgroup_barrier, not an "
-        "asynchronous copy: there is nothing to commit or wait for."))
+        "On Metal a pipelined loop is synchronous: where TileLang versions a shared buffer "
+        "per stage it fills a slot ahead of its use, as on CUDA, but each copy is plain "
+        "loads and stores into threadgroup memory, ordered by threadgroup_barrier, never "
+        "an asynchronous copy: there is nothing to commit or wait for."))
 
 
 def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
