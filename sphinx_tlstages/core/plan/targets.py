@@ -156,12 +156,12 @@ class Target:
 
     @property
     def barrier(self) -> str:
-        """The block-wide barrier as the generated code spells it, and the key of its
-        count in the ``sync`` fact."""
+        """The block-wide barrier as the generated code spells it."""
         return "threadgroup_barrier" if self.kind == "metal" else "__syncthreads"
 
     @property
     def barrier_key(self) -> str:
+        """The key of the block-wide barrier's count in the ``sync`` fact."""
         return "threadgroup_barrier" if self.kind == "metal" else "syncthreads"
 
     @property
