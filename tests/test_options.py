@@ -12,7 +12,7 @@ from sphinx_tlstages.core.errors import OptionError
 from sphinx_tlstages.core.parts import parse_show
 from sphinx_tlstages.core.plan.options import parse_name, parse_num_stages, parse_params
 from sphinx_tlstages.core.plan.spec import DirectiveSpec
-from sphinx_tlstages.core.plan.targets import parse_target
+from sphinx_tlstages.core.plan.targets import parse_target, parse_targets
 from sphinx_tlstages.core.planner import Defaults, Kernel, plan
 
 from .kernels import GEMM, GEMM_PARAMS
@@ -114,10 +114,32 @@ def test_target_spellings_agree(text: str) -> None:
     assert target.shared_memory_limit == 232448
 
 
+@pytest.mark.parametrize(("text", "keys", "label"), [
+    ("metal", None, "metal"), ('{"kind": "metal"}', None, "metal"),
+    ('{"kind": "metal", "keys": ["metal", "gpu"]}', None, "metal"),
+    ("metal4", ["metal", "gpu", "metal4"], "metal4"),
+    ('{"kind": "metal", "keys": ["metal", "gpu", "metal4"]}', ["metal", "gpu", "metal4"],
+     "metal4")])
+def test_metal_spellings_agree(text: str, keys: list[str] | None, label: str) -> None:
+    target = parse_target(text)
+    assert target.as_dict == {"kind": "metal", **({"keys": keys} if keys else {})}
+    assert (target.label, target.language, target.source_suffix) == (label, "Metal", ".metal")
+    # Apple's Metal feature set tables: 32 KB of threadgroup memory per threadgroup.
+    assert target.shared_memory_limit == 32768
+    assert (target.barrier, target.asynchronous) == ("threadgroup_barrier", False)
+    assert [t.label for t in parse_targets("sm_80 sm_90a metal")] == ["sm_80", "sm_90a",
+                                                                      "metal"]
+
+
 @pytest.mark.parametrize(("text", "message"), [
     ("auto", "needs a GPU"),
     ("sm80", "unknown target"),
-    ('{"kind": "llvm"}', "only CUDA"),
+    ('{"kind": "opencl"}', "only CUDA, HIP and Metal"),
+    ('{"kind": "llvm"}', "CPU target .* runs no pipeline pass"),
+    ("c", "num_stages changes nothing there"),
+    ("webgpu", "no T.gemm implementation there"),
+    ('{"kind": "webgpu"}', "does not lower for WebGPU"),
+    ('{"kind": "metal", "keys": ["metal4"]}', "keys must be"),
     ("{not json", "not valid JSON"),
     ("cuda arch", "cannot read"),
 ])

@@ -25,6 +25,12 @@ LINES = [
     # near misses: what a careless literal test would take for a match, or miss
     "my_tl::mma_sync<f16>(c);", "tl::wgmma_xx<1>(a);", "bar.init(1);", "__syncthreads ();",
     '#line 12 "kernel.py"', "tl::tma_load_im2colx(d);",
+    # Metal's, then their near misses
+    "threadgroup_barrier(mem_flags::mem_threadgroup);",
+    "simdgroup_barrier(mem_flags::mem_threadgroup);",
+    "simdgroup_multiply_accumulate(C_local[0], A_local[0], B_local[0], C_local[0]);",
+    "__pct_op.run(__ct_a, __ct_b, __pct_c0);",
+    "my_threadgroup_barrier(x);", "__pct_op.runner(x);",
 ]
 
 
@@ -39,7 +45,8 @@ def scanned(code: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("picked", [range(len(LINES)), range(0, len(LINES), 2),
-                                    range(1, len(LINES), 3), range(0), [4, 25, 26, 27]])
+                                    range(1, len(LINES), 3), range(0), [4, 25, 26, 27],
+                                    range(32, 38)])
 def test_counts_as_a_scan_of_every_spelling(picked: range | list[int]) -> None:
     code = "\n".join(f"  {LINES[i]}" for i in picked) + "\n"
     assert cuda.sync_counts(code) == scanned(code)

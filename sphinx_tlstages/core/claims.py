@@ -112,7 +112,8 @@ NAMES: tuple[Name, ...] = (
          "``.producer_threads``, ``.barriers``",
          '(warp_specialized is None) == (target != "sm_90a")'),
     Name("gemm", "list[str]", "the instruction each ``T.gemm`` became, in source order: "
-         "``mma_sync``, ``wgmma``, ``tcgen05``, ``mfma`` or ``fma``",
+         "``mma_sync``, ``wgmma``, ``tcgen05``, ``mfma``, ``simdgroup_multiply_accumulate`` "
+         "or ``matmul2d`` (Metal), or ``fma``",
          'gemm[0] == ("wgmma" if target == "sm_90a" else "mma_sync")'),
     Name("tmem", "dict[str, namespace]", "tensor-memory buffers by name: ``.columns``, "
          "``.shape``, ``.dtype`` (sm_100a)", 'tmem == {} or tmem["C_tmem"].columns == 128'),

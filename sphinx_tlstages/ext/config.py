@@ -201,8 +201,8 @@ class Settings:
     targets: ConfigValue[tuple[Target, ...]] = ConfigValue(
         "tlstages_target", "sm_80", "env", (str,),
         "Target used when a directive gives no ``:target:`` (an arch such as ``sm_80`` or "
-        "``gfx942``, ``cuda -arch=sm_90a`` or a JSON target). Never ``auto``: docs build "
-        "without a GPU.",
+        "``gfx942``, ``metal``, ``cuda -arch=sm_90a`` or a JSON target). Never ``auto``: "
+        "docs build without a GPU.",
         read=_parsed(parse_targets),
     )
     file_roots: ConfigValue[tuple[Path, ...]] = ConfigValue(

@@ -45,10 +45,12 @@ OPTIONS: dict[str, str] = {
                   "(``T.Pipelined(..., num_stages=3)``) lowers as written, with that value "
                   "only.",
     "target": "An NVIDIA arch (``sm_75`` to ``sm_121a``: ``sm_80``, ``sm_90a``, ``sm_100a``), "
-              "an AMD GPU (``gfx942``, ``gfx950``), ``cuda -arch=sm_90a``, ``hip "
-              "-mcpu=gfx942`` or a JSON target dict (default ``tlstages_target``); never "
-              "``auto``. Several (``sm_80 sm_90a gfx942``, or any spellings separated by "
-              "``;``) lower every variant for each.",
+              "an AMD GPU (``gfx942``, ``gfx950``), Apple's GPUs (``metal``; ``metal4`` "
+              "for the target TileLang picks on an Apple M5 or later), ``cuda "
+              "-arch=sm_90a``, ``hip -mcpu=gfx942`` or a JSON target dict (default "
+              "``tlstages_target``); never ``auto``. Several (``sm_80 sm_90a metal``, or any "
+              "spellings separated by ``;``) lower every variant for each. WebGPU, "
+              "TileLang's CPU target and Ascend are refused, saying why.",
     "params": "``KEY=VALUE`` Python literals passed to the factory as keywords; TileLang "
               "dtypes and enum constants as its examples write them (``T.bfloat16``, "
               "``T.GemmWarpPolicy.FullRow``).",

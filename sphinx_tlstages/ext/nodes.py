@@ -59,8 +59,11 @@ class tl_collapsible(tl_node):
         for node in run:
             listing += nodes.list_item("", nodes.paragraph(text=node["summary"]))
         listings = sum("tl-cuda-item" in n["classes"] for n in run)
-        what = ("The full CUDA listings are" if listings == len(run) else
-                "The diffs are" if not listings else "The diffs and the full CUDA listings are")
+        # A listing's language (CUDA, HIP, Metal) rides on its node; CUDA where it does not.
+        languages = {n.get("language") or "CUDA" for n in run if "tl-cuda-item" in n["classes"]}
+        full = f"full {languages.pop()} listings" if len(languages) == 1 else "full listings"
+        what = (f"The {full} are" if listings == len(run) else
+                "The diffs are" if not listings else f"The diffs and the {full} are")
         note = nodes.paragraph(classes=["tl-note", "tl-html-only"])
         note += nodes.emphasis(text=f"{what} in the HTML output.")
         return [listing, note]

@@ -27,7 +27,7 @@ from ..core.results.result import Result, failure
 from . import resources
 from .hazards import verdict as hazard_check
 from .ir import facts as ir_facts
-from .ir import schedule
+from .ir import schedule, source_lines
 from .kernel_module import factory_arguments, factory_object, kernel_module, prim_func
 from .templates import template_digest
 
@@ -190,7 +190,7 @@ def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool 
             # Provenance for a snapshot, taken where one may be written from this result.
             prints = Fingerprints() if task.fingerprints or task.record_passes else None
             source_cuda = _lower(func, pass_configs, task.target,
-                                 _recorder(after, built, log, running, prints))
+                                 _recorder(after, built, log, running, prints), after)
     except Exception as exc:
         line = exc.line if isinstance(exc, SourceError) else _kernel_line(exc, name)
         message = _message(exc)
@@ -246,7 +246,7 @@ def lower_kept(func: Any, pass_configs: dict[str, Any],
     benchmark of its cost, the sweep over other projects' kernels, the tests)."""
     after: dict[str, Any] = {}
     recorder = _recorder(after, [], PassLog((), changes=False), [])
-    source = _lower(func, pass_configs, target, recorder)
+    source = _lower(func, pass_configs, target, recorder, after)
     return after, source
 
 
@@ -257,9 +257,10 @@ def lower_fingerprinted(func: Any, pass_configs: dict[str, Any], target: dict[st
     process's CPU seconds it took and the fingerprints. For the benchmark of their cost
     and the probe of their stability across releases."""
     prints = Fingerprints() if how else None
-    recorder = _recorder({}, [], PassLog((), changes=False), [], prints, how or "hash")
+    after: dict[str, Any] = {}
+    recorder = _recorder(after, [], PassLog((), changes=False), [], prints, how or "hash")
     started = time.process_time()
-    _lower(func, pass_configs, target, recorder)
+    _lower(func, pass_configs, target, recorder, after)
     return time.process_time() - started, prints.lines if prints else []
 
 
@@ -274,9 +275,10 @@ def _schedule(after: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],
-           recorder: Any) -> str:
-    """TileLang's compile-only lowering of ``func`` (CUDA or HIP source), every pass seen
-    by the recorder."""
+           recorder: Any, kept: dict[str, Any]) -> str:
+    """TileLang's compile-only lowering of ``func`` (CUDA, HIP or Metal source), every
+    pass seen by the recorder, which keeps modules in ``kept``. Metal's printer writes no
+    ``#line`` directives: they are added from the IR's spans (:mod:`.ir.source_lines`)."""
     from tilelang.transform import PassConfigKey
 
     config: dict[str, Any] = {}
@@ -289,6 +291,11 @@ def _lower(func: Any, pass_configs: dict[str, Any], target_dict: dict[str, Any],
                                         instruments=[recorder]), target:
         artifact = tilelang.lower(func, target=target, enable_device_compile=False)
     source_cuda = str(artifact.kernel_source or "")
+    if source_lines.PRINTERS.get(str(target_dict.get("kind"))):
+        # Printed again outside the recorder: its passes are no pass of the lowering.
+        with tilelang.transform.PassContext(opt_level=3, config=config), target:
+            source_cuda = source_lines.with_line_directives(kept.get("final"), target,
+                                                            source_cuda)
     if not source_cuda.strip():
         raise RuntimeError("TileLang produced no device source")
     return source_cuda

@@ -8,7 +8,9 @@ rows, as text does, each with its lanes labelled. One lane per statement
 shared-buffer version it uses, with ``vN`` written above it (colour is never the only
 cue); commits (``C``, dashed) and waits
 (``W2``, solid) are marks across every lane where they stand. ``__syncthreads`` are not
-drawn: the final IR no longer says between which statements they stand.
+drawn: the final IR no longer says between which statements they stand. A synchronous
+pipeline (Metal's: versioned buffers, copies as plain loads and stores) is drawn alike,
+with no commits or waits, and its legend says why.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from .drawing import Drawing, caption, digest, join_names, mono_width, sans_width, wrap
 from .hazard_marks import legend, marked
-from .lanes import Part, Slot, describe, last_iteration, parts, times
+from .lanes import SYNCHRONOUS, Part, Slot, describe, last_iteration, parts, times
 
 Json = dict[str, Any]
 
@@ -204,7 +206,8 @@ def _legend(pic: Drawing, fig: Json, dims: dict[str, int], versions: int, y: flo
     # One line (or more) per item, and no break inside "ko = 0 … 13": a legend broken at
     # a fixed width elsewhere reads "ko =" at the end of one line and "0 … 13" on the next.
     first = f"{var} = {loop['min']}"
-    items = ["C tl::cp_async_commit(): closes a group of copies · Wn "
+    items = [SYNCHRONOUS if fig.get("synchronous") else
+             "C tl::cp_async_commit(): closes a group of copies · Wn "
              "tl::cp_async_wait<n>(): waits until at most n groups are still in flight "
              "(W0: all have landed)",
              f"each box: the tile (iteration) it works on, {_unit(tiles)}, "

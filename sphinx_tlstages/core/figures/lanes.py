@@ -253,6 +253,11 @@ def _step_words(fig: Json, step: list[Json], var: str) -> str:
     return ", ".join(words)
 
 
+# A synchronous pipeline's legend and sentence: why no commit or wait is drawn.
+SYNCHRONOUS = ("no commits or waits: each copy is plain loads and stores into threadgroup "
+               "memory, ordered by threadgroup_barrier (not drawn), not an asynchronous copy")
+
+
 def describe(fig: Json, covers: list[str]) -> str:
     """The figure in words, step by step (its ``<desc>``)."""
     var = str(fig.get("loop_var") or "k")
@@ -264,10 +269,16 @@ def describe(fig: Json, covers: list[str]) -> str:
                  f"(versions shown for {var} = {loop['min']}).")
     steps += [f"Epilogue step {n + 1}: {_step_words(fig, step, var)}."
               for n, step in enumerate(fig["epilogue"])]
-    return (f"Software pipeline of a {len(fig['statements'])}-statement loop over "
+    kind = "Synchronous software pipeline" if fig.get("synchronous") else "Software pipeline"
+    return (f"{kind} of a {len(fig['statements'])}-statement loop over "
             f"n = {fig.get('trip_count')} tiles, num_stages = {fig.get('num_stages')}; "
             f"time runs left to right through the generated code. {versions_said(fig)}. "
-            + " ".join(steps) + f" Covers {'; '.join(covers)}." + _hazards(fig))
+            + " ".join(steps) + f" Covers {'; '.join(covers)}." + _synchronous(fig)
+            + _hazards(fig))
+
+
+def _synchronous(fig: Json) -> str:
+    return f" {SYNCHRONOUS[0].upper()}{SYNCHRONOUS[1:]}." if fig.get("synchronous") else ""
 
 
 def _hazards(fig: Json) -> str:
@@ -294,4 +305,5 @@ def sentence(fig: Json, covers: list[str]) -> str:
     return (f"Schedule figure for {'; '.join(covers)}: {len(fig['prologue'])} prologue "
             f"step(s){marks(fig['prologue'])}, then the steady state {times(loop)} "
             f"({body}), then {len(fig['epilogue'])} epilogue step(s)"
-            f"{marks(fig['epilogue'])}; {versions_said(fig, lower=True)}." + _hazards(fig))
+            f"{marks(fig['epilogue'])}; {versions_said(fig, lower=True)}." + _synchronous(fig)
+            + _hazards(fig))

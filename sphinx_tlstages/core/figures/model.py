@@ -54,10 +54,11 @@ def _statements(named: Sequence[Mapping[str, Any]], read: list[Json],
     return [{"text": s["text"], "line": line(s.get("line"))} for s in named]
 
 
-def schedule_figures(result: Result, line: Callable[[int | None], int | None] = lambda n: n
-                     ) -> tuple[list[Json], str | None]:
+def schedule_figures(result: Result, line: Callable[[int | None], int | None] = lambda n: n,
+                     synchronous: bool = False) -> tuple[list[Json], str | None]:
     """(figure data, None), or ([], why there is nothing to draw) for one variant.
-    ``line`` maps a kernel line to the line the page numbers it with."""
+    ``line`` maps a kernel line to the line the page numbers it with; ``synchronous``:
+    the target's copies are plain loads and stores (Metal), which its figures say."""
     if not result.get("ok"):
         return [], "failed to lower, so there is no schedule to draw"
     schedule = result.get("schedule")
@@ -99,6 +100,8 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
         named = tables[i]["statements"] if i < len(tables) else []
         fig = {**loop, "kind": "cp_async", "loop_index": i,
                "statements": _statements(named, loop["statements"], line)}
+        if synchronous:  # only then: a CUDA figure's data (and its digest) stay as they were
+            fig["synchronous"] = True
         if i < len(tables) and tables[i].get("line") is not None:
             fig["line"] = line(tables[i].get("line"))
         # Only a figure with a finding placed on it gets the key: a clean one is unchanged.

@@ -1,10 +1,17 @@
 """Compilation targets: what ``:target:`` accepts, and what each target allows.
 
 Every spelling the extension accepts (``sm_90a``, ``cuda -arch=sm_90a``, ``gfx942``,
-``hip -mcpu=gfx942``, a JSON dict) becomes one canonical TVM target dict, ``{"arch":
-"sm_90a", "kind": "cuda"}`` or ``{"kind": "hip", "mcpu": "gfx942"}``: that dict is what
-goes into lowering keys and snapshots. The arch is required: TVM fills a bare ``cuda``
-with ``sm_50`` and a bare ``hip`` with ``gfx900`` and lowers for those without a word.
+``hip -mcpu=gfx942``, ``metal``, a JSON dict) becomes one canonical TVM target dict,
+``{"arch": "sm_90a", "kind": "cuda"}``, ``{"kind": "hip", "mcpu": "gfx942"}`` or
+``{"kind": "metal"}``: that dict is what goes into lowering keys and snapshots. The arch
+is required: TVM fills a bare ``cuda`` with ``sm_50`` and a bare ``hip`` with ``gfx900``
+and lowers for those without a word. Apple's GPUs have no arch in TVM's target: ``metal``
+is the target TileLang lowers for everywhere, ``metal4`` the same with the ``metal4`` key
+TileLang adds on an Apple M5 or later (macOS 26), which lets a gemm become Metal 4's
+cooperative-tensor matmul.
+
+Targets TileLang has but this extension does not lower for are refused with what TileLang
+does there (:data:`NOT_LOWERED`).
 """
 
 from __future__ import annotations
@@ -49,10 +56,46 @@ AMD_LDS: dict[str, int] = {
     "gfx950": 163840,
 }
 
+# Threadgroup memory one threadgroup may use on Apple's GPUs, in bytes. From Apple's
+# "Metal feature set tables", row "Maximum total threadgroup memory allocation":
+# https://developer.apple.com/metal/Metal-Feature-Set-Tables.pdf
+#   32 KB in every Apple family from Apple4 (A11) on (M1 to M5 among them) and in Mac2;
+#   16 KB only in Apple1 to Apple3 (A7 to A10), whose GPUs TileLang does not target.
+APPLE_THREADGROUP_MEMORY = 32768
+
+# TVM's target keys for Apple's GPUs: TileLang's own detection (tilelang/metal/target.py)
+# adds "metal4" on an Apple M5 or later with macOS 26 and its SDK, and only then may a
+# gemm become Metal 4's cooperative-tensor matmul. A build on any machine names it.
+_METAL4_KEYS = ["metal", "gpu", "metal4"]
+_METAL_NAMES = {"metal": None, "metal4": _METAL4_KEYS}
+
+# Targets TileLang has, which this extension does not lower for: what TileLang does there
+# (measured with 0.1.14 and 0.1.15), said at the directive's :target: line in place of a
+# traceback or a bare "unknown target".
+NOT_LOWERED: dict[str, str] = {
+    "webgpu": "TileLang runs the same pipeline passes for WebGPU as for CUDA, but it has "
+              "no T.gemm implementation there (lowering a gemm fails with 'tl.gemm "
+              "requires a target-specific implementation'), so this extension does not "
+              "lower for WebGPU; for Apple's GPUs use metal",
+    "c": "TileLang's CPU target (c, llvm) runs no pipeline pass (neither "
+         "PipelinePlanning nor InjectSoftwarePipeline): num_stages changes nothing there, "
+         "and a T.gemm into a fragment does not lower for it, so this extension does not "
+         "lower for the CPU",
+}
+NOT_LOWERED["llvm"] = NOT_LOWERED["cpu"] = NOT_LOWERED["c"]
+# Measured with TileLang 0.1.15 (0.1.14 has no Ascend backend) and PyPI's tilelang-ascend
+# 0.1.4 (one wheel: CPython 3.11 on aarch64 Linux).
+NOT_LOWERED["ascend"] = NOT_LOWERED["asc"] = (
+    "TileLang 0.1.15's Ascend backend takes kernels written with tilelang.ascend.language "
+    "and buffers them with scheduling passes of its own, not PipelinePlanning and "
+    "InjectSoftwarePipeline (a CUDA-style GEMM does not lower for it), and the "
+    "tilelang-ascend package on PyPI is an aarch64 wheel that needs torch_npu, so this "
+    "extension does not lower for Ascend NPUs")
+
 # What TileLang's CUDA backend parses: sm_, two or three digits, an optional a or f.
 _ARCH = re.compile(r"^sm_(\d{2,3})[af]?$")
 _MCPU = re.compile(r"^gfx[0-9a-f]{3,4}$")
-_KEYS = {"cuda": ("kind", "arch"), "hip": ("kind", "mcpu")}
+_KEYS = {"cuda": ("kind", "arch"), "hip": ("kind", "mcpu"), "metal": ("kind", "keys")}
 TENSOR_MEMORY_COLUMNS = 512  # 32-bit columns of tensor memory per SM (sm_100 to sm_110)
 
 
@@ -77,8 +120,10 @@ class Target:
 
     @property
     def arch(self) -> str:
-        """``sm_90a`` or ``gfx942``."""
+        """``sm_90a``, ``gfx942``, or ``metal``/``metal4`` for Apple's GPUs."""
         value = self.as_dict
+        if self.kind == "metal":
+            return "metal4" if value.get("keys") == _METAL4_KEYS else "metal"
         return str(value.get("arch") or value.get("mcpu") or "")
 
     @property
@@ -94,23 +139,43 @@ class Target:
 
     @property
     def language(self) -> str:
-        """What the generated code is written in: ``CUDA`` or ``HIP``."""
-        return "HIP" if self.kind == "hip" else "CUDA"
+        """What the generated code is written in: ``CUDA``, ``HIP`` or ``Metal``."""
+        return {"hip": "HIP", "metal": "Metal"}.get(self.kind, "CUDA")
 
     @property
     def source_suffix(self) -> str:
-        """The file suffix of the generated code: ``.cu``, or ``.cpp`` for HIP."""
-        return ".cpp" if self.kind == "hip" else ".cu"
+        """The file suffix of the generated code: ``.cu``, ``.cpp`` for HIP, ``.metal``."""
+        return {"hip": ".cpp", "metal": ".metal"}.get(self.kind, ".cu")
 
     @property
     def memory(self) -> str:
         """What the limit is about, in the vendor's words."""
-        return "LDS per workgroup" if self.kind == "hip" else "shared memory per block"
+        return {"hip": "LDS per workgroup",
+                "metal": "threadgroup memory per threadgroup"}.get(
+                    self.kind, "shared memory per block")
+
+    @property
+    def barrier(self) -> str:
+        """The block-wide barrier as the generated code spells it."""
+        return "threadgroup_barrier" if self.kind == "metal" else "__syncthreads"
+
+    @property
+    def barrier_key(self) -> str:
+        """The key of the block-wide barrier's count in the ``sync`` fact."""
+        return "threadgroup_barrier" if self.kind == "metal" else "syncthreads"
+
+    @property
+    def asynchronous(self) -> bool:
+        """Whether TileLang's copies into shared memory can be asynchronous here (cp.async,
+        TMA): on Metal they are plain loads and stores ordered by threadgroup barriers."""
+        return self.kind != "metal"
 
     @property
     def shared_memory_limit(self) -> int | None:
         if self.kind == "hip":
             return AMD_LDS.get(self.arch)
+        if self.kind == "metal":
+            return APPLE_THREADGROUP_MEMORY
         cc = self.compute_capability
         return NVIDIA_SHARED_MEMORY.get(cc) if cc is not None else None
 
@@ -123,7 +188,16 @@ class Target:
 
 def instruction_rule(target: Target, instruction: str) -> str | None:
     """Why a ``T.gemm`` could not have become anything faster, when the reason is a plain
-    rule of the architecture (the PTX ISA's), not a choice of the compiler's."""
+    rule of the architecture (the PTX ISA's) or of the target as TileLang reads it (on
+    Apple's GPUs, the ``metal4`` key), not a choice left to the compiler."""
+    if target.kind == "metal" and instruction == "simdgroup_multiply_accumulate":
+        if target.arch == "metal":
+            return ("metal: TileLang makes a T.gemm Metal 4's cooperative-tensor matmul2d "
+                    "only for a target with the metal4 key (metal4, which it picks itself "
+                    "on an Apple M5 or later with macOS 26)")
+        return ("metal4: TileLang keeps a T.gemm whose accumulator is a fragment "
+                "(T.alloc_fragment) on simdgroup matrices; matmul2d needs another "
+                "accumulator and a tile that splits into 16x32 pieces per simdgroup")
     cc = target.compute_capability
     if cc is None or instruction not in ("mma_sync", "fma"):
         return None
@@ -139,18 +213,37 @@ def _canonical(value: dict[str, object]) -> Target:
     return Target(json.dumps(value, sort_keys=True, separators=(",", ":")))
 
 
+def _not_lowered(kind: str, text: str) -> OptionError:
+    return OptionError(f"target {text!r}: {NOT_LOWERED[kind]}")
+
+
+def _metal(value: dict[str, object], text: str) -> Target:
+    """``metal`` (TVM's own keys, left out) or ``metal4`` (its keys spelled out)."""
+    keys = value.get("keys")
+    if keys in (None, ["metal", "gpu"]):
+        return _canonical({"kind": "metal"})
+    if keys == _METAL4_KEYS:
+        return _canonical({"kind": "metal", "keys": _METAL4_KEYS})
+    raise OptionError(f"target {text!r}: keys must be {_METAL4_KEYS} (metal4) or left "
+                      f"out (metal), got {keys!r}")
+
+
 def _from_dict(value: dict[str, object], text: str) -> Target:
     kind = value.get("kind")
     if kind == "rocm":
         raise OptionError(f"target {text!r}: TileLang lowers AMD GPUs with kind 'hip' "
                           "(gfx942, or {\"kind\": \"hip\", \"mcpu\": \"gfx942\"})")
+    if isinstance(kind, str) and kind in NOT_LOWERED:
+        raise _not_lowered(kind, text)
     if kind not in _KEYS:
-        raise OptionError(f"target {text!r}: only CUDA and HIP targets are supported "
+        raise OptionError(f"target {text!r}: only CUDA, HIP and Metal targets are supported "
                           f"(kind {kind!r})")
     extra = sorted(set(value) - set(_KEYS[str(kind)]))
     if extra:
         raise OptionError(f"target {text!r}: only {' and '.join(_KEYS[str(kind)])} can be "
                           f"given, not {', '.join(extra)}")
+    if kind == "metal":
+        return _metal(value, text)
     if kind == "cuda":
         arch = value.get("arch")
         if arch is None:
@@ -176,12 +269,12 @@ def _from_dict(value: dict[str, object], text: str) -> Target:
 
 
 def _is_name(word: str) -> bool:
-    return bool(_ARCH.match(word) or _MCPU.match(word))
+    return bool(_ARCH.match(word) or _MCPU.match(word) or word in _METAL_NAMES)
 
 
 def parse_target(text: str) -> Target:
-    """Parse ``sm_80``, ``gfx942``, ``cuda -arch=sm_90a``, ``hip -mcpu=gfx942`` or a JSON
-    target dict; never ``auto``."""
+    """Parse ``sm_80``, ``gfx942``, ``metal``, ``metal4``, ``cuda -arch=sm_90a``, ``hip
+    -mcpu=gfx942`` or a JSON target dict; never ``auto``."""
     text = text.strip()
     if not text:
         raise OptionError("target is empty")
@@ -200,6 +293,10 @@ def parse_target(text: str) -> Target:
         return _from_dict({"kind": "cuda", "arch": text}, text)
     if _MCPU.match(text):
         return _from_dict({"kind": "hip", "mcpu": text}, text)
+    if text in _METAL_NAMES:
+        return _metal({"kind": "metal", "keys": _METAL_NAMES[text]}, text)
+    if text.lower() in NOT_LOWERED:
+        raise _not_lowered(text.lower(), text)
     words = shlex.split(text)
     if words and words[0] in ("cuda", "hip", "rocm"):
         spelled: dict[str, object] = {"kind": words[0]}
@@ -210,13 +307,13 @@ def parse_target(text: str) -> Target:
             spelled[match.group(1)] = match.group(2)
         return _from_dict(spelled, text)
     raise OptionError(
-        f"unknown target {text!r}: use an arch (sm_80, sm_90a, gfx942), "
+        f"unknown target {text!r}: use an arch (sm_80, sm_90a, gfx942), metal, "
         "'cuda -arch=sm_90a', 'hip -mcpu=gfx942' or JSON"
     )
 
 
 def parse_targets(text: str) -> tuple[Target, ...]:
-    """One target, or several: ``sm_80 sm_90a gfx942`` (arch names) or ``a; b`` for any
+    """One target, or several: ``sm_80 sm_90a gfx942 metal`` (names) or ``a; b`` for any
     spellings. Each becomes an axis of the directive's matrix of variants."""
     text = text.strip()
     if ";" in text:

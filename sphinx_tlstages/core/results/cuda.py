@@ -1,4 +1,4 @@
-"""Generated CUDA (or HIP) as text: normalised once at the source, then counted and shown.
+"""Generated CUDA (or HIP, or Metal) as text: normalised once at the source, then counted and shown.
 
 Normalising removes what depends on the machine: ``#line`` directives name absolute
 paths (the kernel's file made absolute against the worker's folder, TileLang's own
@@ -43,6 +43,13 @@ COUNTED: dict[str, str] = {
     # AMD (HIP): the matrix cores. Synchronisation keeps the CUDA spellings there
     # (__syncthreads, and the cp_async names, which TileLang's HIP headers define).
     "mfma": r"\b__builtin_amdgcn_mfma_\w+\(",
+    # Apple (Metal): barriers over a threadgroup's threadgroup memory (TileLang writes a
+    # simdgroup_barrier where it wants a warp's), 8x8 simdgroup matrix multiplies, and
+    # Metal 4's cooperative-tensor matmul2d, run through the operation TileLang names.
+    "threadgroup_barrier": r"\bthreadgroup_barrier\(",
+    "simdgroup_barrier": r"\bsimdgroup_barrier\(",
+    "simdgroup_mma": r"\bsimdgroup_multiply_accumulate\(",
+    "matmul2d": r"\b__pct_op\.run\(",
 }
 _WAIT = re.compile(r"\btl::cp_async_wait<(\d+)>\(\)")
 

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from .cuda import Mapped
 
 # Which template files expand which tile operation (TileLang's CUDA and ROCm emitters:
-# mma, wgmma, tcgen05 and mfma macro generators).
-_TEMPLATES = {"gemm": ("gemm", "mma", "tcgen05", "mfma"), "copy": ("copy", "tma"),
+# mma, wgmma, tcgen05 and mfma macro generators; Metal's gemm and its macro generator).
+_TEMPLATES = {"gemm": ("gemm", "mma", "tcgen05", "mfma", "metal_macro"), "copy": ("copy", "tma"),
               "reduce_max": ("reduce",), "reduce_sum": ("reduce",), "reduce": ("reduce",),
               "fill": ("fill",),
               "clear": ("fill", "clear"), "atomic_add": ("atomic",)}

@@ -132,10 +132,15 @@ def highlight_cached(app: Sphinx, cache: Cache, root: nodes.Element) -> None:
         block.replace_self(nodes.raw("", html, format="html"))
 
 
-_HINT = ("The number at the left of each CUDA line is the kernel line it came from, as "
-         "the compiler's <code>#line</code> directives say (<em>in italics</em>: expanded "
-         "from a TileLang template for the tile operation on that line; TL: a template line "
-         "no single kernel line accounts for; blank: inserted by the compiler).")
+_HINT = ("The number at the left of each {language} line is the kernel line it came from, "
+         "as the compiler's <code>#line</code> directives say{metal} (<em>in italics</em>: "
+         "expanded from a TileLang template for the tile operation on that line; TL: a "
+         "template line no single kernel line accounts for; blank: inserted by the "
+         "compiler).")
+# TileLang prints Metal without #line directives: the worker writes them from the spans of
+# the IR the code was printed from (worker.ir.source_lines).
+_METAL_HINT = (" (for Metal, which TileLang prints without them, the source lines its IR "
+               "records for each statement)")
 _UNSHOWN_HINT = (" A number underlined with dots is a line of the kernel file that this listing "
                  "leaves out; its tooltip says which.")
 
@@ -178,9 +183,13 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
         linespans=prefix, location=block, hl_lines=list(listing.emphasize))
     html = line_links.source_html(highlighted, prefix, first, per_variant, sass)
     hint = _UNSHOWN_HINT if listing.cut else ""
+    targets = [ok[node["variant"]][0].target for node in listings]
+    languages = {target.language for target in targets}
+    said = _HINT.format(language=languages.pop() if len(languages) == 1 else "generated",
+                        metal=_METAL_HINT if any(t.kind == "metal" for t in targets) else "")
     block.replace_self(nodes.raw(
         "", f'<div class="highlight-python notranslate tl-linked-source">{html}</div>\n'
-            f'<p class="tl-note tl-link-hint">{_HINT}{hint}</p>\n'
+            f'<p class="tl-note tl-link-hint">{said}{hint}</p>\n'
             '<p class="tl-link-status" aria-live="polite"></p>\n', format="html"))
 
 

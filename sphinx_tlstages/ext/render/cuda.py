@@ -19,8 +19,9 @@ from .summary import code_name
 
 
 def _collapsible(summary_text: str, cls: str, *body: nodes.Node,
-                 variant: str = "") -> tl_collapsible:
-    node = tl_collapsible(summary=summary_text, classes=[cls], variant=variant)
+                 variant: str = "", language: str = "") -> tl_collapsible:
+    node = tl_collapsible(summary=summary_text, classes=[cls], variant=variant,
+                          language=language)
     for child in body:
         node += child
     return node
@@ -62,7 +63,10 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
                 suffix = next(v.target.source_suffix for v, _ in rows if v.label == label)
                 link = nodes.reference("", f"download {spec.name}-{label}{suffix}",
                                        refuri=downloads[label], classes=["tl-download"])
+                metal = next(v.target.kind == "metal" for v, _ in rows if v.label == label)
                 body.append(nodes.paragraph("", "", link, nodes.Text(
+                    " (with #line directives, written from the IR's source lines, that map "
+                    "it to the kernel)" if metal else
                     " (with the #line directives that map it to the kernel)")))
             text, hidden = _capped(without_line_directives(res["cuda"]), max_lines)
             # Plain text: highlighted, four full listings made a page of half a megabyte
@@ -73,7 +77,7 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
             language = next(v.target.language for v, _ in rows if v.label == label)
             result.append(_collapsible(f"{headings[label]}: full {language}, "
                                        f"{res['cuda_lines']} lines", "tl-cuda-item", *body,
-                                       variant=label))
+                                       variant=label, language=language))
     return result
 
 

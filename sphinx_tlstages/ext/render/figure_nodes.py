@@ -46,7 +46,8 @@ def schedule_figures(spec: DirectiveSpec,
     notes: list[tuple[str, str]] = []
     line = _line_of(spec)
     for variant, result in rows:
-        figures, note = model.schedule_figures(result, line)
+        figures, note = model.schedule_figures(result, line,
+                                               synchronous=not variant.target.asynchronous)
         several = len(figures) > 1
         for fig in figures:
             where = f"line {fig['line']}" if fig.get("line") is not None \

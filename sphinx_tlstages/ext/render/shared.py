@@ -9,7 +9,7 @@ from docutils import nodes
 
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import TENSOR_MEMORY_COLUMNS
-from ...core.results.result import Result
+from ...core.results.result import Result, shared_bytes
 from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, Span, code, number, table
 
@@ -44,6 +44,26 @@ def _tmem_rows(ok: list[tuple[VariantSpec, Result]]) -> list[list[Cell | Span]]:
     return rows
 
 
+def _limit_cell(variant: VariantSpec, result: Result) -> Cell:
+    limit = variant.target.shared_memory_limit
+    if limit is None:
+        return "no limit known"
+    used = shared_bytes(result)
+    text = f"{100 * used / limit:.0f} % of {number(limit)} B"
+    if used > limit:
+        return nodes.strong(text=f"{text}: over the limit", classes=["tl-over"])
+    return text
+
+
+def _limit_row(ok: list[tuple[VariantSpec, Result]]) -> list[Cell | Span]:
+    """Where Apple's GPUs are among the targets: each variant's shared memory against its
+    target's limit (32 KiB of threadgroup memory on Apple's GPUs, where depth decides
+    whether a tile fits at all)."""
+    label = "of the threadgroup memory a threadgroup may use" \
+        if all(v.target.kind == "metal" for v, _ in ok) else "of the target's limit per block"
+    return [label, *(_limit_cell(v, r) for v, r in ok)]
+
+
 def has_tensor_memory(rows: list[tuple[VariantSpec, Result]]) -> bool:
     return any(r.get("tmem") for _, r in rows if r.get("ok"))
 
@@ -68,8 +88,10 @@ def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     # total for what the block uses.
     reused = any(r["dynamic_shared_bytes"] < sum(b["bytes"] for b in r["shared"])
                  for _, r in ok)
-    merged_label = "merged dynamic allocation (buffers not live at once share memory)" \
-        if reused else "merged dynamic allocation"
+    # On Metal the merged allocation is printed as one fixed-size threadgroup array.
+    merged = "merged allocation (one threadgroup array)" \
+        if all(v.target.kind == "metal" for v, _ in ok) else "merged dynamic allocation"
+    merged_label = f"{merged} (buffers not live at once share memory)" if reused else merged
     body.append([merged_label, *(f"{number(r['dynamic_shared_bytes'])} B" for _, r in ok)])
     if any(r["static_shared_bytes"] for _, r in ok):
         # Tensor memory leaves one 32-bit address per buffer in shared memory.
@@ -77,6 +99,8 @@ def shared_table(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
         body.append([f"static shared ({what})",
                      *(f"{number(r['static_shared_bytes'])} B" for _, r in ok)])
     body += _tmem_rows(ok)
+    if any(v.target.kind == "metal" for v, _ in ok):
+        body.append(_limit_row(ok))
     headers: list[Cell] = ["buffer", *(v.heading for v, _ in ok)]
     return table(headers, body, ["tl-table"], widths=[20, *[20] * len(ok)],
                  key_columns=1)

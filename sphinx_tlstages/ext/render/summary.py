@@ -14,6 +14,7 @@ from ...core.results.result import Hazards, Result, shared_bytes
 from .bench import bench_table
 from .decisions import schedule_cell, split_note
 from .parts import Context, Drawn, Rows, renders
+from .shared import NOT_RECORDED
 from .tables import Cell, Span, doc_line, number, table
 
 
@@ -35,16 +36,30 @@ def _shared_cell(result: Result, limit: int | None, named: bool) -> Cell:
     return text
 
 
+# A block's on-chip memory per target kind, in each vendor's words.
+_MEMORY = {"cuda": ("shared memory", "block"), "hip": ("LDS", "workgroup"),
+           "metal": ("threadgroup memory", "threadgroup")}
+
+
 def memory_heading(targets: Sequence[Target]) -> str:
-    """What a block's on-chip memory is called on these targets."""
-    kinds = {t.kind for t in targets}
-    if kinds == {"hip"}:
-        return "LDS / workgroup"
-    return "shared memory / block" if kinds == {"cuda"} else "shared memory (LDS) / block"
+    """What a block's on-chip memory is called on these targets: the vendor's words for
+    one kind, CUDA's with the others' in parentheses for several."""
+    kinds = sorted({t.kind for t in targets}, key=list(_MEMORY).index)
+    if len(kinds) == 1:
+        memory, unit = _MEMORY[kinds[0]]
+        return f"{memory} / {unit}"
+    others = ", ".join(_MEMORY[k][0] for k in kinds if k != "cuda")
+    return f"shared memory ({others}) / block"
+
+
+def barrier_heading(targets: Sequence[Target]) -> str:
+    """The block-wide barrier as the targets' code spells it: ``__syncthreads``,
+    ``threadgroup_barrier``, or both."""
+    return " / ".join(dict.fromkeys(t.barrier for t in targets))
 
 
 def code_name(targets: Sequence[Target]) -> str:
-    """``CUDA``, ``HIP``, or ``code`` when a directive has both."""
+    """``CUDA``, ``HIP``, ``Metal``, or ``code`` when a directive has several."""
     languages = {t.language for t in targets}
     return languages.pop() if len(languages) == 1 else "code"
 
@@ -57,7 +72,7 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
     matrix = not all(v.only_num_stages for v, _ in rows)
     language = code_name(spec.targets)
     headers = ["variant" if matrix else "num_stages", "schedule", "threads", shared,
-               "__syncthreads", "async copies (calls in the code)", "waits",
+               barrier_heading(spec.targets), "async copies (calls in the code)", "waits",
                f"{language} lines" if language != "code" else "lines of code"]
     body: list[list[Cell | Span]] = []
     for variant, result in rows:
@@ -77,7 +92,8 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
         # second loop's cp.async pipeline in the consumer warps).
         copies = ", ".join(_calls(sync[key], what) for key, what in
                            (("tma_load", "TMA load"), ("cp_async", "cp.async"))
-                           if sync[key]) or "none"
+                           if sync[key]) or ("none" if variant.target.asynchronous
+                                             else "none: loads and stores")
         said = [" ".join(f"<{n}>" for n in sync["cp_async_wait"])] \
             if sync["cp_async_wait"] else []
         if sync["mbarrier_wait"]:
@@ -85,7 +101,8 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
         waits = "; ".join(said) or "none"
         body.append([name, schedule_cell(spec, result), str(result["threads"]),
                      _shared_cell(result, variant.target.shared_memory_limit, not one_target),
-                     str(sync["syncthreads"]), copies, waits, str(result["cuda_lines"])])
+                     str(sync.get(variant.target.barrier_key, NOT_RECORDED)), copies, waits,
+                     str(result["cuda_lines"])])
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
 
 
@@ -96,6 +113,20 @@ def waits_key(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
     return nodes.paragraph(classes=["tl-note", "tl-waits-key"], text=(
         "waits: each tl::cp_async_wait<n>() of the code, in order; <n> waits until at "
         "most n committed groups of copies are still in flight (<0>: all have landed)."))
+
+
+def synchronous_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    """What a pipeline on Apple's GPUs is, where a variant is one: multi-buffered like
+    CUDA's, but its copies are plain loads and stores."""
+    metal = [v for v, r in rows if r.get("ok") and not v.target.asynchronous
+             and r.get("pipeline")]
+    if not metal:
+        return None
+    return nodes.paragraph(classes=["tl-note", "tl-synchronous"], text=(
+        "On Metal a pipelined loop is synchronous: where TileLang versions a shared buffer "
+        "per stage it fills a slot ahead of its use, as on CUDA, but each copy is plain "
+        "loads and stores into threadgroup memory, ordered by threadgroup_barrier, never "
+        "an asynchronous copy: there is nothing to commit or wait for."))
 
 
 def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
@@ -181,6 +212,7 @@ def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
                for node in bench_table(spec, data, entry, stale, context.bench_stale,
                                        context.version)]
     verdicts = hazards_table(spec, rows)
-    notes = [note for note in (waits_key(rows), split_note(spec, rows)) if note is not None]
+    notes = [note for note in (waits_key(rows), synchronous_note(rows), split_note(spec, rows))
+             if note is not None]
     return Drawn([summary_table(spec, rows), *notes,
                   *([verdicts] if verdicts is not None else []), *numbers])

@@ -32,13 +32,25 @@ def _hip(target: Target) -> bool:
     return target.kind == "hip"
 
 
+def _metal(target: Target) -> bool:
+    return target.kind == "metal"
+
+
+def _asynchronous(target: Target) -> bool:
+    """CUDA and HIP: where TileLang's copies may be asynchronous (on Metal they never are,
+    and the absence of cp.async there says nothing)."""
+    return target.asynchronous
+
+
 # (counter, its spelling in the generated code, the targets on which its absence is
 # worth saying). TileLang's HIP headers keep the CUDA names of barriers and async copies.
 SYNC_ROWS: tuple[tuple[str, str, Callable[[Target], bool]], ...] = (
-    ("syncthreads", "__syncthreads()", _any),
-    ("cp_async", "tl::cp_async_gs<N>", _any),
-    ("cp_async_commit", "tl::cp_async_commit()", _any),
-    ("cp_async_wait", "tl::cp_async_wait<N>()", _any),
+    ("syncthreads", "__syncthreads()", _asynchronous),
+    ("threadgroup_barrier", "threadgroup_barrier(mem_flags::mem_threadgroup)", _metal),
+    ("simdgroup_barrier", "simdgroup_barrier(…)", _metal),
+    ("cp_async", "tl::cp_async_gs<N>", _asynchronous),
+    ("cp_async_commit", "tl::cp_async_commit()", _asynchronous),
+    ("cp_async_wait", "tl::cp_async_wait<N>()", _asynchronous),
     ("mbarrier_init", "mbarrier[i].init()", _cuda),
     ("mbarrier_wait", "mbarrier[i].wait()", _cuda),
     ("mbarrier_arrive", "mbarrier[i].arrive()", _cuda),
@@ -57,6 +69,8 @@ SYNC_ROWS: tuple[tuple[str, str, Callable[[Target], bool]], ...] = (
     ("tcgen05_fence_before", "tl::tcgen05_before_thread_sync()", _tensor_memory),
     ("tcgen05_fence_after", "tl::tcgen05_after_thread_sync()", _tensor_memory),
     ("mfma", "__builtin_amdgcn_mfma_*()", _hip),
+    ("simdgroup_mma", "simdgroup_multiply_accumulate()", _metal),
+    ("matmul2d", "__pct_op.run() (mpp::tensor_ops::matmul2d)", _metal),
 )
 
 
@@ -80,7 +94,9 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
             continue
         body.append([code(spelling), *(_count(v) for v in values)])
     language = code_name([v.target for v, _ in ok])
-    headers: list[Cell] = [f"in the {language}", *(v.heading for v, _ in ok)]
+    # "in the CUDA", "in the HIP"; Metal is no noun alone.
+    where = f"in the {language}" + (" code" if language == "Metal" else "")
+    headers: list[Cell] = [where, *(v.heading for v, _ in ok)]
     result: list[nodes.Node] = [table(headers, body, ["tl-table"], widths=[30, *[14] * len(ok)],
                                        key_columns=1)]
     tcgen05 = [spelling for _, spelling, applies in SYNC_ROWS if applies is _tensor_memory]
@@ -90,6 +106,12 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
     if omitted:
         result.append(nodes.paragraph(
             text="Absent from every variant: " + ", ".join(omitted) + ".", classes=["tl-note"]))
+    if any(not v.target.asynchronous for v, _ in ok):
+        result.append(nodes.paragraph(classes=["tl-note", "tl-synchronous"], text=(
+            "Metal has no asynchronous copies in TileLang's code: each T.copy into shared "
+            "memory is loads from device memory and stores into threadgroup memory, and "
+            "threadgroup_barrier(mem_flags::mem_threadgroup) orders them against the reads "
+            "that follow.")))
     return result
 
 

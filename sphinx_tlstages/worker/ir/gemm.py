@@ -1,6 +1,8 @@
 """Which instruction each tile-level gemm became: every ``T.gemm`` call of the module as
 built, traced to the block ``tl.LowerTileOp`` made of it and the intrinsic that block
-calls (``mma_sync``, ``wgmma``, ``tcgen05``, ``mfma``, or ``fma`` when none fits)."""
+calls (``mma_sync``, ``wgmma``, ``tcgen05``, ``mfma``, on Apple's GPUs
+``simdgroup_multiply_accumulate`` or Metal 4's cooperative-tensor ``matmul2d``, or ``fma``
+when none fits)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,11 @@ _GEMM_OPS = ("tl.tileop.gemm", "tl.tileop.wgmma_gemm", "tl.tileop.tcgen05_gemm",
 # for: (part of the op name, instruction).
 _INSTRUCTIONS = (("ptx_tcgen05_mma", "tcgen05"), ("ptx_wgmma", "wgmma"),
                  ("ptx_mma", "mma_sync"), ("tvm_mfma", "mfma"), ("wmma", "wmma"),
-                 ("simdgroup", "simdgroup"))
+                 ("simdgroup_multiply_accumulate", "simdgroup_multiply_accumulate"),
+                 ("cooperative_tensor_multiply_accumulate", "matmul2d"))
+# Metal's simdgroup matrices are 8x8 (simdgroup_half8x8, simdgroup_float8x8); Metal 4's
+# matmul2d takes its M, N and K as arguments 8 to 10 of TileLang's call.
+_SIMDGROUP_FORM = "8x8"
 
 
 def _operand(arg: Any) -> str:
@@ -55,6 +61,11 @@ def _instruction(block: Any, ops: list[Any]) -> dict[str, str]:
             form = str(call.args[0].value)  # the shape: m16n8k16, f32_16x16x16f16
         elif instruction in ("wgmma", "tcgen05"):
             form = op_name(call).rsplit("_", 1)[-1]  # where A and B live: ss, rs, ts
+        elif instruction == "simdgroup_multiply_accumulate":
+            form = _SIMDGROUP_FORM
+        elif instruction == "matmul2d" and len(call.args) > 10 and all(
+                isinstance(a, tvm.tirx.IntImm) for a in call.args[8:11]):
+            form = "x".join(str(int(a.value)) for a in call.args[8:11])
         else:
             form = op_name(call).rsplit(".", 1)[-1]
         return {"instruction": instruction, "form": form}
