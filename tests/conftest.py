@@ -29,7 +29,7 @@ QUICK_MODULES = ("test_config", "test_core_units", "test_driver_check", "test_fa
                  "test_figure_drawing", "test_first_pass", "test_kernel_source",
                  "test_occupancy_figure", "test_options", "test_protocol", "test_shards",
                  "test_sync_counts", "test_sync_needed", "test_table_fit", "test_tikz",
-                 "test_upgrade_report", "test_warning_subtypes")
+                 "test_upgrade_report", "test_version", "test_warning_subtypes")
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
