@@ -22,7 +22,7 @@ pytest_plugins = ("sphinx.testing.fixtures",)
 # Run at the far ends of the supported TileLang, Sphinx and Python ranges (nox): the seed
 # GEMM through the directive, kernels in every style, snapshots, the layout, every builder.
 SMOKE_MODULES = ("test_seed_gemm", "test_real_kernels", "test_snapshots", "test_layout",
-                 "test_options", "test_builders", "test_upgrade_check")
+                 "test_options", "test_builders", "test_upgrade_check", "test_version")
 # The quick tier (``nox -s quick``, ``pytest -m quick``): modules that import neither
 # TileLang nor torch and build no project that lowers; they run where neither is installed.
 QUICK_MODULES = ("test_config", "test_core_units", "test_driver_check", "test_fact_table",
