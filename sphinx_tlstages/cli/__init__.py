@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.parts import PRINTED
+from ..version import __version__
 
 FORMATS = ("markdown", "json", "text")
 
@@ -36,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = functools.partial(argparse.HelpFormatter, width=88)
     parser = argparse.ArgumentParser(prog="tlstages", description=__doc__.split("\n\n")[0],
                                      formatter_class=fmt)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     snap = commands.add_parser("snapshots", formatter_class=fmt,
                                help="golden snapshots of a book")

@@ -31,6 +31,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ...version import __version__
 from ..results.cuda import visible_cuda
 from .first_pass import first_change
 from .snapshot_compare import Change, changes, version_change
@@ -135,6 +136,9 @@ class Report:
     pending: int | None = None
     recorded_with: list[str] = field(default_factory=list)  # the snapshots' TileLang versions
     built_with: str | None = None
+    # Provenance, as a snapshot keeps it: the release of this extension that made the
+    # report (in its JSON; a report's words change with releases, its verdict rules too).
+    sphinx_tlstages: str = __version__
     directives: dict[str, Directive] = field(default_factory=dict)
     new_snapshots: list[str] = field(default_factory=list)  # recorded by this build
     unused_snapshots: list[str] = field(default_factory=list)  # relative to the source folder
@@ -263,6 +267,7 @@ def from_json(text: str) -> Report:
                         pending=data.get("pending"),
                         recorded_with=[str(v) for v in data["recorded_with"]],
                         built_with=data["built_with"],
+                        sphinx_tlstages=str(data.get("sphinx_tlstages", "")),
                         new_snapshots=[str(n) for n in data["new_snapshots"]],
                         unused_snapshots=[str(n) for n in data["unused_snapshots"]],
                         left_out=(int(data["left_out"][0]), int(data["left_out"][1])),

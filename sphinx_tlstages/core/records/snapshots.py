@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ...version import __version__
 from ..claims import names_used
 from ..files import write_if_changed
 from ..parts import shown
@@ -156,6 +157,8 @@ def build(spec: DirectiveSpec, results: dict[str, Result],
         "schema": RESULT_SCHEMA,
         "directive": spec.name,
         "tilelang": version,
+        # Provenance, never compared: which release of this extension recorded it.
+        "sphinx_tlstages": __version__,
         "target": spec.target.as_dict if len(spec.targets) == 1
         else [t.as_dict for t in spec.targets],
         "factory": first.factory,
