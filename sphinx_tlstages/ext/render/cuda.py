@@ -69,7 +69,7 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
                     para += nodes.Text("; ")
                     para += nodes.reference(
                         "", "with #line directives", refuri=downloads[f"{label}:lines"],
-                        classes=["tl-download", "tl-download-lines"])
+                        classes=["tl-download-lines"])
                     para += nodes.Text(" (which map each line to the kernel; their lines "
                                        "shift every number after them)")
                 body.append(para)
