@@ -333,3 +333,16 @@ def test_each_pipelined_loop_has_its_own_waits() -> None:
     # A wait before any loop of those named fits none: said together instead.
     whole = source_map(TWO_KERNELS, "k.py")
     assert waits_by_loop(whole, KERNEL, [9, 11]) is None
+
+
+def test_an_unneeded_barrier_of_the_first_kernel_is_placed_in_it() -> None:
+    """The check numbers the first kernel's barriers only; the whole code prints more, so
+    the worker could not place it: the page places it in the first kernel's lines."""
+    from sphinx_tlstages.core.results.kernels import placed_in_first
+
+    entry = {"op": "sync", "site": 0, "of": 1, "cuda_lines": [], "line": None,
+             "what": "__syncthreads", "text": "__syncthreads: not needed"}
+    placed = placed_in_first(entry, TWO_KERNELS, KERNEL, "k.py")
+    assert placed["cuda_lines"] == [8] and placed["line"] == 5
+    assert entry["cuda_lines"] == []  # the recorded fact is left as it was
+    assert placed_in_first({**entry, "of": 2}, TWO_KERNELS, KERNEL, "k.py")["cuda_lines"] == []
