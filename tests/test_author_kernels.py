@@ -201,8 +201,9 @@ def test_a_depth_the_loop_cannot_reach_is_said(build) -> None:
     assert shared["A_shared"][1] == "(4, 128, 32) float16, 32,768 B"
     # The words the tables use are said once, under them.
     assert result.part("tl-waits-key").astext().startswith(
-        "waits: each tl::cp_async_wait<n>() of the code, in order; <n> waits until at most "
-        "n committed groups")
+        "waits: each tl::cp_async_wait<n>() of the code, in order (per loop, by the line of "
+        "its T.Pipelined, where a kernel has several); <n> waits until at most n committed "
+        "groups")
     assert result.part("tl-annotations-key").astext().startswith(
         "stage s: the statement runs s iterations after the first statements of its "
         "iteration")

@@ -166,7 +166,7 @@ def test_downloads_resolve_from_every_page(built: Built) -> None:
         pytest.skip("builders with CUDA downloads only (EPUB has none)")
     links = [(page, ref) for page in built.outdir.rglob("*.html")
              for ref in re.findall(r'href="([^"#?]+\.cu)"', page.read_text(encoding="utf-8"))]
-    assert len(links) == 4  # two variants of two directives
+    assert len(links) == 8  # two variants of two directives, each as listed and with #line
     assert all((page.parent / ref).is_file() for page, ref in links)
 
 

@@ -245,3 +245,104 @@ def test_keys_a_snapshot_did_not_record_are_not_a_change() -> None:
     assert variant_changes("2", old, new) == []
     assert [c.fact for c in variant_changes(
         "2", old, {**new, "warp_specialized": {**ws, "threads": 384}})] == ["warp_specialized"]
+
+
+# One voice: merged labels, kernels and loops told apart --------------------------------
+
+def _swept(sweep: dict[str, list[object]], stages: list[int]) -> tuple[VariantSpec, ...]:
+    from sphinx_tlstages.core.plan.variants import matrix
+
+    return matrix(SOURCE, "kernel.py", "matmul", {"M": 1024}, sweep, stages,
+                  [parse_target("sm_80")])
+
+
+def test_a_merged_row_label_reads_as_one_set() -> None:
+    from sphinx_tlstages.core.plan.variants import set_label
+
+    plain = _swept({}, [2, 3, 4])
+    assert set_label(plain[:1]) == "2" and set_label(plain) == "2, 3 and 4"
+    grid = _swept({"block_N": [64, 128]}, [1, 2])
+    ones = [v for v in grid if v.num_stages == 1]
+    assert set_label(ones) == "num_stages=1, block_N 64 and 128"
+    assert set_label(grid) == "block_N 64 and 128, num_stages 1 and 2"
+    # Not every combination: each heading, one by one.
+    diagonal = [grid[0], grid[3]]
+    assert set_label(diagonal) == "block_N=64, num_stages=1; block_N=128, num_stages=2"
+
+
+# Two kernels, the second with two loops: TileLang's spelling, cut to what is read.
+TWO_KERNELS = """\
+#include <tl_templates/cuda/copy.h>
+extern "C" __global__ void main_kernel(half_t* A);
+extern "C" __global__ void main_kernel_1(float* C);
+extern "C" __global__ void __launch_bounds__(128, 1) main_kernel(half_t* A) {
+#line 5 "k.py"
+  for (int k = 0; k < 3; ++k) {
+    tl::cp_async_gs<16>(A, A);
+    tl::cp_async_wait<1>();
+    __syncthreads();
+  }
+  tl::cp_async_wait<0>();
+}
+
+extern "C" __global__ void __launch_bounds__(64, 1) main_kernel_1(float* C) {
+#line 9 "k.py"
+  for (int j = 0; j < 3; ++j) {
+#line 10 "k.py"
+    tl::cp_async_wait<1>();
+  }
+  tl::cp_async_wait<0>();
+#line 11 "k.py"
+  for (int i = 0; i < 3; ++i) {
+#line 12 "k.py"
+    tl::cp_async_wait<2>();
+  }
+  tl::cp_async_wait<0>();
+  __syncthreads();
+}
+"""
+KERNEL = "".join(f"line{n}\n" for n in range(1, 9)) + (
+    "    for j in T.Pipelined(3):\n        T.copy(A, S)\n"
+    "    for i in T.Pipelined(3):\n        T.copy(A, S)\n")
+
+
+def test_the_kernels_of_a_code_are_told_apart() -> None:
+    from sphinx_tlstages.core.results.cuda import source_map, sync_counts
+    from sphinx_tlstages.core.results.kernels import kernel_at, kernels
+
+    found = kernels(TWO_KERNELS, "k.py")
+    assert [(k.name, k.threads, k.first) for k in found] == [
+        ("main_kernel", 128, 4), ("main_kernel_1", 64, 13)]
+    listing = [m.text for m in source_map(TWO_KERNELS, "k.py")]
+    assert listing[found[1].last - 1] == "}" and found[1].last == len(listing)
+    assert [k.sync["syncthreads"] for k in found] == [1, 1]
+    assert sync_counts(TWO_KERNELS)["syncthreads"] == 2  # the fact: both together
+    assert kernel_at(found, 11) is found[1] and kernel_at(found, 5) is found[0]
+    assert kernel_at(found, None) is found[0]
+
+
+def test_each_pipelined_loop_has_its_own_waits() -> None:
+    from sphinx_tlstages.core.results.cuda import source_map
+    from sphinx_tlstages.core.results.kernels import kernels
+    from sphinx_tlstages.core.results.loop_waits import waits_by_loop
+
+    second = kernels(TWO_KERNELS, "k.py")[1]
+    mapped = source_map(TWO_KERNELS, "k.py")[second.first - 1:second.last]
+    # The drain after each loop (no #line) is the loop the code last entered.
+    assert waits_by_loop(mapped, KERNEL, [9, 11]) == [(9, [1, 0]), (11, [2, 0])]
+    # A wait before any loop of those named fits none: said together instead.
+    whole = source_map(TWO_KERNELS, "k.py")
+    assert waits_by_loop(whole, KERNEL, [9, 11]) is None
+
+
+def test_an_unneeded_barrier_of_the_first_kernel_is_placed_in_it() -> None:
+    """The check numbers the first kernel's barriers only; the whole code prints more, so
+    the worker could not place it: the page places it in the first kernel's lines."""
+    from sphinx_tlstages.core.results.kernels import placed_in_first
+
+    entry = {"op": "sync", "site": 0, "of": 1, "cuda_lines": [], "line": None,
+             "what": "__syncthreads", "text": "__syncthreads: not needed"}
+    placed = placed_in_first(entry, TWO_KERNELS, KERNEL, "k.py")
+    assert placed["cuda_lines"] == [8] and placed["line"] == 5
+    assert entry["cuda_lines"] == []  # the recorded fact is left as it was
+    assert placed_in_first({**entry, "of": 2}, TWO_KERNELS, KERNEL, "k.py")["cuda_lines"] == []

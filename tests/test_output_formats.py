@@ -29,7 +29,7 @@ def test_two_folders_two_cold_caches_give_identical_output(tmp_path: Path, monke
                         [(p.relative_to(built.outdir).as_posix(), p.read_bytes())
                          for p in downloads]))
     assert outputs[0] == outputs[1]
-    assert len(outputs[0][1]) == 2
+    assert len(outputs[0][1]) == 4  # two variants, each as listed and with #line
 
 
 def test_text_builder_gets_tables_and_summaries_without_html(build) -> None:

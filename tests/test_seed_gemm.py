@@ -123,9 +123,14 @@ def test_diffs_are_collapsible_with_summaries(built: Built) -> None:
 
 
 def test_cuda_downloads_are_normalised(built: Built) -> None:
+    """Each variant's code twice: numbered as the listing (no #line directives), and with
+    the directives that map it to the kernel."""
     html = built.html()
-    links = re.findall(r'href="(_tlstages/[0-9a-f]{12}/gemm-stages-ns\d\.cu)"', html)
-    assert len(links) == 4
+    listed = re.findall(r'href="(_tlstages/[0-9a-f]{12}/gemm-stages-ns\d\.cu)"', html)
+    links = re.findall(r'href="(_tlstages/[0-9a-f]{12}/gemm-stages-ns\d-lines\.cu)"', html)
+    assert len(listed) == len(links) == 4
+    for link in listed:
+        assert "#line" not in (built.outdir / link).read_text(encoding="utf-8")
     for link in links:
         text = (built.outdir / link).read_text(encoding="utf-8")
         assert '#line' in text and '"kernel.py"' in text

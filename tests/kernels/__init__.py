@@ -6,9 +6,10 @@ Every kernel a test lowers lives in a file of its own under this folder, read as
 ``tilelang`` and ``T``), ``styles/`` and ``listing/`` whole modules as their
 authors write them (copied into a test's project and lowered through ``:file:``),
 ``helpers/`` a kernel with a helper module beside it, ``metal/`` modules for Apple's GPUs
-and for the targets the extension refuses (WebGPU, TileLang's CPU target). The files are
-ruff-excluded: they keep their authors' style, and a test that asserts a line number
-counts in them.
+and for the targets the extension refuses (WebGPU, TileLang's CPU target), ``shapes/``
+modules whose code has the shapes a page must say the subject of (two kernels per variant,
+two pipelined loops). The files are ruff-excluded: they keep their authors' style, and a
+test that asserts a line number counts in them.
 """
 
 from __future__ import annotations

@@ -270,8 +270,13 @@ def describe(fig: Json, covers: list[str]) -> str:
     steps += [f"Epilogue step {n + 1}: {_step_words(fig, step, var)}."
               for n, step in enumerate(fig["epilogue"])]
     kind = "Synchronous software pipeline" if fig.get("synchronous") else "Software pipeline"
+    trip = fig.get("trip_count")
+    # A figure standing for variants of different trip counts says n symbolically; each
+    # variant's n is in its label (see model.group_variants).
+    tiles = f"n = {trip} tiles" if isinstance(trip, int) else \
+        "n tiles (each variant's n is given with it under Covers)"
     return (f"{kind} of a {len(fig['statements'])}-statement loop over "
-            f"n = {fig.get('trip_count')} tiles, num_stages = {fig.get('num_stages')}; "
+            f"{tiles}, num_stages = {fig.get('num_stages')}; "
             f"time runs left to right through the generated code. {versions_said(fig)}. "
             + " ".join(steps) + f" Covers {'; '.join(covers)}." + _synchronous(fig)
             + _hazards(fig))

@@ -259,6 +259,42 @@ def alike_within(rows: Sequence[tuple[VariantSpec, Result]]) -> list[str]:
     return said
 
 
+def _and(values: Sequence[str]) -> str:
+    """``64``, ``64 and 128``, ``1, 2 and 3``."""
+    *most, last = values
+    return f"{', '.join(most)} and {last}" if most else last
+
+
+def set_label(variants: Sequence[VariantSpec]) -> str:
+    """The variants a merged row stands for, read as one set: ``2 and 3`` (num_stages
+    alone); in a matrix, the values every variant shares, then the others' values each
+    once: ``num_stages=1, block_N 64 and 128``. Where the variants are not every
+    combination of those values, their headings one by one, ``;`` between them."""
+    if not variants:
+        return ""
+    if all(v.only_num_stages for v in variants):
+        return _and([v.stages for v in variants])
+    axes: list[tuple[str, list[str]]] = []
+    for name, _ in variants[0].axes:
+        seen = [v.stages if name == "num_stages" else dict(v.axes).get(name, "")
+                for v in variants]
+        axes.append((name, list(dict.fromkeys(seen))))
+    combinations = 1
+    for _, values in axes:
+        combinations *= len(values)
+    if len(variants) == 1 or combinations != len({v.axes for v in variants}) \
+            or any(v.as_written for v in variants):
+        return "; ".join(v.heading for v in variants)
+
+    def said(name: str, values: list[str]) -> str:
+        if name == "target":
+            return _and(values)
+        return f"{name}={values[0]}" if len(values) == 1 else f"{name} {_and(values)}"
+    shared = [said(name, values) for name, values in axes if len(values) == 1]
+    varying = [said(name, values) for name, values in axes if len(values) > 1]
+    return ", ".join(shared + varying)
+
+
 def unchanged_sentence(variant: VariantSpec) -> str:
     """What a merged column stands for, in one sentence."""
     others = ", ".join(f"{name}={value}" for name, value in variant.axes
@@ -273,5 +309,6 @@ def unchanged_sentence(variant: VariantSpec) -> str:
 
 __all__ = ["MAX_VARIANTS", "AlikeGroup", "OptionClash", "SourceError", "alike_group",
            "alike_groups", "alike_within", "depth_of", "depths",
-           "kernel_factory", "lowered_alike", "matrix", "merge_unchanged", "unchanged_sentence",
+           "kernel_factory", "lowered_alike", "matrix", "merge_unchanged", "set_label",
+           "unchanged_sentence",
            "written_depth"]

@@ -16,7 +16,7 @@ import ast
 import functools
 import html
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .cuda import Mapped
@@ -98,26 +98,35 @@ def counts(links: Sequence[Link]) -> dict[int, int]:
     return found
 
 
-def cuda_html(mapped: Sequence[Mapped], links: Sequence[Link], first_line: int,
+def cuda_html(mapped: Sequence[Mapped], links: Sequence[Link] | None, first_line: int,
               heading: str,
-              unshown: tuple[str, Callable[[int], bool]] | None = None) -> str:
-    """A CUDA listing, one span per line with its kernel line as data and in a gutter
-    (document numbering: ``first_line`` is the number of the kernel's first line).
+              unshown: tuple[str, Callable[[int], bool]] | None = None,
+              anchors: Mapping[int, str] | None = None) -> str:
+    """A CUDA listing, one span per line (the stylesheet numbers them, from 1, as the
+    hazard check's sentences and the downloadable file do) with its kernel line as data
+    and in a gutter (document numbering: ``first_line`` is the number of the kernel's
+    first line); ``links`` None: no kernel gutter (the page lists no kernel to link to).
 
     ``unshown``: (the kernel file's name, whether a kernel line is listed) when the page
     lists part of the kernel; a line from outside that part keeps its true number and
-    says it is not shown.
+    says it is not shown. ``anchors``: listing line -> the id a sentence of the page
+    links to (only those: thousands of lines per page).
     """
-    out = [f'<div class="highlight-text notranslate tl-linked" '
+    named = anchors or {}
+    linked = " tl-linked" if links is not None else ""
+    out = [f'<div class="highlight-text notranslate tl-cuda-listing{linked}" '
            f'data-tl-variant="{html.escape(heading)}"><div class="highlight"><pre>']
-    for item, link in zip(mapped, links, strict=True):
+    for number, item in enumerate(mapped, 1):
         text = html.escape(item.text)
-        if link.line is None:
+        ident = f' id="{html.escape(named[number])}"' if number in named else ""
+        link = links[number - 1] if links is not None else None
+        if link is None or link.line is None:
             title = f' title="from TileLang\'s {html.escape(link.template)}"' \
-                if link.template else ""
-            gutter = "TL" if link.template else ""
-            out.append(f'<span class="tl-cu"><span class="tl-gutter"{title}>{gutter}</span>'
-                       f"{text}\n</span>")
+                if link is not None and link.template else ""
+            gutter = "TL" if link is not None and link.template else ""
+            inner = f'<span class="tl-gutter"{title}>{gutter}</span>' if links is not None \
+                else ""
+            out.append(f'<span class="tl-cu"{ident}>{inner}{text}\n</span>')
             continue
         shown = link.line + first_line - 1
         kind = " tl-inferred" if link.inferred else ""
@@ -129,7 +138,7 @@ def cuda_html(mapped: Sequence[Mapped], links: Sequence[Link], first_line: int,
             how = f"through TileLang's {link.template}, " if link.inferred else ""
             title = f' title="{html.escape(how)}line {shown} of ' \
                     f'{html.escape(unshown[0])}, not shown"'
-        out.append(f'<span class="tl-cu{kind}" data-tl-line="{link.line}">'
+        out.append(f'<span class="tl-cu{kind}"{ident} data-tl-line="{link.line}">'
                    f'<span class="tl-gutter"{title}>{shown}</span>{text}\n</span>')
     out.append("</pre></div></div>\n")
     return "".join(out)

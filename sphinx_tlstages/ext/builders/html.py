@@ -22,7 +22,7 @@ from ...core.hardware.sass_lines import sass_words
 from ...core.kernel.listing import Listing
 from ...core.plan.variants import merge_unchanged
 from ...core.results import line_links
-from ...core.results.cuda import source_map
+from ...core.results.cuda import source_map, without_line_directives
 from ...core.results.stamps import code_digest
 from ...version import __version__
 from ..nodes import replace_undrawable, tl_collapsible
@@ -70,7 +70,10 @@ def depart_collapsible(self: HTML5Translator, node: tl_collapsible) -> None:
 def cuda_downloads(app: Sphinx, docname: str, spec: DirectiveSpec,
                    rows: list[tuple[VariantSpec, Result]]) -> dict[str, str]:
     """Write each variant's normalised CUDA under the output folder; return label -> URI
-    (and ``label:sass`` -> URI of its SASS listing, where the resources part made one).
+    of the file as the page lists it (``#line`` directives left out, so its line N is
+    the listing's and the hazard sentences' line N), ``label:lines`` -> URI of the file
+    with them (which maps each line to the kernel), and ``label:sass`` -> URI of its
+    SASS listing, where the resources part made one.
 
     Files are written only when their content changed, so a rebuild touches nothing.
     """
@@ -79,12 +82,17 @@ def cuda_downloads(app: Sphinx, docname: str, spec: DirectiveSpec,
     for variant, result in merge_unchanged(rows)[0]:
         if not result.get("ok"):
             continue
-        name = f"{spec.name}-{variant.label}{variant.target.source_suffix}"
-        # The content hash in the folder name keeps a stale browser cache from lying.
-        digest = hashlib.sha256(result["cuda"].encode()).hexdigest()[:12]
-        relative = f"{DOWNLOAD_DIR}/{digest}/{name}"
-        write_if_changed(Path(app.outdir, relative), result["cuda"], durable=False)
-        uris[variant.label] = relative_uri(page, relative)
+        suffix = variant.target.source_suffix
+        for key, name, text in (
+                (variant.label, f"{spec.name}-{variant.label}{suffix}",
+                 without_line_directives(result["cuda"])),
+                (f"{variant.label}:lines", f"{spec.name}-{variant.label}-lines{suffix}",
+                 result["cuda"])):
+            # The content hash in the folder name keeps a stale browser cache from lying.
+            digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+            relative = f"{DOWNLOAD_DIR}/{digest}/{name}"
+            write_if_changed(Path(app.outdir, relative), text, durable=False)
+            uris[key] = relative_uri(page, relative)
         if result.get("sass"):
             digest = hashlib.sha256(result["sass"].encode()).hexdigest()[:12]
             relative = f"{DOWNLOAD_DIR}/{digest}/{spec.name}-{variant.label}.sass"
@@ -132,11 +140,12 @@ def highlight_cached(app: Sphinx, cache: Cache, root: nodes.Element) -> None:
         block.replace_self(nodes.raw("", html, format="html"))
 
 
-_HINT = ("The number at the left of each {language} line is the kernel line it came from, "
-         "as the compiler's <code>#line</code> directives say{metal} (<em>in italics</em>: "
-         "expanded from a TileLang template for the tile operation on that line; TL: a "
-         "template line no single kernel line accounts for; blank: inserted by the "
-         "compiler).")
+_HINT = ("In each {language} listing, the first number of a line is its own (as the hazard "
+         "check's sentences and the downloadable file count them), the second the kernel "
+         "line it came from, as the compiler's <code>#line</code> directives say{metal} "
+         "(<em>in italics</em>: expanded from a TileLang template for the tile operation on "
+         "that line; TL: a template line no single kernel line accounts for; blank: "
+         "inserted by the compiler).")
 # TileLang prints Metal without #line directives: the worker writes them from the spans of
 # the IR the code was printed from (worker.ir.source_lines).
 _METAL_HINT = (" (for Metal, which TileLang prints without them, the source lines its IR "
@@ -145,19 +154,33 @@ _UNSHOWN_HINT = (" A number underlined with dots is a line of the kernel file th
                  "leaves out; its tooltip says which.")
 
 
+def _anchors(holder: nodes.Element) -> dict[str, dict[int, str]]:
+    """Variant label -> listing line -> id, for each CUDA line a sentence of the parts
+    links to (:func:`..render.cuda_refs.cuda_lines`)."""
+    found: dict[str, dict[int, str]] = {}
+    for ref in holder.findall(nodes.reference):
+        if "tl-cuda-ref" in ref["classes"]:
+            found.setdefault(ref["tl_variant"], {})[ref["tl_line"]] = ref["refuri"][1:]
+    return found
+
+
 def link_listings(app: Sphinx, spec: DirectiveSpec,
                   rows: list[tuple[VariantSpec, Result]], holder: nodes.Element,
                   max_lines: int) -> None:
-    """Make the kernel listing and every full CUDA listing linked line by line."""
+    """Write every full CUDA listing line by line, each line numbered (as the hazard
+    check's sentences and the downloadable file number it) and those a sentence cites
+    given the id it links to; where the page lists the kernel, each line linked to the
+    kernel line it came from, and the kernel listing to them."""
     ok = {v.label: (v, r) for v, r in merge_unchanged(rows)[0] if r.get("ok")}
     # The CUDA listings only: the SASS listings of the resources part name their variant
     # too, and their text is no CUDA.
     listings = [node for node in holder.findall(tl_collapsible) if node.get("variant") in ok
                 and "tl-cuda-item" in node["classes"]]
+    if not listings:
+        return
     source = next((c for c in holder.findall(nodes.container) if "tl-source" in c["classes"]),
                   None)
-    if not listings or source is None:
-        return
+    anchors = _anchors(holder)
     first = spec.kernel_line or 1
     kernel = spec.variants[0].source
     listing = spec.listing or Listing(kernel)
@@ -166,14 +189,18 @@ def link_listings(app: Sphinx, spec: DirectiveSpec,
     for node in listings:
         variant, result = ok[node["variant"]]
         mapped = source_map(result["cuda"], variant.source_name)[:max_lines]
-        links = line_links.attribute(mapped, kernel)
-        per_variant.append((variant.heading, line_links.counts(links), variant.target.language))
-        sass.append(sass_words(result.get("sass_lines")))
+        links = line_links.attribute(mapped, kernel) if source is not None else None
+        if links is not None:
+            per_variant.append((variant.heading, line_links.counts(links),
+                                variant.target.language))
+            sass.append(sass_words(result.get("sass_lines")))
         block = next(iter(node.findall(nodes.literal_block)))
         unshown = None if not listing.cut else (variant.source_name, listing.shows)
-        block.replace_self(nodes.raw("", line_links.cuda_html(mapped, links, first,
-                                                                variant.heading, unshown),
-                                     format="html"))
+        block.replace_self(nodes.raw("", line_links.cuda_html(
+            mapped, links, first, variant.heading, unshown, anchors.get(variant.label)),
+            format="html"))
+    if source is None:
+        return
     block = next(iter(source.findall(nodes.literal_block)))
     prefix = f"{spec.node_id}-src"
     # The listed part only, numbered as in the whole kernel: the spans' numbers stay
@@ -245,7 +272,7 @@ def fragment_key(app: Sphinx, spec: DirectiveSpec,
         docutils.__version__, app.builder.name,
         [repr(getattr(app.config, name, None)) for name in _HTML_SETTINGS],
         repr(_placeless(spec)), results, context.version, context.max_lines, context.downloads,
-        context.bench, context.bench_stale,
+        context.bench, context.bench_stale, context.links,
     ], sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -64,10 +64,20 @@ def cuda_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]], max_l
                 link = nodes.reference("", f"download {spec.name}-{label}{suffix}",
                                        refuri=downloads[label], classes=["tl-download"])
                 metal = next(v.target.kind == "metal" for v, _ in rows if v.label == label)
-                body.append(nodes.paragraph("", "", link, nodes.Text(
-                    " (with #line directives, written from the IR's source lines, that map "
-                    "it to the kernel)" if metal else
-                    " (with the #line directives that map it to the kernel)")))
+                para = nodes.paragraph("", "", link, nodes.Text(" (numbered as this listing)"))
+                if f"{label}:lines" in downloads:
+                    # TileLang's #line directives are lines of their own: the file that
+                    # keeps them is numbered otherwise, and says so.
+                    para += nodes.Text("; ")
+                    para += nodes.reference(
+                        "", "with #line directives", refuri=downloads[f"{label}:lines"],
+                        classes=["tl-download-lines"])
+                    para += nodes.Text(
+                        " (written from the IR's source lines, which map each line to the "
+                        "kernel; their lines shift every number after them)" if metal else
+                        " (which map each line to the kernel; their lines shift every "
+                        "number after them)")
+                body.append(para)
             text, hidden = _capped(without_line_directives(res["cuda"]), max_lines)
             # Plain text: highlighted, four full listings made a page of half a megabyte
             # (4x its size) and most of a warm build's time; the diffs stay highlighted.

@@ -5,6 +5,8 @@ it both read here."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from docutils import nodes
 
 from ...core.plan.spec import DirectiveSpec, VariantSpec
@@ -43,9 +45,12 @@ def loop_words(spec: DirectiveSpec, result: Result) -> list[tuple[int | None, st
     return sorted(found, key=lambda item: item[0] or 0)
 
 
-def schedule_cell(spec: DirectiveSpec, result: Result) -> str:
-    """The summary's schedule cell: one loop's words, or each loop's with its line."""
-    found = loop_words(spec, result)
+def schedule_cell(spec: DirectiveSpec, result: Result,
+                  keep: Callable[[int | None], bool] | None = None) -> str:
+    """The summary's schedule cell: one loop's words, or each loop's with its line
+    (``keep``: which loops, by kernel line: those of one kernel of several)."""
+    found = [(line, words) for line, words in loop_words(spec, result)
+             if keep is None or keep(line)]
     if not found:
         return "not pipelined"
     if len(found) == 1:

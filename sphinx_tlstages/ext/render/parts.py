@@ -33,6 +33,9 @@ class Context:
     downloads: dict[str, str] | None = None
     bench: list[Attached] = field(default_factory=list)  # each GPU's numbers, stale ids
     bench_stale: str = "mark"
+    # The builder writes HTML, so a sentence naming a CUDA line may link to that line of
+    # the listing (other builders print the number).
+    links: bool = False
 
 
 @dataclass(frozen=True)

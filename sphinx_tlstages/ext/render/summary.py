@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from docutils import nodes
 
-from ...core.hazards.check import cuda_words
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import Target
-from ...core.results.result import Hazards, Result, shared_bytes
+from ...core.plan.variants import set_label
+from ...core.results.cuda import source_map
+from ...core.results.kernels import Kernel, kernel_at, kernels, shared_of
+from ...core.results.loop_waits import waits_by_loop
+from ...core.results.result import Result, shared_bytes
 from .bench import bench_table
 from .decisions import schedule_cell, split_note
+from .hazard_rows import hazards_table
 from .parts import Context, Drawn, Rows, renders
 from .shared import NOT_RECORDED
-from .tables import Cell, Span, doc_line, number, table
+from .tables import Cell, Span, code, doc_line, number, table
 
 
 def _calls(count: int, what: str) -> str:
@@ -23,10 +28,9 @@ def _calls(count: int, what: str) -> str:
     return f"{count} {what} call{'' if count == 1 else 's'}"
 
 
-def _shared_cell(result: Result, limit: int | None, named: bool) -> Cell:
+def _bytes_cell(used: int, limit: int | None, named: bool) -> Cell:
     """``98,304 B (59 %)``, or with the limit named (``of 166,912``) when the variants
     of a directive answer to different limits."""
-    used = shared_bytes(result)
     if limit is None:
         return f"{number(used)} B"
     text = f"{number(used)} B ({100 * used / limit:.0f} %" \
@@ -34,6 +38,10 @@ def _shared_cell(result: Result, limit: int | None, named: bool) -> Cell:
     if used > limit:
         return nodes.strong(text=f"{text}: over the limit", classes=["tl-over"])
     return text
+
+
+def _shared_cell(result: Result, limit: int | None, named: bool) -> Cell:
+    return _bytes_cell(shared_bytes(result), limit, named)
 
 
 # A block's on-chip memory per target kind, in each vendor's words.
@@ -64,6 +72,97 @@ def code_name(targets: Sequence[Target]) -> str:
     return languages.pop() if len(languages) == 1 else "code"
 
 
+def _copies_cell(sync: dict[str, Any], synchronous: bool, asynchronous: bool = True) -> str:
+    """``4 cp.async calls``, ``1 TMA load call, 2 cp.async calls``, ``none``."""
+    # Counted in the generated code: call sites, not copies in flight (one call in a
+    # loop issues a copy per iteration).
+    # Both kinds where a kernel has both (a warp-specialised loop's TMA copies and a
+    # second loop's cp.async pipeline in the consumer warps).
+    said = [_calls(sync[key], what) for key, what in
+            (("tma_load", "TMA load"), ("cp_async", "cp.async")) if sync.get(key)]
+    if said and synchronous:
+        # The hazard check's "not checked: cp.async on gfx950 is a synchronous store",
+        # in the summary's words (see hip_note).
+        said[-1] += " (synchronous stores on HIP)"
+    # On Metal there is no asynchronous copy to count: the pipeline's copies are plain
+    # loads and stores (see synchronous_note).
+    return ", ".join(said) or ("none" if asynchronous else "none: loads and stores")
+
+
+def _waits_cell(spec: DirectiveSpec, sync: dict[str, Any],
+                by_loop: list[tuple[int, list[int]]] | None, loops: int) -> str:
+    """Each cp_async_wait's n in code order, per loop (by the kernel line the schedule
+    cell names it with) where the row has several pipelined loops; then mbarrier waits."""
+    waits = sync.get("cp_async_wait") or []
+    if waits and by_loop is not None and loops > 1:
+        said = [f"line {doc_line(spec, line)}: " + " ".join(f"<{n}>" for n in ns)
+                for line, ns in by_loop]
+    else:
+        said = [" ".join(f"<{n}>" for n in waits)] if waits else []
+    if sync.get("mbarrier_wait"):
+        said.append(_calls(sync["mbarrier_wait"], "mbarrier wait"))
+    return "; ".join(said) or "none"
+
+
+def synchronous_copies(variant: VariantSpec, code: str) -> bool:
+    """TileLang's HIP ``cp_async_gs<16>`` and ``<8>`` are plain stores
+    (``tl_templates/hip/copy.h``; ``<4>`` alone loads asynchronously): whether every
+    cp.async call of this code is one."""
+    sizes = re.findall(r"\btl::cp_async_gs(?:_conditional)?<(\d+)>", code)
+    return variant.target.kind == "hip" and bool(sizes) and all(n in ("8", "16") for n in sizes)
+
+
+def _loop_lines(result: Result) -> list[int]:
+    lines = [loop.get("line") for loop in result.get("pipeline") or []]
+    ws = result.get("warp_specialized")
+    if ws:
+        lines.append(ws.get("line"))
+    return [line for line in lines if line is not None]
+
+
+def _rows(spec: DirectiveSpec, variant: VariantSpec, result: Result, name: str,
+          one_target: bool) -> list[list[Cell | Span]]:
+    """A variant's rows: one, or one per kernel where its code holds several (each with
+    its own loops, threads and counts; see :mod:`...core.results.kernels`)."""
+    cuda = result["cuda"]
+    found = kernels(cuda, variant.source_name)
+    mapped = source_map(cuda, variant.source_name)
+    loops = _loop_lines(result)
+    if len(found) < 2:
+        by_loop = waits_by_loop(mapped, variant.source, loops)
+        loop_count = len(result.get("pipeline") or []) + bool(result.get("warp_specialized"))
+        return [[name, schedule_cell(spec, result), str(result["threads"]),
+                 _shared_cell(result, variant.target.shared_memory_limit, not one_target),
+                 str(result["sync"].get(variant.target.barrier_key, NOT_RECORDED)),
+                 _copies_cell(result["sync"], synchronous_copies(variant, cuda),
+                              variant.target.asynchronous),
+                 _waits_cell(spec, result["sync"], by_loop, loop_count),
+                 str(result["cuda_lines"])]]
+    rows: list[list[Cell | Span]] = []
+    limit = variant.target.shared_memory_limit
+    for i, kernel in enumerate(found):
+        def mine(line: int | None, kernel: Kernel = kernel) -> bool:
+            return kernel_at(found, line) is kernel
+        sync = kernel.sync
+        own = [line for line in loops if mine(line)]
+        by_loop = waits_by_loop(mapped[kernel.first - 1:kernel.last], variant.source, own)
+        if i == 0:  # the facts as recorded: TileLang's merged allocation, its threads
+            threads = str(result["threads"])
+            shared = _shared_cell(result, limit, not one_target)
+        else:
+            threads = str(kernel.threads) if kernel.threads is not None else "?"
+            used, _ = shared_of(kernel, result.get("shared") or [])
+            shared = _bytes_cell(used, limit, not one_target)
+        label: list[nodes.Node] = [nodes.Text(f"{name} · "), code(kernel.name)]
+        rows.append([label, schedule_cell(spec, result, mine), threads, shared,
+                     str(sync.get(variant.target.barrier_key, NOT_RECORDED)),
+                     _copies_cell(sync, synchronous_copies(variant, kernel.code),
+                                  variant.target.asynchronous),
+                     _waits_cell(spec, sync, by_loop, len(own)),
+                     f"{kernel.length} (lines {kernel.first}–{kernel.last})"])
+    return rows
+
+
 def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -> nodes.Node:
     one_target = len(spec.targets) == 1
     limit = spec.target.shared_memory_limit
@@ -85,34 +184,56 @@ def summary_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]) -
             body.append([name,
                          Span(nodes.strong(text=text, classes=["tl-failed"]), len(headers) - 1)])
             continue
-        sync = result["sync"]
-        # Counted in the generated code: call sites, not copies in flight (one call in a
-        # loop issues a copy per iteration).
-        # Both kinds where a kernel has both (a warp-specialised loop's TMA copies and a
-        # second loop's cp.async pipeline in the consumer warps).
-        copies = ", ".join(_calls(sync[key], what) for key, what in
-                           (("tma_load", "TMA load"), ("cp_async", "cp.async"))
-                           if sync[key]) or ("none" if variant.target.asynchronous
-                                             else "none: loads and stores")
-        said = [" ".join(f"<{n}>" for n in sync["cp_async_wait"])] \
-            if sync["cp_async_wait"] else []
-        if sync["mbarrier_wait"]:
-            said.append(_calls(sync["mbarrier_wait"], "mbarrier wait"))
-        waits = "; ".join(said) or "none"
-        body.append([name, schedule_cell(spec, result), str(result["threads"]),
-                     _shared_cell(result, variant.target.shared_memory_limit, not one_target),
-                     str(sync.get(variant.target.barrier_key, NOT_RECORDED)), copies, waits,
-                     str(result["cuda_lines"])])
+        body += _rows(spec, variant, result, name, one_target)
     return table(headers, body, ["tl-table"], widths=[8, 18, 7, 20, 10, 12, 14, 8])
 
 
-def waits_key(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
-    """What the waits column's ``<1> <0>`` means, where a variant has such waits."""
-    if not any(r.get("ok") and r["sync"].get("cp_async_wait") for _, r in rows):
+def kernels_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    """Where a variant's code holds several kernels: which they are, and which kernel
+    each of the summary's numbers and the hazard check describe."""
+    said: dict[tuple[str, ...], list[VariantSpec]] = {}
+    for variant, result in rows:
+        if not result.get("ok"):
+            continue
+        names = tuple(k.name for k in kernels(result["cuda"], variant.source_name))
+        if len(names) > 1:
+            said.setdefault(names, []).append(variant)
+    if not said:
         return None
-    return nodes.paragraph(classes=["tl-note", "tl-waits-key"], text=(
-        "waits: each tl::cp_async_wait<n>() of the code, in order; <n> waits until at "
-        "most n committed groups of copies are still in flight (<0>: all have landed)."))
+    para = nodes.paragraph(classes=["tl-note", "tl-kernels"])
+    for i, (names, variants) in enumerate(said.items()):
+        every = len(variants) == sum(1 for _, r in rows if r.get("ok"))
+        para += nodes.Text((" " if i else "") + (
+            "Each variant's code" if every else f"The code of {set_label(variants)}")
+            + f" holds {len(names)} kernels, ")
+        for j, kernel in enumerate(names):
+            para += nodes.Text("" if not j else " and " if j == len(names) - 1 else ", ")
+            para += code(kernel)
+        para += nodes.Text(": a row each, with its own loops, threads (its "
+                           "__launch_bounds__), counts and lines of the listing. Threads and "
+                           "shared memory of the first, ")
+        para += code(names[0])
+        para += nodes.Text(", are TileLang's (the facts an :assert: reads as threads and "
+                           "dynamic_shared_bytes), and the hazard check reads that kernel "
+                           "alone; the shared memory of the other"
+                           + ("s" if len(names) > 2 else "")
+                           + " is the sum of the shared buffers its code names, as "
+                           "declared.")
+    return para
+
+
+def hip_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    """Where HIP code calls cp.async: what those calls are there, in the words the hazard
+    check's verdict uses."""
+    if not any(r.get("ok") and synchronous_copies(v, r["cuda"]) for v, r in rows):
+        return None
+    return nodes.paragraph(classes=["tl-note", "tl-hip-copies"], text=(
+        "On HIP, TileLang's cp.async calls (tl::cp_async_gs<16> and <8>) are synchronous "
+        "stores in its HIP templates (tl_templates/hip/copy.h), tl::cp_async_commit() does "
+        "nothing and tl::cp_async_wait<n>() waits for the wave's global loads (s_waitcnt "
+        "vmcnt): the calls are counted as the code spells them, but no copy is in flight "
+        "across a wait, which is why the hazard check has no asynchronous pipeline to "
+        "check."))
 
 
 def synchronous_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
@@ -129,79 +250,19 @@ def synchronous_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | Non
         "an asynchronous copy: there is nothing to commit or wait for."))
 
 
-def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
-                  ) -> nodes.Node | None:
-    """The *Hazards* row under the summary: the hazard check's verdict, one line per
-    verdict with the variants that share it (a finding in bold, each with its words);
-    None when no result holds one (a page built from a snapshot recorded before the
-    check)."""
-    matrix = not all(v.only_num_stages for v, _ in rows)
-    groups: dict[str, list[str]] = {}
-    found: dict[str, Hazards] = {}
-    for variant, result in rows:
-        hazards = result.get("hazards")
-        if not result.get("ok") or hazards is None:
-            continue
-        text = hazards["text"]
-        groups.setdefault(text, []).append(variant.heading if matrix else variant.stages)
-        found[text] = hazards
-    if not groups:
+def waits_key(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    """What the waits column's ``<1> <0>`` means, where a variant has such waits; and,
+    where the hazard check counts cp.async groups beside it, what that count is."""
+    if not any(r.get("ok") and r["sync"].get("cp_async_wait") for _, r in rows):
         return None
-    body: list[list[Cell | Span]] = []
-    for text, names in groups.items():
-        cell = nodes.container()
-        line = nodes.paragraph()
-        if found[text]["verdict"] == "hazard":
-            line += nodes.strong(text=text, classes=["tl-hazard"])
-        else:
-            line += nodes.Text(text)
-        cell += line
-        for finding in found[text]["findings"]:
-            named = "; ".join(
-                f"{s['text']} (line {doc_line(spec, s['line'])}"
-                + (f", {cuda_words(s['cuda_lines'])})" if s.get("cuda_lines") else ")")
-                for s in finding.get("statements", []))
-            cell += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}"
-                                    + (f"; in the kernel: {named}" if named else ""),
-                                    classes=["tl-hazard-finding"])
-        body.append([", ".join(names), cell])
-    body += _unneeded_rows(spec, rows, matrix)
-    return table(["Hazards", "what the hazard check found in the final code"], body,
-                 ["tl-table", "tl-hazards"], widths=[8, 92])
-
-
-def unneeded_words(spec: DirectiveSpec, entry: dict[str, Any]) -> str:
-    """One unneeded synchronisation in words: what, where in the CUDA and the kernel, and
-    what "not needed" means."""
-    where = [cuda_words(entry.get("cuda_lines") or [])]
-    if entry.get("line") is not None:
-        where.append(f"from kernel line {doc_line(spec, entry['line'])}")
-    elif entry.get("cuda_lines"):
-        where.append("no #line of the compiler names its kernel line")
-    said = ", ".join(w for w in where if w)
-    return f"{entry['text']}" + (f" ({said})" if said else "")
-
-
-def _unneeded_rows(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
-                   matrix: bool) -> list[list[Cell | Span]]:
-    """A row per distinct list of synchronisation no modelled dependence needs (variants
-    whose verdict is "none"), its variants named as the verdicts' are."""
-    groups: dict[tuple[str, ...], list[str]] = {}
-    for variant, result in rows:
-        found = result.get("unneeded_sync") if result.get("ok") else None
-        if not found:
-            continue
-        said = tuple(unneeded_words(spec, entry) for entry in found)
-        groups.setdefault(said, []).append(variant.heading if matrix else variant.stages)
-    body: list[list[Cell | Span]] = []
-    for said, names in groups.items():
-        cell = nodes.container()
-        cell += nodes.paragraph(text="synchronisation no dependence in the check's model "
-                                     "needs:", classes=["tl-unneeded-sync"])
-        for words in said:
-            cell += nodes.paragraph(text=words, classes=["tl-unneeded-sync"])
-        body.append([", ".join(names), cell])
-    return body
+    text = ("waits: each tl::cp_async_wait<n>() of the code, in order (per loop, by the "
+            "line of its T.Pipelined, where a kernel has several); <n> waits until at most "
+            "n committed groups of copies are still in flight (<0>: all have landed).")
+    verdicts = [r.get("hazards") for _, r in rows if r.get("ok")]
+    if any(h is not None and "cp.async groups" in h["text"] for h in verdicts):
+        text += (" The hazard check's \"N cp.async groups\" counts the groups a block "
+                 "commits as it runs (one per loop iteration), not the calls in the code.")
+    return nodes.paragraph(classes=["tl-note", "tl-waits-key"], text=text)
 
 
 @renders("summary")
@@ -211,8 +272,9 @@ def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
     numbers = [node for data, entry, stale in context.bench
                for node in bench_table(spec, data, entry, stale, context.bench_stale,
                                        context.version)]
-    verdicts = hazards_table(spec, rows)
-    notes = [note for note in (waits_key(rows), synchronous_note(rows), split_note(spec, rows))
+    verdicts = hazards_table(spec, rows, context)
+    notes = [note for note in (kernels_note(rows), waits_key(rows), hip_note(rows),
+                               synchronous_note(rows), split_note(spec, rows))
              if note is not None]
     return Drawn([summary_table(spec, rows), *notes,
                   *([verdicts] if verdicts is not None else []), *numbers])

@@ -9,6 +9,7 @@ from docutils import nodes
 
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import Target
+from ...core.results.kernels import kernels
 from ...core.results.result import Result
 from .parts import Context, Drawn, Rows, renders
 from .shared import NOT_RECORDED
@@ -112,6 +113,13 @@ def sync_part(rows: list[tuple[VariantSpec, Result]]) -> list[nodes.Node]:
             "memory is loads from device memory and stores into threadgroup memory, and "
             "threadgroup_barrier(mem_flags::mem_threadgroup) orders them against the reads "
             "that follow.")))
+    several = max((len(kernels(r["cuda"], v.source_name)) for v, r in ok), default=0)
+    if several > 1:
+        # The summary gives each kernel a row: said here, so that its numbers and these
+        # add up rather than disagree.
+        result.append(nodes.paragraph(
+            text=f"Counted over each variant's whole code, its {several} kernels together; "
+                 "the summary counts each kernel's own.", classes=["tl-note", "tl-kernels"]))
     return result
 
 

@@ -105,8 +105,26 @@
     });
   }
 
+  /* A link to a CUDA line ("CUDA line 119") lands in a collapsed listing: open it, and
+     scroll the listing (not only the page) to the line. */
+  function openTarget() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var line = id && document.getElementById(id);
+    if (!line || !line.classList.contains("tl-cu")) return;
+    var details = line.closest("details");
+    if (details) details.open = true;
+    var box = line.closest(".tl-cuda-listing");
+    if (box) {
+      box.scrollTop += line.getBoundingClientRect().top -
+        box.getBoundingClientRect().top - 2 * line.offsetHeight;
+    }
+    line.scrollIntoView({block: "center"});
+  }
+
   function start() {
     document.querySelectorAll(".tl-pipeline").forEach(setup);
+    openTarget();
+    window.addEventListener("hashchange", openTarget);
     markOverflow();
     window.addEventListener("resize", markOverflow);
   }
