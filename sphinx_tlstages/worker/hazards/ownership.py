@@ -15,13 +15,14 @@ can prove that threads keep apart but never that they meet.
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+import numpy as np
 from tvm.tirx.stmt_functor import post_order_visit
 
 from ..ir.walk import kind
+from . import points
 from .intervals import Interval, Unbounded, interval
 
 # (exact, each thread's bytes as sorted disjoint intervals): exact where each is the set
@@ -65,26 +66,42 @@ def _owned(index: Any, env: dict[Any, Interval], offset: int, size: int, lanes: 
     points = 1
     for var in free:
         points *= env[var][1] - env[var][0] + 1
-    exact = points * (last - first + 1) <= _POINTS and not any(v in blocks for v in free)
+    if points * (last - first + 1) <= _POINTS and not any(v in blocks for v in free):
+        try:
+            return True, _exact(index, env, offset, size, lanes, extra, names, bound, free)
+        except Unbounded:
+            pass  # a value it cannot fix at a point: each thread's range, below
     spans: dict[int, list[Interval]] = {}
     for t in range(first, last + 1):
-        base = {**env, **{name: (t, t) for name in names}}
-        found: list[Interval] = []
-        # Exact: every point of the free variables; else none fixed (their ranges).
-        values = itertools.product(*(range(env[v][0], env[v][1] + 1) for v in free)) \
-            if exact else [()]
-        for point in values:
-            here = {**base, **{var: (value, value)
-                               for var, value in zip(free, point, strict=False)}}
-            for var, value in bound:
-                # Where it cannot be evaluated: its range as bound, which holds every value.
-                with contextlib.suppress(Unbounded):
-                    here[var] = interval(value, here)
-            lo, hi = interval(index, here)
-            exact = exact and lo == hi
-            found.append((offset + lo * size, offset + (hi + lanes) * size - 1 + extra))
-        spans[t] = _merged(found)
-    return exact, spans
+        here = {**env, **{name: (t, t) for name in names}}
+        for var, value in bound:
+            # Where it cannot be evaluated: its range as bound, which holds every value.
+            with contextlib.suppress(Unbounded):
+                here[var] = interval(value, here)
+        lo, hi = interval(index, here)
+        spans[t] = [(offset + lo * size, offset + (hi + lanes) * size - 1 + extra)]
+    return False, spans
+
+
+def _exact(index: Any, env: dict[Any, Interval], offset: int, size: int, lanes: int,
+           extra: int, names: Sequence[Any], bound: list[tuple[Any, Any]],
+           free: list[Any]) -> dict[int, list[Interval]]:
+    """Each thread's bytes as the union over every point of the free variables: the
+    thread index on the first axis, each free variable on one of its own, the bound names
+    evaluated again at every point (:mod:`.points`)."""
+    first, last = env[names[0]]
+    axes = [np.arange(first, last + 1), *(np.arange(env[v][0], env[v][1] + 1) for v in free)]
+    grids = np.meshgrid(*axes, indexing="ij", sparse=True)
+    values: dict[Any, Any] = {var: lo for var, (lo, hi) in env.items() if lo == hi}
+    values.update({name: grids[0] for name in names})
+    values.update(zip(free, grids[1:], strict=True))
+    for var, value in bound:
+        values[var] = points.evaluate(value, values)
+    found = np.broadcast_to(points.evaluate(index, values), [len(a) for a in axes])
+    starts = offset + found.reshape(len(axes[0]), -1) * size
+    ends = starts + lanes * size - 1 + extra
+    return {int(t): _merged(list(zip(row_lo.tolist(), row_hi.tolist(), strict=True)))
+            for t, row_lo, row_hi in zip(axes[0], starts, ends, strict=True)}
 
 
 def _inputs(index: Any, env: dict[Any, Interval], names: Sequence[Any],

@@ -20,7 +20,7 @@ from ...core.hazards import needed
 from ...core.hazards.check import not_checked, verdict
 from ..ir.schedule import BEFORE_WS
 from ..ir.walk import integer, op_name, short, statements, version_dims
-from . import intervals
+from . import intervals, points
 from .calls import SYNC_OPS, has_call, shared
 from .memo import Memo
 from .rules import templates
@@ -96,6 +96,7 @@ def check(kept: dict[str, Any], target: dict[str, Any], main: Callable[[Any], An
     loops, the only iterations a finding names besides its pipelined loops' (None: every
     loop's). Never raises."""
     intervals.forget()  # the last check's expressions, and the IR they keep alive
+    points.forget()
     final = kept.get("final")
     if target.get("kind") != "cuda":
         return {"hazards": not_checked(_not_asynchronous(kept, target, device)),
