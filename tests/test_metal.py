@@ -114,7 +114,7 @@ def test_the_hazard_check_says_why_it_does_not_check_metal(built: Built) -> None
     table = next(t for t in built.part("tl-summary").iter("table")
                  if "tl-hazards" in t.attrs.get("class", ""))
     hazards = table_rows(Element("div", {}, [table]))
-    assert hazards[1][0] == "1, 2, 3"
+    assert hazards[1][0] == "1, 2 and 3"
     assert hazards[1][1].startswith(
         "not checked: no asynchronous pipeline on Metal: its copies are synchronous loads "
         "and stores into threadgroup memory, ordered by threadgroup_barrier")
