@@ -17,6 +17,7 @@ from docutils import nodes
 from ...core.parts import BY_WORD, PARTS, Part, shown
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.variants import merge_unchanged
+from ...core.records import hardware_data
 from ...core.records.bench_data import Attached
 from ...core.results.result import Result
 
@@ -33,6 +34,8 @@ class Context:
     downloads: dict[str, str] | None = None
     bench: list[Attached] = field(default_factory=list)  # each GPU's numbers, stale ids
     bench_stale: str = "mark"
+    # each GPU's hardware records (compute-sanitizer), stale ids
+    hardware: list[hardware_data.Attached] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,13 @@ from docutils import nodes
 from ...core.hazards.check import cuda_words
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import Target
+from ...core.records.hardware_data import Attached
 from ...core.results.result import Hazards, Result, shared_bytes
 from .bench import bench_table
 from .decisions import schedule_cell, split_note
+from .hardware import caption as hardware_caption
+from .hardware import cell as hardware_cell
+from .hardware import heading as hardware_heading
 from .parts import Context, Drawn, Rows, renders
 from .tables import Cell, Span, doc_line, number, table
 
@@ -98,45 +102,64 @@ def waits_key(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
         "most n committed groups of copies are still in flight (<0>: all have landed)."))
 
 
-def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
-                  ) -> nodes.Node | None:
+def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
+                  hardware: Sequence[Attached] = (), version: str | None = None
+                  ) -> list[nodes.Node]:
     """The *Hazards* row under the summary: the hazard check's verdict, one line per
-    verdict with the variants that share it (a finding in bold, each with its words);
-    None when no result holds one (a page built from a snapshot recorded before the
+    verdict with the variants that share it (a finding in bold, each with its words), and
+    beside it what each GPU observed under compute-sanitizer (``hardware``), then the line
+    saying where (``version``: this build's TileLang); nothing when no result holds a
+    verdict and no GPU a record (a page built from a snapshot recorded before the
     check)."""
     matrix = not all(v.only_num_stages for v, _ in rows)
-    groups: dict[str, list[str]] = {}
-    found: dict[str, Hazards] = {}
+    groups: dict[tuple[str, ...], list[str]] = {}
+    found: dict[tuple[str, ...], tuple[Hazards | None, list[Cell]]] = {}
     for variant, result in rows:
-        hazards = result.get("hazards")
-        if not result.get("ok") or hazards is None:
+        hazards = result.get("hazards") if result.get("ok") else None
+        observed = [hardware_cell(attached, variant, result) for attached in hardware]
+        if hazards is None and not any(entry["variants"].get(variant.id)
+                                       for _, entry, _ in hardware):
             continue
-        text = hazards["text"]
-        groups.setdefault(text, []).append(variant.heading if matrix else variant.stages)
-        found[text] = hazards
+        key = (hazards["text"] if hazards else "", *(words for words, _ in observed))
+        groups.setdefault(key, []).append(variant.heading if matrix else variant.stages)
+        found[key] = (hazards, [cell for _, cell in observed])
     if not groups:
-        return None
+        return []
     body: list[list[Cell | Span]] = []
-    for text, names in groups.items():
-        cell = nodes.container()
-        line = nodes.paragraph()
-        if found[text]["verdict"] == "hazard":
-            line += nodes.strong(text=text, classes=["tl-hazard"])
-        else:
-            line += nodes.Text(text)
-        cell += line
-        for finding in found[text]["findings"]:
-            named = "; ".join(
-                f"{s['text']} (line {doc_line(spec, s['line'])}"
-                + (f", {cuda_words(s['cuda_lines'])})" if s.get("cuda_lines") else ")")
-                for s in finding.get("statements", []))
-            cell += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}"
-                                    + (f"; in the kernel: {named}" if named else ""),
-                                    classes=["tl-hazard-finding"])
-        body.append([", ".join(names), cell])
-    body += _unneeded_rows(spec, rows, matrix)
-    return table(["Hazards", "what the hazard check found in the final code"], body,
-                 ["tl-table", "tl-hazards"], widths=[8, 92])
+    for key, names in groups.items():
+        hazards, observed_cells = found[key]
+        body.append([", ".join(names), _verdict_cell(spec, hazards), *observed_cells])
+    extra = len(hardware)
+    body += [[*row, *([""] * extra)] for row in _unneeded_rows(spec, rows, matrix)]
+    headers = ["Hazards", "what the hazard check found in the final code",
+               *(hardware_heading(data) for data, _, _ in hardware)]
+    widths = [8, 92] if not extra else [8, 52, *([40 // extra] * extra)]
+    drawn: list[nodes.Node] = [table(headers, body, ["tl-table", "tl-hazards"], widths=widths)]
+    drawn += [hardware_caption(data, version) for data, _, _ in hardware]
+    return drawn
+
+
+def _verdict_cell(spec: DirectiveSpec, hazards: Hazards | None) -> nodes.Node:
+    """The static verdict and each finding's words; a line saying so where the page has
+    no verdict."""
+    cell = nodes.container()
+    line = nodes.paragraph()
+    if hazards is None:
+        line += nodes.Text("no verdict on this page")
+    elif hazards["verdict"] == "hazard":
+        line += nodes.strong(text=hazards["text"], classes=["tl-hazard"])
+    else:
+        line += nodes.Text(hazards["text"])
+    cell += line
+    for finding in hazards["findings"] if hazards else []:
+        named = "; ".join(
+            f"{s['text']} (line {doc_line(spec, s['line'])}"
+            + (f", {cuda_words(s['cuda_lines'])})" if s.get("cuda_lines") else ")")
+            for s in finding.get("statements", []))
+        cell += nodes.paragraph(text=f"{finding['kind']}: {finding['text']}"
+                                + (f"; in the kernel: {named}" if named else ""),
+                                classes=["tl-hazard-finding"])
+    return cell
 
 
 def unneeded_words(spec: DirectiveSpec, entry: dict[str, Any]) -> str:
@@ -180,7 +203,6 @@ def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
     numbers = [node for data, entry, stale in context.bench
                for node in bench_table(spec, data, entry, stale, context.bench_stale,
                                        context.version)]
-    verdicts = hazards_table(spec, rows)
+    verdicts = hazards_table(spec, rows, context.hardware, context.version)
     notes = [note for note in (waits_key(rows), split_note(spec, rows)) if note is not None]
-    return Drawn([summary_table(spec, rows), *notes,
-                  *([verdicts] if verdicts is not None else []), *numbers])
+    return Drawn([summary_table(spec, rows), *notes, *verdicts, *numbers])
