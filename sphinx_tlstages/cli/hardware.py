@@ -47,11 +47,12 @@ from ..ext.project import conf_values, read_directives
 METHOD = ("each variant compiled as TileLang compiles it for its own target (code for an "
           "older architecture than the GPU's as PTX, which the driver compiles for the GPU), "
           "the blocks not checked returning at once, and launched on seeded inputs under "
-          "compute-sanitizer racecheck (--racecheck-memcpy-async yes) and synccheck, "
-          "without backtraces; the hazards counted from each tool's summary line")
+          "compute-sanitizer racecheck (asynchronous copies tracked, one report per pair "
+          "of instructions that race) and synccheck, without backtraces; each tool's "
+          "count read from its summary line")
 PREPARED = "TLSTAGES-PREPARED "  # as worker.sanitize prints it
 WORKER = ("-m", "sphinx_tlstages.worker.sanitize")
-HEAD = 200  # lines of each tool's output kept with --keep
+HEAD = 2000  # lines of each tool's output kept with --keep
 
 
 @dataclass

@@ -4,12 +4,16 @@ read as counts, pure.
 ``racecheck`` reports shared-memory hazards (with ``--racecheck-memcpy-async yes`` a read
 of bytes whose ``cp.async`` no wait has covered yet: "invalid memcpy_async
 synchronization"); ``synccheck`` reports barriers misused (it does not track ``cp.async``
-completion). racecheck reports every byte of a hazard, each once per launch: a racy tile
-of one block gives tens of thousands of reports. So a variant is launched with few blocks,
-without backtraces, and its hazards are counted from the tool's summary line ("RACECHECK
-SUMMARY: 3 hazards displayed (3 errors, 0 warnings)"); the reports themselves are only
-sampled (the first few, for the kinds and where they were), never kept whole. Everything
-here reads text, so it is tested on output recorded on a GPU.
+completion). racecheck finds a hazard per byte and per access: a racy tile of one block is tens of
+thousands of them. So a variant is launched with few blocks, without backtraces, and
+racecheck reports in its analysis mode: one report per pair of instructions that race,
+each with the hazards it stands for ("Race reported between Write access at
+tl::cp_async_gs<16> ... in copy.h:32 and Read access at tl::ptx_ldmatrix_x4 ... in ldsm.h:32
+[1024 hazards]"). Its summary line counts the reports ("RACECHECK SUMMARY: 32 hazards
+displayed (32 errors, 0 warnings)"), with no limit on how many are printed; the bracketed
+counts are added up as the lines stream by, and only the first reports are kept, never
+the whole output. Everything here reads text, so it is tested on output recorded on an
+H100.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ _ERRORS = re.compile(r"ERROR SUMMARY: (\d+) errors?")
 # "Error: Barrier error detected. ..." (synccheck), "Warning: ...".
 _REPORT = re.compile(r"^=+\s+(Error|Warning):\s+(.*)$")
 _KIND = re.compile(r"\b(RAW|WAR|WAW)\b")
+_AGGREGATED = re.compile(r"\[(\d+) hazards?\]")
 
 
 def command(tool: str, program: Sequence[str]) -> list[str]:
@@ -41,9 +46,9 @@ def command(tool: str, program: Sequence[str]) -> list[str]:
     multiply the output), asynchronous copies tracked by racecheck."""
     if tool not in TOOLS:
         raise ValueError(f"unknown tool {tool!r}")
-    options = ["--tool", tool, "--show-backtrace", "no"]
+    options = ["--tool", tool, "--show-backtrace", "no", "--print-limit", "0"]
     if tool == "racecheck":
-        options += ["--racecheck-memcpy-async", "yes"]
+        options += ["--racecheck-memcpy-async", "yes", "--racecheck-report", "analysis"]
     return [SANITIZER, *options, *program]
 
 
@@ -53,7 +58,8 @@ class Tally:
     the first reports, the launched program's own line, and the last lines."""
 
     tool: str
-    hazards: int | None = None  # racecheck's "N hazards displayed"
+    hazards: int | None = None  # racecheck's "N hazards displayed": its reports
+    aggregated: int = 0  # the hazards its reports stand for ("[1024 hazards]"), added up
     errors: int | None = None
     warnings: int | None = None
     reports: int = 0  # report lines seen (counted, not kept)
@@ -76,6 +82,7 @@ class Tally:
             if self.errors is None or self.tool != "racecheck":
                 self.errors = int(found.group(1))
             return
+        self.aggregated += sum(int(n) for n in _AGGREGATED.findall(text))
         report = _REPORT.match(text)
         if report is None:
             return
@@ -103,8 +110,10 @@ class Tally:
 
 
 def _last_error(lines: Sequence[str]) -> str:
-    """The last line of ``lines`` that names an error, else the last one with text."""
-    kept = [line.strip(" =\t") for line in lines if line.strip(" =\t")]
+    """The last line of ``lines`` that names an error, else the last one with text (the
+    tool's summary aside)."""
+    kept = [line.strip(" =\t") for line in lines
+            if line.strip(" =\t") and "SUMMARY" not in line]
     named = [line for line in kept if "rror" in line]
     return (named or kept or [""])[-1][:300]
 
@@ -127,7 +136,8 @@ def outcome(tally: Tally, returncode: int | None, seconds: float,
     else:
         entry["ran"] = True
         if tally.tool == "racecheck":
-            entry.update(hazards=tally.hazards, errors=tally.errors, warnings=tally.warnings)
+            entry.update(hazards=tally.hazards, errors=tally.errors, warnings=tally.warnings,
+                         aggregated=tally.aggregated)
         else:
             entry["errors"] = tally.errors
         if tally.sample:

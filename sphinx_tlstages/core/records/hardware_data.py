@@ -139,14 +139,18 @@ def _n(value: int) -> str:
 
 
 def counts_words(record: dict[str, Any]) -> str:
-    """``racecheck: 2,048 hazards (2,048 errors, 0 warnings; RAW); synccheck: 0 errors``."""
+    """``racecheck: 32 race reports of 36,864 hazards (32 errors, 0 warnings); synccheck: 0
+    errors``: each report is a pair of instructions that race, standing for the hazards
+    (bytes and accesses) in brackets."""
     race, sync = record["racecheck"], record["synccheck"]
     said = []
     if race.get("ran"):
+        reports = race["hazards"]
+        stands = f" of {_n(race['aggregated'])} hazards" if race.get("aggregated") else ""
         kinds = f"; {', '.join(race['kinds'])}" if race.get("kinds") else ""
-        said.append(f"racecheck: {_n(race['hazards'])} hazard"
-                    f"{'' if race['hazards'] == 1 else 's'} ({_n(race['errors'])} errors, "
-                    f"{_n(race['warnings'])} warnings{kinds})")
+        said.append(f"racecheck: {_n(reports)} race report{'' if reports == 1 else 's'}"
+                    f"{stands} ({_n(race['errors'])} errors, {_n(race['warnings'])} "
+                    f"warnings{kinds})")
     if sync.get("ran"):
         said.append(f"synccheck: {_n(sync['errors'])} error{'' if sync['errors'] == 1 else 's'}")
     return "; ".join(said)
@@ -190,10 +194,10 @@ def judge(record: dict[str, Any], static: Hazards | None) -> Judgement:
         return Judgement("incomplete", f"not checked on the GPU: {why}")
     counts = counts_words(record)
     if seen and verdict == "hazard":
-        return Judgement("confirmed", f"observed, as the hazard check found: {counts}, in "
-                                      f"{launches}")
+        return Judgement("confirmed", f"observed, as the hazard check found, in {launches}: "
+                                      f"{counts}")
     if seen:
-        return Judgement("observed", f"observed on hardware: {counts}, in {launches}; "
+        return Judgement("observed", f"observed on hardware in {launches}: {counts}; "
                                      f"{checked}", warns=True)
     if verdict == "hazard":
         return Judgement("not observed", f"not observed in {launches} ({counts}); not "
