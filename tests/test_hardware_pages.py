@@ -184,3 +184,14 @@ def test_the_command_records_what_the_tools_printed(tmp_path, monkeypatch) -> No
     assert record["synccheck"]["errors"] == 0
     assert record["inputs"]["tensors"][0] == {"name": "A", "dtype": "float16",
                                               "shape": [512, 512]}
+
+
+@pytest.mark.skipif(shutil.which("compute-sanitizer") is None
+                    or shutil.which("nvidia-smi") is None, reason="needs an NVIDIA GPU")
+def test_the_deliberate_races_are_observed_on_this_gpu(tmp_path) -> None:
+    """On a GPU machine: the seed GEMM is clean under both tools, and with either of its
+    waits deleted racecheck reports the race (verification/hazards_on_gpu)."""
+    import subprocess
+
+    script = ROOT / "verification" / "hazards_on_gpu" / "hazards_on_gpu.py"
+    subprocess.run([sys.executable, str(script), "run", str(tmp_path)], check=True)
