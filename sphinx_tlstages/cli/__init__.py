@@ -4,6 +4,7 @@
 beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists every snapshot with the
 shown facts it lacks, and pending, missing and unused ones; ``tlstages bench SRCDIR``
 times the book's kernels on this machine's GPU;
+``tlstages hardware SRCDIR`` checks them there under compute-sanitizer;
 ``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file;
 ``tlstages report [BUILDDIR]`` prints the last build's drift report, ``tlstages
 snapshots diff SRCDIR`` the same from the pending snapshots;
@@ -63,6 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--warmup", type=int, default=25)
     bench.add_argument("--reps", type=int, default=100)
     bench.add_argument("--out", type=Path, help="folder (default: tlstages_bench_dir)")
+    bench.add_argument("--hazards", action="store_true",
+                       help="then check the directives with :hardware: under "
+                            "compute-sanitizer, as tlstages hardware does")
+    hard = commands.add_parser(
+        "hardware", formatter_class=fmt,
+        help="check the book's kernels on this GPU under compute-sanitizer (racecheck, "
+             "synccheck)")
+    hard.add_argument("srcdir", type=Path)
+    hard.add_argument("--name", action="append", default=[],
+                      help="only this directive (default: those with :hardware:)")
+    hard.add_argument("--out", type=Path, help="folder (default: tlstages_hardware_dir)")
+    _hardware_options(hard)
     lower = commands.add_parser("lower", formatter_class=fmt,
                                 help="lower one kernel file and print the facts")
     lower.add_argument("kernel", type=Path, help="a .py file defining the kernel factory")
@@ -155,6 +168,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _hardware_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--parallel", type=int, default=min(8, os.cpu_count() or 1),
+                        help="variants prepared, and tools run, at once (default: up to 8)")
+    parser.add_argument("--timeout", type=float, default=120,
+                        help="seconds one tool may take on one variant (default 120)")
+    parser.add_argument("--edit", action="append", default=[], metavar="delete-wait:N",
+                        help="for testing the check itself: delete the N-th cp_async_wait "
+                             "of every variant's code before it runs (the record says so)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep each run's job and the head and end of each tool's "
+                             "output here")
+
+
+def _hardware_command(args: argparse.Namespace) -> str:
+    """What to type to check the same again (the output folder is beside the point)."""
+    return " ".join(["tlstages hardware", str(args.srcdir),
+                     *(f"--name {name}" for name in args.name),
+                     *(f"--edit {edit}" for edit in args.edit)])
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -225,6 +258,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                             *(f"--name {name}" for name in args.name),
                             f"--warmup {args.warmup} --reps {args.reps}"])
         run(args.srcdir.resolve(), args.name, args.warmup, args.reps, args.out, command)
+        if args.hazards:
+            from . import hardware
+
+            hardware.run(args.srcdir.resolve(), [], None,
+                         f"tlstages bench --hazards {args.srcdir}",
+                         parallel=min(8, os.cpu_count() or 1), timeout=120)
+        return 0
+    if args.command == "hardware":
+        from ..core.hardware.code_edits import EditError, parse_edit
+        from . import hardware
+
+        if not (args.srcdir / "conf.py").is_file():
+            parser.error(f"{args.srcdir} has no conf.py")
+        try:
+            for edit in args.edit:
+                parse_edit(edit)
+        except EditError as exc:
+            parser.error(f"--edit: {exc}")
+        hardware.run(args.srcdir.resolve(), args.name, args.out,
+                     _hardware_command(args), parallel=args.parallel,
+                     timeout=args.timeout, edits=args.edit, keep=args.keep)
         return 0
     if args.command == "snapshots":
         srcdir = args.srcdir.resolve()

@@ -35,6 +35,7 @@ from ..core.records.bench_data import (
     validate,
 )
 from ..ext.project import conf_values, read_directives
+from ..worker.inputs import make_inputs
 
 METHOD = ("CUDA events around each launch; the L2 cache flushed (a 256 MiB write) before "
           "each; {warmup} warm-up launches, then the median and the 20th-80th percentile of "
@@ -53,22 +54,6 @@ def output_names(tensors: Sequence[dict[str, Any]], reference: str) -> list[str]
     """The tensors the kernel writes: those the reference expression does not read."""
     read = {n.id for n in ast.walk(ast.parse(reference, mode="eval")) if isinstance(n, ast.Name)}
     return [t["name"] for t in tensors if t["name"] not in read] or [tensors[-1]["name"]]
-
-
-def make_inputs(tensors: Sequence[dict[str, Any]], seed: int, device: str) -> list[Any]:
-    """Seeded inputs from the kernel's own parameters, the same on every run."""
-    import torch
-
-    generator = torch.Generator().manual_seed(seed)
-    made = []
-    for tensor in tensors:
-        dtype = getattr(torch, tensor["dtype"])
-        if dtype.is_floating_point:
-            value = torch.randn(tensor["shape"], generator=generator).to(dtype)
-        else:
-            value = torch.randint(-8, 8, tensor["shape"], generator=generator).to(dtype)
-        made.append(value.to(device))
-    return made
 
 
 def relative_error(output: Any, expected: Any) -> float:

@@ -139,6 +139,7 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
         reference=option("reference", options.parse_expression, None),
         flops=option("flops", options.parse_expression, None),
         tolerance=option("tolerance", options.parse_tolerance, None),
+        hardware=option("hardware", options.parse_hardware, None),
         sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
         passes=passes, passes_line=line_of("passes"), params=canonical_params(params),
         written_depth=written_depth(factory, arguments))

@@ -272,6 +272,13 @@ class Settings:
         "marked stale (with a warning), ``hide`` leaves them out.",
         read=_bench_stale,
     )
+    hardware_dir: ConfigValue[Path] = ConfigValue(
+        "tlstages_hardware_dir", "_tlstages/hardware", "html", (str,),
+        "Folder of the hardware records written by ``tlstages hardware`` (one per GPU: "
+        "what compute-sanitizer observed of each variant of the directives with "
+        "``:hardware:``), relative to the source directory.",
+        read=lambda r: Path(r.srcdir, r.configured),
+    )
     cache_dir: ConfigValue[Path] = ConfigValue(
         "tlstages_cache_dir", None, "", (str, type(None)),
         "Folder of the lowering cache (default ``tlstages-cache`` in the doctree folder, "

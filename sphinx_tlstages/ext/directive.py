@@ -92,6 +92,14 @@ OPTIONS: dict[str, str] = {
              "over the params (``2 * M * N * K``), for TFLOP/s.",
     "tolerance": "For ``tlstages bench``: the largest error against ``:reference:``, "
                  "relative to its largest value (default by dtype: 1e-2 for float16).",
+    "hardware": "For ``tlstages hardware`` (or ``tlstages bench --hazards``) on a machine "
+                "with an NVIDIA GPU: each variant is launched under compute-sanitizer's "
+                "``racecheck`` (asynchronous copies included) and ``synccheck``, and what "
+                "they observe is shown beside the hazard check's verdict. Empty, or "
+                "``NAME=VALUE`` for a size known only at launch (``seqlen=129``; default "
+                "the size a finding names, else 256), ``blocks=0,-1`` (the blocks launched, "
+                "by linear index, -1 the last; default the first and the last) and "
+                "``launches=2``.",
 }
 
 # Options whose value can be checked alone, for reporting every bad one in a build.
@@ -102,7 +110,7 @@ _CHECKED_ALONE: dict[str, Callable[[str], object]] = {
     "expect-error": options.parse_expect_error, "expect-hazard": options.parse_expect_error,
     "sweep": options.parse_sweep, "passes": options.parse_passes,
     "reference": options.parse_expression, "flops": options.parse_expression,
-    "tolerance": options.parse_tolerance,
+    "tolerance": options.parse_tolerance, "hardware": options.parse_hardware,
 }
 
 

@@ -74,6 +74,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             bench=state.attached.get(spec.name, []),
             bench_stale=config.bench_stale,
             links=html,
+            hardware=state.hardware_attached.get(spec.name, []),
         )
         if html:
             digests = [state.cache.digests.get(v.key(state.stamp)) for v in spec.variants]

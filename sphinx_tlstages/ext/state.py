@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from sphinx.config import Config
 
+from ..core.records import hardware_data
 from ..core.records.bench_data import Attached, BenchSet
 from ..core.results.result import Result, failure
 from . import priorities
@@ -46,6 +47,8 @@ class BuildState:
     bench: BenchSet = field(default_factory=BenchSet)
     lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
     attached: dict[str, list[Attached]] = field(default_factory=dict)  # by directive name
+    hardware: BenchSet = field(default_factory=BenchSet)  # the hardware records
+    hardware_attached: dict[str, list[hardware_data.Attached]] = field(default_factory=dict)
     variants: int = 0  # distinct variants the project needs
     seconds: float = 0.0  # what lowering them (or reading them back) took
     remote: Remote | None = None  # the shared level, kept for the pages' fragments

@@ -250,3 +250,63 @@ def parse_passes(value: str) -> tuple[str, ...]:
             raise OptionError(f"{word!r} is not a pass name (NAME or NAME#RUN, e.g. "
                               "Simplify#3)")
     return tuple(dict.fromkeys(words))
+
+
+# The blocks a launch on the GPU keeps when ``:hardware:`` names none: the first and the
+# last (an edge tile, where the grid does not divide the sizes); -1 stands for the last.
+FIRST_AND_LAST = (0, -1)
+DEFAULT_LAUNCHES = 2
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """``:hardware:``: check each variant on a GPU under compute-sanitizer. ``sizes``:
+    values of sizes known only at launch (``seqlen=129``); ``blocks``: the linear indices
+    of the blocks launched (-1: the last), the others returning at once; ``launches``:
+    how many times each variant is launched under each tool."""
+
+    sizes: tuple[tuple[str, int], ...] = ()
+    blocks: tuple[int, ...] = FIRST_AND_LAST
+    launches: int = DEFAULT_LAUNCHES
+
+    @property
+    def blocks_words(self) -> str:
+        """``the first and the last block``, ``blocks 0, 5``."""
+        if self.blocks == FIRST_AND_LAST:
+            return "the first and the last block"
+        said = ", ".join("the last" if b == -1 else str(b) for b in self.blocks)
+        return f"block{'s' if len(self.blocks) > 1 else ''} {said}"
+
+
+def _whole(key: str, literal: str, low: int) -> int:
+    try:
+        number = int(literal)
+    except ValueError:
+        raise OptionError(f"{key}={literal!r} is not a whole number") from None
+    if number < low:
+        raise OptionError(f"{key} must be at least {low}")
+    return number
+
+
+def parse_hardware(value: str) -> Hardware:
+    """Empty, or ``seqlen=129 blocks=0,-1 launches=2``: see :class:`Hardware`."""
+    text = value.strip()
+    if not text:
+        return Hardware()
+    sizes: list[tuple[str, int]] = []
+    blocks: tuple[int, ...] = FIRST_AND_LAST
+    launches = DEFAULT_LAUNCHES
+    for key, literal in _assignments(text, "NAME=VALUE pairs (seqlen=129 blocks=0,-1)"):
+        if key == "blocks":
+            words = literal.replace(",", " ").split()
+            if not words:
+                raise OptionError("blocks has no value")
+            found = tuple(_whole("blocks", w, -1) for w in words)
+            if len(set(found)) != len(found):
+                raise OptionError("blocks lists a block twice")
+            blocks = found
+        elif key == "launches":
+            launches = _whole("launches", literal, 1)
+        else:
+            sizes.append((key, _whole(key, literal, 1)))
+    return Hardware(tuple(sizes), blocks, launches)

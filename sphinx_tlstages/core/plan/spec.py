@@ -17,7 +17,7 @@ from ..kernel.listing import Listing
 from ..protocol.messages import Task
 from ..results.result import RESULT_SCHEMA, Result
 from ..results.stamps import lowering_stamp
-from .options import Expected
+from .options import Expected, Hardware
 from .targets import Target
 from .toolkit import Toolkit
 
@@ -207,6 +207,9 @@ class DirectiveSpec:
     reference: str | None = None
     flops: str | None = None
     tolerance: float | None = None
+    # ``:hardware:``: checked on a GPU under compute-sanitizer (``tlstages hardware``);
+    # like the numbers, never part of any lowering key.
+    hardware: Hardware | None = None
     # (parameter, (repr of each value, ...)) of each :sweep: axis, in the order given.
     sweep: tuple[tuple[str, tuple[str, ...]], ...] = ()
     passes: tuple[str, ...] = ()  # :passes: selectors, as written

@@ -62,6 +62,7 @@ KINDS: dict[str, str] = {
     "unguarded": "Shown but not guarded by the snapshot",
     "stale": "Stale benchmark numbers",
     "hazard": "Hazards found in the generated code",
+    "observed": "Races observed on a GPU that the hazard check did not report",
 }
 # Kinds that fail a build; the others are said, never failed, except that a CI build
 # (strict) fails on a shown fact the snapshot does not guard, as on a missing snapshot.

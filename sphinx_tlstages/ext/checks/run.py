@@ -27,6 +27,7 @@ from ...core.results.result import Result, over_limit, shared_bytes
 from ..collector import all_directives, project_directives
 from ..messages import error, info
 from ..state import BuildState, build_state, settings
+from .hardware import attach_hardware
 from .snapshots import check_snapshots
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     _report_hazards(specs, state)
     _check_pass_names(specs, state)
     _attach_bench(app, specs, state)
+    attach_hardware(app, specs, state)
     return _changed_documents(env, specs, state)
 
 
@@ -304,9 +306,11 @@ def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
         # A helper module edited re-lowers a variant under the same key: its result's
         # content is what the page shows.
         keys.extend(state.cache.digests.get(v.key(state.stamp), "") for v in spec.variants)
-        # Attached numbers are not Sphinx dependencies: a new bench file must rewrite too.
-        keys.append(hashlib.sha256(json.dumps(state.attached.get(spec.name, []),
-                                              sort_keys=True).encode()).hexdigest())
+        # Attached numbers and hardware records are not Sphinx dependencies: a new bench
+        # file or record must rewrite too.
+        attached = [state.attached.get(spec.name, []),
+                    state.hardware_attached.get(spec.name, [])]
+        keys.append(hashlib.sha256(json.dumps(attached, sort_keys=True).encode()).hexdigest())
     env.tlstages_keys = current  # type: ignore[attr-defined]
     return sorted(doc for doc, keys in current.items() if previous.get(doc) != keys)
 

@@ -22,6 +22,9 @@ from ...core.plan.variants import set_label
 from ...core.results.kernels import kernels, placed_in_first
 from ...core.results.result import Result
 from .cuda_refs import cuda_lines
+from .hardware import caption as hardware_caption
+from .hardware import cell as hardware_cell
+from .hardware import heading as hardware_heading
 from .parts import Context
 from .tables import Cell, Span, code, doc_line, table
 
@@ -124,41 +127,58 @@ def _unneeded_cell(spec: DirectiveSpec, variant: VariantSpec, result: Result,
     return cell
 
 
-def _grouped(cells: list[tuple[VariantSpec, nodes.container]]) -> list[list[Cell | Span]]:
-    """One row per distinct cell, in order, naming the variants whose cell it is."""
-    groups: dict[str, tuple[list[VariantSpec], nodes.container]] = {}
-    for variant, cell in cells:
-        said = cell.astext()
+def _grouped(cells: list[tuple[VariantSpec, nodes.container, list[tuple[str, Cell]]]],
+             columns: int) -> list[list[Cell | Span]]:
+    """One row per distinct cell (and what each GPU observed, ``columns`` of it), in order,
+    naming the variants whose cell it is."""
+    groups: dict[tuple[str, ...], tuple[list[VariantSpec], list[Cell | Span]]] = {}
+    for variant, cell, observed in cells:
+        said = (cell.astext(), *(words for words, _ in observed))
         if said in groups:
             groups[said][0].append(variant)
         else:
-            groups[said] = ([variant], cell)
-    return [[set_label(variants), cell] for variants, cell in groups.values()]
+            groups[said] = ([variant], [cell, *(c for _, c in observed),
+                                        *([""] * (columns - len(observed)))])
+    return [[set_label(variants), *row] for variants, row in groups.values()]
 
 
 def hazards_table(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
-                  context: Context) -> nodes.Node | None:
-    """The *Hazards* table: a row per distinct verdict, then a row per distinct list of
-    unneeded synchronisation; None when no result holds a verdict (a page built from a
+                  context: Context) -> list[nodes.Node]:
+    """The *Hazards* table: a row per distinct verdict (and, beside it, what each GPU
+    observed under compute-sanitizer: :mod:`.hardware`), then a row per distinct list of
+    unneeded synchronisation, then the line saying where each GPU's records come from;
+    nothing when no result holds a verdict and no GPU a record (a page built from a
     snapshot recorded before the check)."""
-    verdicts: list[tuple[VariantSpec, nodes.container]] = []
-    unneeded: list[tuple[VariantSpec, nodes.container]] = []
+    hardware = context.hardware
+    verdicts: list[tuple[VariantSpec, nodes.container, list[tuple[str, Cell]]]] = []
+    unneeded: list[tuple[VariantSpec, nodes.container, list[tuple[str, Cell]]]] = []
     for variant, result in rows:
-        if not result.get("ok") or result.get("hazards") is None:
+        hazards = result.get("hazards") if result.get("ok") else None
+        observed = [hardware_cell(attached, variant, result) for attached in hardware]
+        if hazards is None:
+            if any(entry["variants"].get(variant.id) for _, entry, _ in hardware):
+                verdicts.append((variant, nodes.container(
+                    "", nodes.paragraph(text="no verdict on this page")), observed))
             continue
 
         def refs(lines: Iterable[int], variant: VariantSpec = variant,
                  result: Result = result) -> list[nodes.Node]:
             return cuda_lines(spec, variant, result, lines, context)
-        verdicts.append((variant, _verdict_cell(spec, variant, result, refs)))
+        verdicts.append((variant, _verdict_cell(spec, variant, result, refs), observed))
         cell = _unneeded_cell(spec, variant, result, refs)
         if cell is not None:
-            unneeded.append((variant, cell))
+            unneeded.append((variant, cell, []))
     if not verdicts:
-        return None
-    return table(["Hazards", "what the hazard check found in the final code"],
-                 _grouped(verdicts) + _grouped(unneeded), ["tl-table", "tl-hazards"],
-                 widths=[8, 92])
+        return []
+    columns = len(hardware)
+    headers = ["Hazards", "what the hazard check found in the final code",
+               *(hardware_heading(data) for data, _, _ in hardware)]
+    widths = [8, 92] if not columns else [8, 52, *([40 // columns] * columns)]
+    drawn: list[nodes.Node] = [table(headers, _grouped(verdicts, columns)
+                                     + _grouped(unneeded, columns),
+                                     ["tl-table", "tl-hazards"], widths=widths)]
+    drawn += [hardware_caption(data, context.version) for data, _, _ in hardware]
+    return drawn
 
 
 __all__ = ["hazards_table"]

@@ -17,6 +17,7 @@ from docutils import nodes
 from ...core.parts import BY_WORD, PARTS, Part, shown
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.variants import merge_unchanged
+from ...core.records import hardware_data
 from ...core.records.bench_data import Attached
 from ...core.results.result import Result
 
@@ -36,6 +37,8 @@ class Context:
     # The builder writes HTML, so a sentence naming a CUDA line may link to that line of
     # the listing (other builders print the number).
     links: bool = False
+    # each GPU's hardware records (compute-sanitizer), stale ids
+    hardware: list[hardware_data.Attached] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -276,5 +276,4 @@ def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
     notes = [note for note in (kernels_note(rows), waits_key(rows), hip_note(rows),
                                synchronous_note(rows), split_note(spec, rows))
              if note is not None]
-    return Drawn([summary_table(spec, rows), *notes,
-                  *([verdicts] if verdicts is not None else []), *numbers])
+    return Drawn([summary_table(spec, rows), *notes, *verdicts, *numbers])
