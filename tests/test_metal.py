@@ -187,7 +187,9 @@ def test_the_metal_listing_links_its_lines_to_the_kernel(built: Built) -> None:
     assert re.search(r'class="tl-gutter"[^>]*>[^<]*</span>\s*#line', html) is None
     assert "(for Metal, which TileLang prints without them" in html
     downloads = sorted(p.name for p in Path(built.outdir, "_tlstages").rglob("metal-ns*"))
-    assert downloads == ["metal-ns1.metal", "metal-ns2.metal", "metal-ns3.metal"]
+    # Each listing as shown (numbered as the page), and with the #line directives.
+    assert downloads == sorted(f"metal-ns{n}{lines}.metal" for n in (1, 2, 3)
+                               for lines in ("", "-lines"))
     saved = next(Path(built.outdir, "_tlstages").rglob("metal-ns2.metal")).read_text()
     assert f'#line {copy_a} "tiled_gemm.py"' in saved
     assert "written from the IR's source lines" in built.part("tl-diff").astext()
