@@ -36,7 +36,11 @@ SUBTYPES: dict[str, str] = {
 
 
 class TlStagesError(Exception):
-    """Base class of the errors this extension raises and reports."""
+    """Base class of the errors this extension raises and reports. ``problems``: the
+    options in error found before it (:class:`~.plan.spec.Problem`), where a tolerant
+    planning stopped at it; the caller says them too."""
+
+    problems: tuple[object, ...] | None = None
 
 
 class OptionError(TlStagesError):
