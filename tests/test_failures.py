@@ -51,7 +51,8 @@ def test_cached_failure_warns_again(build, tmp_path) -> None:
     assert len(located(first.warnings, "index.rst", "lowering")) == 1
     second = build({"index.rst": page}, freshenv=True)
     assert len(located(second.warnings, "index.rst", "lowering")) == 1
-    assert "0 lowered, 1 cached" in second.status
+    # Counted as failed, not as lowered or cached, and said to come from the cache.
+    assert "1 variant, 0 lowered, 0 cached, 1 failed (1 of them cached)" in second.status
 
 
 def test_syntax_error_points_at_the_rst_line(build) -> None:
@@ -79,12 +80,16 @@ def test_runtime_error_in_myst_points_at_its_line(build) -> None:
 
 
 def test_bad_option_is_reported_at_the_option_line(build) -> None:
+    """A typo costs only itself: the good values are lowered and shown, under a box that
+    says what was left out."""
     page = HEAD + rst(GEMM, params=GEMM_PARAMS, num_stages="2 abc")
     result = build({"index.rst": page})
     assert located(result.warnings, "index.rst", "option") == [
-        (line_of(page, ":num-stages:"), ":num-stages: 'abc' is not a whole number")]
+        (line_of(page, ":num-stages:"),
+         ":num-stages: 'abc' is not a whole number (kept: num_stages 2)")]
     assert "Traceback" not in result.warnings
     assert 'class="tl-error admonition error"' in result.html()
+    assert [row[0] for row in result.table("tl-summary")] == ["num_stages", "2"]
 
 
 def test_unknown_param_and_missing_factory(build) -> None:
@@ -100,17 +105,37 @@ def test_unknown_param_and_missing_factory(build) -> None:
     ]
 
 
-def test_duplicate_names_name_both_places(build) -> None:
+def errors(warnings: str, filename: str, subtype: str) -> list[tuple[int, str]]:
+    """(line, message) of each ``tlstages.<subtype>`` error in ``filename``."""
+    pattern = rf"{re.escape(filename)}:(\d+): ERROR: (.*?) \[tlstages\.{subtype}\]"
+    return [(int(m.group(1)), m.group(2)) for m in re.finditer(pattern, warnings)]
+
+
+def test_duplicate_names_name_both_places(build, tmp_path) -> None:
+    """A :name: used twice is an error at both places, naming the other; each directive
+    renders its own variants, cold and warm, and no snapshot is written for the name."""
     one = HEAD + rst(GEMM, params=GEMM_PARAMS, num_stages="2", name="same")
     two = "Other\n=====\n\n" + rst(GEMM, params=GEMM_PARAMS, num_stages="3", name="same")
     toc = ".. toctree::\n\n   other\n\n"
     index = one.replace(HEAD, HEAD + toc)
-    result = build({"index.rst": index, "other.rst": two})
-    first = line_of(index, ".. tl-pipeline::")
-    assert located(result.warnings, "other.rst", "name") == [
-        (line_of(two, ".. tl-pipeline::"),
-         f"tl-pipeline name 'same' is already used at index.rst:{first}; give this directive "
-         "its own :name:")]
+    src = tmp_path / "src"
+    first, second = line_of(index, ".. tl-pipeline::"), line_of(two, ".. tl-pipeline::")
+    said = ("tl-pipeline name 'same' is also used at {}; give each directive its own :name: "
+            "(neither is checked against the snapshot same.json, nor is one written, until "
+            "then)")
+    for build_number in (1, 2):  # cold, then warm
+        result = build({"index.rst": index, "other.rst": two}, srcdir=src)
+        assert errors(result.warnings, "other.rst", "name") == [
+            (second, said.format(f"index.rst:{first}"))], build_number
+        assert errors(result.warnings, "index.rst", "name") == [
+            (first, said.format(f"other.rst:{second}"))]
+        assert result.app.statuscode == 1
+        assert "2 check(s) failed: 2 directives sharing a :name:" in result.warnings
+        for page, stages in (("index", "2"), ("other", "3")):
+            assert [row[0] for row in result.table("tl-summary", page)] == [
+                "num_stages", stages], (build_number, page)
+            assert "is also used at" in result.part("tl-error", page).astext()
+        assert not (src / "_tlstages" / "snapshots" / "same.json").exists()
 
 
 def test_assertions_are_claims_checked_on_every_build(build) -> None:

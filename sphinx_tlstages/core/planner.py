@@ -176,7 +176,11 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
     try:
         return _plan(read, kernel, defaults, name, docname, lineno, title, overridden,
                      record_passes)
-    except (OptionError, SourceError) as exc:
+    except OptionError as exc:
+        if tolerant and exc.problems is None:
+            raise read.stop(exc) from None
+        raise
+    except SourceError as exc:
         if tolerant and exc.problems is None:
             raise read.stop(exc) from None
         raise

@@ -407,9 +407,10 @@ def _problems(spec: DirectiveSpec) -> str:
 def _unshown(found: Found, keys: list[str], then: str) -> Fail:
     """The failure of recorded variants this build cannot show, each with why."""
     spec = found.spec
-    why = {key: found.failed.get(key) or
-           (f"not among what its options allow while they are in error ({_problems(spec)})"
-            if found.in_error else "it failed to lower") for key in keys}
+    generic = "the directive could not be read" if not found.read else \
+        "not among what its options allow while one is in error" if found.in_error else \
+        "it failed to lower"
+    why = {key: found.failed.get(key) or generic for key in keys}
     lines = [f"{spec.name}: {found.golden} records {len(keys)} variant(s) this build cannot "
              f"show; {then}"]
     lines += [f"  {snapshots.describe(key)}: {why[key]}" for key in keys]
