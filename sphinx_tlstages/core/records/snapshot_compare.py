@@ -159,9 +159,12 @@ def _sass_lines(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
 
 
 def _findings(value: Any) -> list[tuple[str, str]]:
+    """Each finding's (kind, buffer); one not shaped as recorded, by what it is."""
     found = value.get("findings") if isinstance(value, dict) else None
-    return sorted((str(f.get("kind")), str(f.get("buffer"))) for f in found or []
-                  if isinstance(f, dict))
+    if not isinstance(found, list):
+        return [("?", repr(found))] if found is not None else []
+    return sorted((str(f.get("kind")), str(f.get("buffer"))) if isinstance(f, dict)
+                  else ("?", repr(f)) for f in found)
 
 
 def _hazard_facts(value: Any) -> object:
