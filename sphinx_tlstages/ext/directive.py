@@ -75,12 +75,16 @@ OPTIONS: dict[str, str] = {
     "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
     "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
     "expect-error": "num_stages values that must fail, each on every target or on one "
-                    "(``sm_89:4``), optionally ``VALUES: regex`` on the message; a listed "
-                    "variant that lowers is an error. For chapters that teach limits.",
+                    "(``sm_89:4``) and, in a sweep, for every combination or for the swept "
+                    "values named (``block_N=128:2``, ``sm_90a:block_N=128:2``: each "
+                    "``param=value`` written as in ``:sweep:``, without spaces, commas or "
+                    "colons), optionally ``VALUES: regex`` on the message; a listed variant "
+                    "that lowers is an error. For chapters that teach limits.",
     "expect-hazard": "num_stages values the hazard check must flag, as for ``:expect-error:`` "
-                     "(``2 3``, ``sm_90a:2``, ``2: RAW on S``: a regex one finding must "
-                     "match); each finding is then a note, not a warning, and a listed "
-                     "variant without one is an error. For chapters about compiler bugs.",
+                     "(``2 3``, ``sm_90a:2``, ``block_N=128:2``, ``2: RAW on S``: a regex one "
+                     "finding must match); each finding is then a note, not a warning, and a "
+                     "listed variant without one is an error. For chapters about compiler "
+                     "bugs.",
     "assert": "Claims checked on every build, one Python expression per line over each "
               "lowered variant's facts (``max(sync[\"cp_async_wait\"]) == num_stages - 1``, "
               "``shared[\"A_shared\"].shape[-2:] == (128, 64)``, ``gemm[0] == (\"wgmma\" "

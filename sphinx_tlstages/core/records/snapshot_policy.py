@@ -27,6 +27,16 @@ Whatever the mode, a drift fails (but in ``update``), and so does an unreadable 
 a strict build also fails on a directive it could not verify and on a shown fact the
 snapshot does not keep (elsewhere that is a note, which the pending file fills in).
 
+A typo costs no snapshot. A directive *in error* (an option said and ignored or cut to its
+good part) or *unread* (it could not be read at all) has its snapshot only read, whatever
+the mode: nothing is written to it or removed from it, and each variant it records that
+the build cannot show fails, naming why (:attr:`Found.in_error`). So does, in every mode,
+a recorded variant the directive still asks for that failed to lower: its record is kept.
+What a directive no longer asks for is a drift, which ``update`` accepts. A change only in
+the hazard check's words, with the same verdict and findings, is a note that ``update``
+re-records (:func:`.snapshot_compare.reworded`). A snapshot is unused only when no
+directive read has its name, and none is removed while a ``:name:`` is in error.
+
 The accept command it words (:func:`accept_command`) is the one the drift report
 prints and ``tlstages snapshots diff`` reports.
 """
