@@ -364,6 +364,13 @@ def test_an_option_in_error_never_costs_its_snapshot(build, tmp_path, monkeypatc
     assert code == 1 and f"held     gemm-chapter: an option is in error at index.rst:" \
         f"{line + 1}" in said
     assert "unused" not in said
+    # A pending file left from before is not accepted over it either.
+    pending = src / SNAPSHOTS / "gemm-chapter.pending.json"
+    pending.write_text(golden(src).read_text().replace('"3"', '"4"'))
+    assert cli.main(["snapshots", "accept", str(src)]) == 1
+    assert "not accepted gemm-chapter: an option is in error" in capsys.readouterr().err
+    assert golden(src).read_bytes() == recorded
+    pending.unlink()
     # The kernel's file goes missing: the directive cannot be read at all.
     (src / "kernel.py").write_text(GEMM)
     gone = chapter().replace(".. tl-pipeline::", ".. tl-pipeline::\n   :file: kernl.py")
