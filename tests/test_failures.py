@@ -244,8 +244,9 @@ def test_a_closing_line_counts_what_it_counts(build) -> None:
 def test_error_boxes_are_copyable_in_every_builder(build, tmp_path) -> None:
     """The box for an option continued reST-style in MyST shows the YAML block to write
     as it is: ``---``, straight quotes, its lines; in HTML, LaTeX and text."""
-    page = ("# Boxes\n\n```{tl-pipeline}\n:params: " + GEMM_PARAMS + "\n:assert: shared[\"A_shared\"]"
-            ".shape[0] == 2\n  threads == 128\n:name: 'quoted'\n\n" + GEMM + "```\n")
+    page = ("# Boxes\n\n```{tl-pipeline}\n:params: " + GEMM_PARAMS
+            + "\n:assert: shared[\"A_shared\"].shape[0] == 2\n  threads == 128\n"
+            ":name: 'quoted'\n\n" + GEMM + "```\n")
     block = '---\nassert: |\n  shared["A_shared"].shape[0] == 2\n  threads == 128\n---'
     for builder, name in (("html", "index.html"), ("latex", "tests.tex"), ("text", "index.txt")):
         result = build({"index.md": page}, buildername=builder,
