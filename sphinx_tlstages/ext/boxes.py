@@ -36,13 +36,13 @@ def sentence(text: str) -> nodes.paragraph:
     return paragraph
 
 
-def error_box(messages: Iterable[str], classes: tuple[str, ...] = ()) -> nodes.error:
-    """An error box saying each message (``tl-pipeline: `` before the first): its first
-    line as a sentence, the lines after it as a literal block."""
-    box = nodes.error("", classes=["tl-error", *classes])
+def error_box(messages: Iterable[str], prefix: str = "tl-pipeline: ") -> nodes.error:
+    """An error box saying each message (``prefix`` before the first, as the log says
+    it): its first line as a sentence, the lines after it as a literal block."""
+    box = nodes.error("", classes=["tl-error"])
     for index, message in enumerate(messages):
         first, _, code = message.partition("\n")
-        box += sentence(("tl-pipeline: " if index == 0 else "") + first)
+        box += sentence((prefix if index == 0 else "") + first)
         if code:
             block = nodes.literal_block(code, code, classes=["tl-error-code"])
             block["language"] = "text"  # as written: no lexer's idea of it

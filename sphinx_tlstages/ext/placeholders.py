@@ -51,9 +51,9 @@ def _spec(app: Sphinx, placeholder: tl_pipeline_placeholder,
 
 def _missing(placeholder: tl_pipeline_placeholder, why: str) -> None:
     """The directive's place says what happened, and so does the build log."""
-    message = f"{placeholder['name']}: {why}"
-    warn(f"tl-pipeline {message}", "lowering", location=placeholder)
-    note = error_box([message])
+    message = f"tl-pipeline {placeholder['name']}: {why}"
+    warn(message, "lowering", location=placeholder)
+    note = error_box([message], prefix="")
     note.source, note.line = placeholder.source, placeholder.line
     placeholder.replace_self(note)
 
@@ -91,7 +91,6 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         rendered.source, rendered.line = placeholder.source, placeholder.line
         shared = state.duplicates.get((spec.docname, spec.serial))
         if shared is not None:  # the page says it as the log does, above the directive
-            placeholder.replace_self([error_box([shared.removeprefix("tl-pipeline ")]),
-                                      rendered])
+            placeholder.replace_self([error_box([shared], prefix=""), rendered])
         else:
             placeholder.replace_self(rendered)
