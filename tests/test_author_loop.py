@@ -57,7 +57,7 @@ def test_a_false_claim_shows_each_value_and_an_unknown_name_the_nearest(build) -
                            "which is not a name a claim can use; did you mean "
                            "dynamic_shared_bytes? The names: cuda_lines, dynamic_shared_bytes,")
     # The closing line is no snapshot's.
-    assert "tl-pipeline: 2 check(s) failed (snapshots, :assert:) [tlstages.failed]" \
+    assert "tl-pipeline: 2 check(s) failed: 2 :assert: claims [tlstages.failed]" \
         in result.warnings
     assert "[tlstages.snapshot]" not in result.warnings
 

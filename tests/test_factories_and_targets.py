@@ -129,10 +129,11 @@ def test_a_kernel_that_sets_its_depth_lowers_as_written(build) -> None:
     assert asked_shared[0] == ["buffer", "num_stages=3 (as written)"]
     expected = lines.index("   :expect-error: 2", lines.index(".. tl-pipeline:: Expected wrong"))
     assert f"index.rst:{expected + 1}: WARNING: :expect-error: 2 is not the depth the kernel " \
-           "fixes (3, as written) [tlstages.option]" in result.warnings
+           "fixes (3, as written) (the entry is dropped) [tlstages.option]" in result.warnings
     assert result.warnings.count("WARNING") == 2
     # Swept besides the written depth: one column per block_K, each as written.
-    swept = result.table("tl-shared", index=3)
+    # The entry dropped, the directive above it renders too (as written).
+    swept = result.table("tl-shared", index=4)
     assert swept[0] == ["buffer", "block_K=32, num_stages=3 (as written)",
                         "block_K=64, num_stages=3 (as written)"]
     assert swept[1][1:] == ["(3, 128, 32) float16, 24,576 B", "(3, 128, 64) float16, 49,152 B"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sphinx_tlstages.core.plan.spec import DirectiveSpec, VariantSpec
+from sphinx_tlstages.core.plan.spec import DirectiveSpec, Problem, VariantSpec
 from sphinx_tlstages.core.plan.targets import parse_target
 from sphinx_tlstages.core.records.snapshot_policy import (
     Action,
@@ -24,6 +24,7 @@ from sphinx_tlstages.core.records.snapshot_policy import (
     Policy,
     Recorded,
     Remove,
+    Sources,
     Unused,
     Write,
     accept_command,
@@ -87,8 +88,11 @@ SITUATIONS: dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]] = {
     "drift": (_snapshot(2, 3), _drifted()),
     "added": (_snapshot(2), _snapshot(2, 3)),  # num_stages=3 had not lowered then
     "failed": (_snapshot(2, 3), _snapshot(2)),  # num_stages=3 failed to lower now
+    "dropped": (_snapshot(2, 3), _snapshot(2)),  # num_stages=3 no longer asked for
     "unverified": (_snapshot(2, 3), None),  # TileLang could not lower every variant here
 }
+# The depths the directive asks for, where not the snapshots' 2 and 3.
+ASKED: dict[str, tuple[int, ...]] = {"dropped": (2,)}
 
 
 def _said(decision: Decision) -> list[str]:
@@ -118,10 +122,12 @@ SAME = ["counted:2/0", "remove:gemm.pending.json"]
 RERECORD = ["counted:2/0", "remove:gemm.pending.json", "|", "write:gemm.json?"]
 DRIFT_LOCAL = ["|", "write:gemm.pending.json", "counted:2/1", "fail:changed,cause"]
 DRIFT_CI = ["|", "counted:2/1", "fail:changed,cause"]
-FAILED_LOCAL = ["|", "write:gemm.pending.json", "counted:1/1", "fail:changed"]
-FAILED_CI = ["|", "counted:1/1", "fail:changed"]
+DROPPED_LOCAL = ["|", "write:gemm.pending.json", "counted:1/1", "fail:changed"]
+DROPPED_CI = ["|", "counted:1/1", "fail:changed"]
+# A variant that failed to lower keeps its record in every mode, and fails.
+FAILED = ["fail:unshown", "counted:2/0", "remove:gemm.pending.json"]
 UPDATE = ["|", "counted:2/0", "write:gemm.json", "remove:gemm.pending.json", "note"]
-UPDATE_FAILED = ["|", "counted:1/0", "write:gemm.json", "remove:gemm.pending.json", "note"]
+UPDATE_DROPPED = ["|", "counted:1/0", "write:gemm.json", "remove:gemm.pending.json", "note"]
 ADD = ["|", "write:gemm.json", "note", "counted:2/0", "remove:gemm.pending.json"]
 NOT_ADDED = ["fail:missing", "counted:2/0", "remove:gemm.pending.json"]
 UNVERIFIED = ["fail:unverified"]
@@ -129,17 +135,20 @@ UNVERIFIED = ["fail:unverified"]
 # mode, strict -> situation -> the decision, in short.
 EXPECTED: dict[tuple[str, bool], dict[str, list[str]]] = {
     ("auto", False): {"none": RECORD, "same": SAME, "drift": DRIFT_LOCAL, "added": ADD,
-                      "failed": FAILED_LOCAL, "unverified": []},
+                      "failed": FAILED, "dropped": DROPPED_LOCAL, "unverified": []},
     ("auto", True): {"none": MISSING, "same": SAME, "drift": DRIFT_CI, "added": NOT_ADDED,
-                     "failed": FAILED_CI, "unverified": UNVERIFIED},
+                     "failed": FAILED, "dropped": DROPPED_CI, "unverified": UNVERIFIED},
     ("check", False): {"none": MISSING, "same": SAME, "drift": DRIFT_LOCAL,
-                       "added": NOT_ADDED, "failed": FAILED_LOCAL, "unverified": []},
+                       "added": NOT_ADDED, "failed": FAILED, "dropped": DROPPED_LOCAL,
+                       "unverified": []},
     ("check", True): {"none": MISSING, "same": SAME, "drift": DRIFT_CI, "added": NOT_ADDED,
-                      "failed": FAILED_CI, "unverified": UNVERIFIED},
+                      "failed": FAILED, "dropped": DROPPED_CI, "unverified": UNVERIFIED},
     ("update", False): {"none": RECORD, "same": RERECORD, "drift": UPDATE, "added": UPDATE,
-                        "failed": UPDATE_FAILED, "unverified": []},
+                        "failed": ["fail:unshown", *RERECORD], "dropped": UPDATE_DROPPED,
+                        "unverified": []},
     ("update", True): {"none": RECORD, "same": RERECORD, "drift": UPDATE, "added": UPDATE,
-                       "failed": UPDATE_FAILED, "unverified": UNVERIFIED},
+                       "failed": ["fail:unshown", *RERECORD], "dropped": UPDATE_DROPPED,
+                       "unverified": UNVERIFIED},
 }
 
 
@@ -148,7 +157,8 @@ EXPECTED: dict[tuple[str, bool], dict[str, list[str]]] = {
 def test_every_mode_and_strictness_decides_each_situation(mode: str, strict: bool,
                                                            situation: str) -> None:
     old, new = (copy.deepcopy(s) for s in SITUATIONS[situation])
-    decision = decide(Policy(mode, strict), _found(old, new), ACCEPT)
+    spec = _spec(ASKED.get(situation, (2, 3)))
+    decision = decide(Policy(mode, strict), _found(old, new, spec), ACCEPT)
     assert _said(decision) == EXPECTED[mode, strict][situation]
     if strict and mode != "update":  # the build that publishes the docs writes nothing
         assert not any(isinstance(a, Write) for a in (*decision.before, *decision.after))
@@ -325,18 +335,35 @@ def test_deciding_again_on_the_fingerprinted_snapshot_keeps_what_came_before() -
 def test_unused_snapshots_are_removed_by_update_and_warned_about_elsewhere() -> None:
     stored = [("gemm", GOLDEN, False), ("old", FOLDER / "old.json", False),
               ("old", FOLDER / "old.pending.json", True)]
-    assert leftovers(Policy("update", True), stored, {"gemm"}, Path("/book")) == [
+    read = Sources(("index.rst", "other.md"))
+    where = "no tl-pipeline directive of that name in the 2 sources read (index.rst, other.md)"
+    assert leftovers(Policy("update", True), stored, {"gemm"}, Path("/book"), read) == [
         Remove(FOLDER / "old.json", missing_ok=False),
-        Note(f"tl-pipeline: removed unused snapshot {FOLDER / 'old.json'}"),
+        Note(f"tl-pipeline: removed unused snapshot {FOLDER / 'old.json'} ({where})"),
         Remove(FOLDER / "old.pending.json", missing_ok=False),
-        Note(f"tl-pipeline: removed unused snapshot {FOLDER / 'old.pending.json'}")]
+        Note(f"tl-pipeline: removed unused snapshot {FOLDER / 'old.pending.json'} ({where})")]
     for policy in (Policy("auto", False), Policy("check", True)):
-        assert leftovers(policy, stored, {"gemm"}, Path("/book")) == [
-            Unused(f"snapshot {FOLDER / 'old.json'} belongs to no tl-pipeline directive; "
-                   "TLSTAGES_SNAPSHOTS=update removes it", "_tlstages/snapshots/old.json")]
-    assert leftovers(Policy("auto", False), stored, {"gemm"}, Path("/elsewhere"))[0] \
-        == Unused(f"snapshot {FOLDER / 'old.json'} belongs to no tl-pipeline directive; "
-                  "TLSTAGES_SNAPSHOTS=update removes it", "old.json")
+        assert leftovers(policy, stored, {"gemm"}, Path("/book"), read) == [
+            Unused(f"snapshot {FOLDER / 'old.json'} belongs to no tl-pipeline directive "
+                   f"({where}); TLSTAGES_SNAPSHOTS=update removes it",
+                   "_tlstages/snapshots/old.json")]
+    assert leftovers(Policy("auto", False), stored, {"gemm"}, Path("/elsewhere"), read)[0] \
+        == Unused(f"snapshot {FOLDER / 'old.json'} belongs to no tl-pipeline directive "
+                  f"({where}); TLSTAGES_SNAPSHOTS=update removes it", "old.json")
+
+
+def test_no_snapshot_is_called_unused_while_a_name_is_in_error() -> None:
+    """A directive whose :name: is in error may be any snapshot's: none is removed, in
+    any mode, and the warning says where it stands."""
+    stored = [("old", FOLDER / "old.json", False)]
+    read = Sources(tuple(f"c{n}.rst" for n in range(8)), unnamed=("c3.rst:12",))
+    for policy in (Policy("update", False), Policy("auto", True)):
+        [unused] = leftovers(policy, stored, set(), Path("/book"), read)
+        assert unused == Unused(
+            f"snapshot {FOLDER / 'old.json'}: no tl-pipeline directive of that name in the 8 "
+            "sources read (c0.rst, c1.rst, c2.rst, c3.rst, c4.rst, c5.rst and 2 more); it "
+            "is kept, since the directive at c3.rst:12 has a :name: in error and may be its",
+            "_tlstages/snapshots/old.json")
 
 
 def test_the_accept_command_names_the_book_portably_in_a_report(
@@ -352,3 +379,147 @@ def test_the_accept_command_names_the_book_portably_in_a_report(
     # Outside the current folder: the report names it by its name, the log by its path.
     assert accept_command(elsewhere) == "tlstages snapshots accept docs"
     assert accept_command(elsewhere, here=True) == f"tlstages snapshots accept {elsewhere}"
+
+
+# --- a directive in error, or unread: its snapshot is only read --------------------------
+
+ERROR = Problem(":num-stages: 'three' is not a whole number (kept: num_stages 2)", 6)
+
+
+def _every_policy() -> list[Policy]:
+    return [Policy(mode, strict) for mode in ("auto", "check", "update")
+            for strict in (False, True)]
+
+
+def _writes(decision: Decision) -> list[Path]:
+    return [a.path for a in (*decision.before, *decision.after)
+            if isinstance(a, (Write, Remove)) and a.path != PENDING]
+
+
+def test_an_option_in_error_writes_and_removes_nothing_and_fails_on_what_it_hides() -> None:
+    """:num-stages: lost its 3 to a typo: the recorded num_stages=3 fails, naming the
+    option and its line, in every mode; nothing is written, update included."""
+    spec = _spec((2,), problems=(ERROR,))
+    for policy in _every_policy():
+        decision = decide(policy, _found(_snapshot(2, 3), _snapshot(2), spec), ACCEPT)
+        assert not _writes(decision), policy
+        assert not decision.fingerprints
+        [fail] = [a for a in decision.before if isinstance(a, Fail)]
+        assert fail.message.splitlines() == [
+            f"gemm: {GOLDEN} records 1 variant(s) this build cannot show; its records are "
+            f"kept: fix the option (line 6: {ERROR.message}), then build again",
+            "  num_stages=3: not among what its options allow while one is in error"]
+        assert [(f.kind, f.variant) for f in fail.drift] == [("unshown", "num_stages=3")]
+        # A stale pending file goes: accept must not move it over the snapshot.
+        assert Remove(PENDING) in decision.before
+
+
+def test_an_option_in_error_says_a_drift_and_never_accepts_it() -> None:
+    spec = _spec(problems=(ERROR,))
+    for policy in _every_policy():
+        decision = decide(policy, _found(_snapshot(2, 3), _drifted(), spec), ACCEPT)
+        assert not _writes(decision)
+        [fail] = [a for a in decision.before if isinstance(a, Fail)]
+        assert "  num_stages=3: threads 128 -> 256" in fail.message.splitlines()
+        assert fail.message.splitlines()[-1] == (
+            f"  not accepted while an option is in error: fix the option (line 6: "
+            f"{ERROR.message}), then build again")
+
+
+def test_an_option_in_error_records_nothing_new() -> None:
+    spec = _spec(problems=(ERROR,))
+    local = decide(Policy("auto", False), _found(None, _snapshot(2, 3), spec), ACCEPT)
+    assert _said(local) == ["note"]
+    assert decide(Policy("update", False), _found(_snapshot(2), _snapshot(2, 3), spec),
+                  ACCEPT).before[1:] == (Note(
+                      f"tl-pipeline: gemm: num_stages=3 not recorded in {GOLDEN} while an "
+                      f"option is in error: fix the option (line 6: {ERROR.message}), then "
+                      "build again", 4), Counted(1, 0, "0.1.15"))
+    ci = decide(Policy("auto", True), _found(None, _snapshot(2, 3), spec), ACCEPT)
+    assert _said(ci) == ["fail:missing"]
+
+
+def test_an_unread_directive_keeps_its_snapshot_and_fails_on_every_variant() -> None:
+    why = Problem(":file: gemm.py is not a file (looked for gemm.py)", 5)
+    spec = _spec((), problems=(why,))
+    for policy in _every_policy():
+        found = Found(spec, GOLDEN, SHOWN, _snapshot(2, 3), None, read=False)
+        decision = decide(policy, found, ACCEPT)
+        assert _said(decision) == ["fail:unshown"]
+        [fail] = decision.before
+        assert isinstance(fail, Fail)
+        assert fail.message.splitlines()[0] == (
+            f"gemm: {GOLDEN} records 2 variant(s) this build cannot show; the directive "
+            f"could not be read (line 5: {why.message}); its snapshot is kept as it is "
+            "until it can")
+    assert decide(Policy("update", False), Found(spec, GOLDEN, SHOWN, None, None, read=False),
+                  ACCEPT) == Decision()
+
+
+def test_a_failed_variant_names_why() -> None:
+    found = Found(_spec(), GOLDEN, SHOWN, _snapshot(2, 3), _snapshot(2),
+                  failed={"3": "failed to lower (exception): ValueError: three"})
+    [fail] = [a for a in decide(Policy("update", False), found, ACCEPT).before
+              if isinstance(a, Fail)]
+    assert fail.message.splitlines()[1] == "  num_stages=3: failed to lower (exception): " \
+                                           "ValueError: three"
+    [write] = [a for a in decide(Policy("update", False), found, ACCEPT).after
+               if isinstance(a, Write)]
+    assert sorted(write.snapshot["variants"]) == ["2", "3"]  # its record kept
+
+
+# --- the compiler's facts, not this extension's sentences -------------------------------
+
+def _hazardous(text: str, statement: str = "T.copy(A, S) at line 9",
+               verdict: str = "hazard", kind: str = "RAW") -> dict[str, Any]:
+    new = _snapshot(2, 3)
+    new["variants"]["3"]["hazards"] = {
+        "verdict": verdict, "text": f"{verdict}: {text}",
+        "findings": [{"kind": kind, "buffer": "S", "text": text, "at": "k=0",
+                      "statements": [{"text": statement, "line": 9}]}]}
+    new["variants"]["3"]["unneeded_sync"] = [] if verdict == "hazard" else [
+        {"op": "sync", "what": "__syncthreads", "text": text, "site": 0}]
+    return new
+
+
+def test_a_better_sentence_is_a_note_that_update_records() -> None:
+    old = _hazardous("reads S while the cp.async is in flight")
+    new = _hazardous("at k=0 reads S while the cp.async into it is still in flight",
+                     "T.copy(A[k, :], S) at line 10")
+    for policy in (Policy("auto", True), Policy("check", False), Policy("auto", False)):
+        decision = decide(policy, _found(old, new), ACCEPT)
+        assert not any(isinstance(a, Fail) for a in (*decision.before, *decision.after))
+        [note] = [a for a in decision.after if isinstance(a, Note)]
+        assert "the hazard check words its findings differently" in note.message
+        assert [(f.kind, f.variant) for f in note.drift] == [("reworded", "num_stages=3")]
+    assert _said(decide(Policy("auto", False), _found(old, new), ACCEPT)) == [
+        "|", "counted:2/0", "write:gemm.pending.json", "note"]
+    assert _said(decide(Policy("update", False), _found(old, new), ACCEPT)) == RERECORD
+    # unneeded_sync: the same statement, explained in other words.
+    old, new = (_hazardous(text, verdict="none") for text in ("not needed", "unneeded"))
+    assert not any(isinstance(a, Fail) for a in decide(Policy("check", True),
+                                                        _found(old, new), ACCEPT).after)
+
+
+def test_a_verdict_that_moved_while_the_code_did_not_says_so() -> None:
+    old, new = _hazardous("x", kind="RAW"), _hazardous("x", kind="WAR")
+    decision = decide(Policy("check", True), _found(old, new), ACCEPT)
+    [fail] = [a for a in decision.after if isinstance(a, Fail)]
+    assert fail.message.splitlines()[1:3] == [
+        "  num_stages=3: hazard findings RAW on S -> WAR on S",
+        "    why: the check changed; the code did not (the same CUDA and pass fingerprints "
+        "as recorded): this extension's hazard check, not TileLang, gives another answer"]
+    # Unneeded synchronisation the check no longer names: the check's change too.
+    old = _hazardous("x", verdict="none")
+    new = copy.deepcopy(old)
+    new["variants"]["3"]["unneeded_sync"] = []
+    [fail] = [a for a in decide(Policy("check", True), _found(old, new), ACCEPT).after
+              if isinstance(a, Fail)]
+    assert "the check changed; the code did not" in fail.message
+    # With other code, the pass that made it is named instead.
+    new["variants"]["3"]["cuda"] = ["__global__ void k() {", "  __syncthreads();", "}"]
+    new["variants"]["3"]["pass_fingerprints"][2] = "tl.PipelinePlanning#1 dddddddddddd"
+    [fail] = [a for a in decide(Policy("check", True), _found(old, new), ACCEPT).after
+              if isinstance(a, Fail)]
+    assert "first changed by tl.PipelinePlanning#1" in fail.message
+    assert "the check changed" not in fail.message

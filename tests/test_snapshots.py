@@ -58,7 +58,7 @@ def test_record_then_pass_then_drift_then_accept(build, tmp_path) -> None:
     assert "shared memory 98,304 -> 49,152 B" in drifted.warnings
     assert "CUDA +" in drifted.warnings
     assert f"accept it with: tlstages snapshots accept {src}" in drifted.warnings
-    assert "1 check(s) failed (snapshots, :assert:)" in drifted.warnings
+    assert "1 check(s) failed: 1 snapshot check" in drifted.warnings
     pending = src / SNAPSHOTS / "gemm-chapter.pending.json"
     assert json.loads(pending.read_text())["variants"]["3"]["shared"][0]["shape"] == [3, 128, 32]
     assert json.loads(golden(src).read_text()) == recorded  # the golden is untouched
@@ -122,7 +122,7 @@ def test_a_real_change_names_both_versions_and_every_drift(build, tmp_path) -> N
     assert f"recorded with TileLang 0.1.0, built with {tilelang_version()}" in result.warnings
     assert "A_shared (3, 128, 64) -> (3, 128, 32) float16" in result.warnings
     assert "second: the lowering" not in result.warnings  # only provenance differs there
-    assert "1 check(s) failed (snapshots, :assert:)" in result.warnings
+    assert "1 check(s) failed: 1 snapshot check" in result.warnings
 
 
 def test_prose_and_position_change_no_snapshot(build, tmp_path) -> None:
@@ -329,3 +329,142 @@ def test_a_snapshot_without_a_shown_fact_fails_under_ci(build, tmp_path, monkeyp
     monkeypatch.delenv("TLSTAGES_SNAPSHOTS")
     again = build({"index.rst": two}, srcdir=src, freshenv=True)
     assert again.app.statuscode == 0 and again.warnings == ""
+
+
+# --- a typo costs no snapshot (issue 52) -------------------------------------------------
+
+def _status(src: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    capsys.readouterr()
+    code = cli.main(["snapshots", "status", str(src)])
+    return code, capsys.readouterr().out
+
+
+def test_an_option_in_error_never_costs_its_snapshot(build, tmp_path, monkeypatch,
+                                                     capsys) -> None:
+    """A recorded directive loses a depth to a typo, then its kernel file: every mode
+    fails naming why, and no mode, command or message rewrites or removes the snapshot."""
+    src = tmp_path / "src"
+    assert build({"index.rst": chapter()}, srcdir=src).app.statuscode == 0
+    recorded = golden(src).read_bytes()
+    typo = chapter(stages="2 tree")
+    line = typo.splitlines().index(".. tl-pipeline::") + 1
+    for mode in ("auto", "check", "update"):
+        monkeypatch.setenv("TLSTAGES_SNAPSHOTS", mode)
+        result = build({"index.rst": typo}, srcdir=src)
+        assert result.app.statuscode == 1, mode
+        assert (f"index.rst:{line}: ERROR: gemm-chapter: {golden(src)} records 1 variant(s) "
+                "this build cannot show; its records are kept: fix the option (line "
+                f"{line + 1}: :num-stages: 'tree' is not a whole number (kept: num_stages "
+                "2)), then build again\n  num_stages=3: not among what its options allow "
+                "while one is in error") in result.warnings, mode
+        assert "belongs to no tl-pipeline directive" not in result.warnings
+        assert golden(src).read_bytes() == recorded, mode
+        assert not list((src / SNAPSHOTS).glob("*.pending.json"))
+    code, said = _status(src, capsys)
+    assert code == 1 and f"held     gemm-chapter: an option is in error at index.rst:" \
+        f"{line + 1}" in said
+    assert "unused" not in said
+    # A pending file left from before is not accepted over it either.
+    pending = src / SNAPSHOTS / "gemm-chapter.pending.json"
+    pending.write_text(golden(src).read_text().replace('"3"', '"4"'))
+    assert cli.main(["snapshots", "accept", str(src)]) == 1
+    assert "not accepted gemm-chapter: an option is in error" in capsys.readouterr().err
+    assert golden(src).read_bytes() == recorded
+    pending.unlink()
+    # The kernel's file goes missing: the directive cannot be read at all.
+    (src / "kernel.py").write_text(GEMM)
+    gone = chapter().replace(".. tl-pipeline::", ".. tl-pipeline::\n   :file: kernl.py")
+    gone = gone[:gone.index("\n\n   @tilelang.jit")] + "\n"
+    for strict in ("", "true"):
+        monkeypatch.setenv("CI", strict)
+        result = build({"index.rst": gone}, srcdir=src)
+        assert result.app.statuscode == 1
+        assert "records 2 variant(s) this build cannot show; the directive could not be read" \
+            in result.warnings
+        assert golden(src).read_bytes() == recorded
+    monkeypatch.setenv("TLSTAGES_SNAPSHOTS", "auto")
+    monkeypatch.delenv("CI")
+    code, said = _status(src, capsys)
+    assert "held     gemm-chapter: the directive at index.rst:" in said and "unused" not in said
+    # Fixed, it is green again, and a deliberate change is a drift update accepts.
+    assert build({"index.rst": chapter()}, srcdir=src).app.statuscode == 0
+    monkeypatch.setenv("TLSTAGES_SNAPSHOTS", "update")
+    assert build({"index.rst": chapter(stages="2")}, srcdir=src).app.statuscode == 0
+    assert list(json.loads(golden(src).read_text())["variants"]) == ["2"]
+
+
+def test_an_unused_snapshot_names_the_sources_read(build, tmp_path) -> None:
+    src = tmp_path / "src"
+    build({"index.rst": chapter()}, srcdir=src)
+    moved = chapter().replace("gemm-chapter", "renamed")
+    result = build({"index.rst": moved}, srcdir=src)
+    assert (f"snapshot {golden(src)} belongs to no tl-pipeline directive (no tl-pipeline "
+            "directive of that name in the 1 source read (index.rst)); "
+            "TLSTAGES_SNAPSHOTS=update removes it") in result.warnings
+    # A :name: in error may be any snapshot's: none is called unused, none removed.
+    bad_name = chapter().replace(":name: gemm-chapter", ":name: gemm chapter")
+    result = build({"index.rst": bad_name}, srcdir=src,
+                   confoverrides={"tlstages_snapshots": "update"})
+    assert "it is kept, since the directive at index.rst:" in result.warnings
+    assert golden(src).exists()
+
+
+def test_a_recorded_variant_that_fails_to_lower_keeps_its_record(build, tmp_path,
+                                                                 monkeypatch) -> None:
+    """A build's accident never costs a record: update keeps it and fails, naming why."""
+    src = tmp_path / "src"
+    build({"index.rst": chapter()}, srcdir=src)
+    unlucky = chapter().replace('       dtype = "float16"\n', '       dtype = "float16"\n'
+                                '       if num_stages == 3:\n'
+                                '           raise ValueError("three is unlucky")\n')
+    assert unlucky != chapter()
+    monkeypatch.setenv("TLSTAGES_SNAPSHOTS", "update")
+    result = build({"index.rst": unlucky}, srcdir=src)
+    assert result.app.statuscode == 1
+    assert ("num_stages=3: failed to lower (exception): ValueError: three is unlucky"
+            in result.warnings)
+    assert sorted(json.loads(golden(src).read_text())["variants"]) == ["2", "3"]
+
+
+def test_from_no_snapshots_each_mode_ends_as_documented(build, tmp_path, monkeypatch) -> None:
+    for mode, code in (("check", 1), ("update", 0), ("auto", 0)):
+        src = tmp_path / mode
+        monkeypatch.setenv("TLSTAGES_SNAPSHOTS", mode)
+        result = build({"index.rst": chapter()}, srcdir=src)
+        assert result.app.statuscode == code, (mode, result.warnings)
+        assert "Traceback" not in result.warnings
+        assert golden(src).exists() == (code == 0)
+        if code:
+            assert f"gemm-chapter: no snapshot at {golden(src)}; record it with " \
+                   "TLSTAGES_SNAPSHOTS=update" in result.warnings
+
+
+# --- the compiler's facts, not this extension's sentences (issue 51) --------------------
+
+def test_a_reworded_verdict_is_a_note_and_a_moved_one_says_the_check_changed(
+        build, tmp_path, monkeypatch) -> None:
+    src = tmp_path / "src"
+    build({"index.rst": chapter()}, srcdir=src)
+    recorded = golden(src).read_text()
+    data = json.loads(recorded)
+    data["variants"]["3"]["hazards"]["text"] = "none found, in older words"
+    golden(src).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    monkeypatch.setenv("CI", "true")
+    ci = build({"index.rst": chapter()}, srcdir=src, freshenv=True)
+    assert ci.app.statuscode == 0 and ci.warnings == ""
+    assert "gemm-chapter: num_stages=3: the hazard check words its findings differently" \
+        in ci.status
+    monkeypatch.delenv("CI")
+    monkeypatch.setenv("TLSTAGES_SNAPSHOTS", "update")
+    assert build({"index.rst": chapter()}, srcdir=src, freshenv=True).app.statuscode == 0
+    assert golden(src).read_text() == recorded
+    # The verdict itself moves while TileLang's output is the same: the check's change.
+    data = json.loads(recorded)
+    data["variants"]["3"]["hazards"]["verdict"] = "hazard"
+    golden(src).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    monkeypatch.setenv("TLSTAGES_SNAPSHOTS", "check")
+    moved = build({"index.rst": chapter()}, srcdir=src, freshenv=True)
+    assert moved.app.statuscode == 1
+    assert "num_stages=3: hazards 'hazard' -> 'none'" in moved.warnings
+    assert "why: the check changed; the code did not (the same CUDA and pass fingerprints " \
+           "as recorded)" in moved.warnings

@@ -14,10 +14,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "sphinx_tlstages"
 
 def _reports(call: ast.Call) -> bool:
     """Whether ``call`` says a typed message: ``warn``/``error`` of the messages module,
-    or of the build's findings sink (``state.findings.warn``, ``findings.error``)."""
+    of the build's findings sink (``state.findings.warn``, ``findings.error``), or
+    ``say`` of what reading says (the directive's ``self._say``)."""
     func = call.func
     if isinstance(func, ast.Name):
-        return func.id in ("warn", "error")
+        return func.id in ("warn", "error", "say")
+    if isinstance(func, ast.Attribute) and func.attr == "_say":
+        return True
     if not (isinstance(func, ast.Attribute) and func.attr in ("warn", "error")):
         return False
     owner = func.value
@@ -25,8 +28,12 @@ def _reports(call: ast.Call) -> bool:
             getattr(owner, "id", "")) == "findings"
 
 
+# Where a ``subtype`` parameter is handed on: the sink's own methods to the messages
+# module, what reading said (said again as it was said), the directive's ``_say``.
+PASSING_ON = ("findings.py", "reread.py", "directive.py")
+
+
 def _passed_on(arg: ast.expr) -> bool:
-    """The sink's own methods hand their ``subtype`` parameter on to the messages module."""
     return isinstance(arg, ast.Name) and arg.id == "subtype"
 
 
@@ -38,9 +45,12 @@ def raised_subtypes() -> dict[str, list[str]]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not (isinstance(node, ast.Call) and _reports(node)):
                 continue
-            args = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "subtype")]
+            # say(env, message, subtype, ...) takes the environment first.
+            at = 2 if isinstance(node.func, ast.Name) and node.func.id == "say" else 1
+            args = [*node.args[at:at + 1],
+                    *(k.value for k in node.keywords if k.arg == "subtype")]
             for arg in args:
-                if _passed_on(arg) and path.name == "findings.py":
+                if _passed_on(arg) and path.name in PASSING_ON:
                     continue
                 assert isinstance(arg, ast.Constant) and isinstance(arg.value, str), (
                     f"{path}:{node.lineno}: the subtype must be written out, so this "

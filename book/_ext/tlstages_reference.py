@@ -100,12 +100,13 @@ class Reference(SphinxDirective):
             rows = [[f"``{WARNING_TYPE}.{name}``", doc] for name, doc in SUBTYPES.items()]
             return _table(["type.subtype", "when"], rows, self._rst, (24, 76))
         if what == "assert-names":
-            path = Path(self.env.srcdir, SEED_SNAPSHOT)
-            self.env.note_dependency(str(path))
-            values = seed_values(json.loads(path.read_text(encoding="utf-8")))
+            # The values are the seed GEMM's snapshot's, which this very build may record
+            # (from nothing, under TLSTAGES_SNAPSHOTS=update) after reading: each cell is
+            # filled when the page is written (fill_seed_values), not now.
+            self.env.note_dependency(str(Path(self.env.srcdir, SEED_SNAPSHOT)))
             rows = [[f"``{n.name}``", f"``{n.type}``", n.about,
-                     *(f"``{_shown(values[d][n.name])}``" if n.name in values[d] else "(absent)"
-                       for d in SEED_DEPTHS), f"``{n.example}``"] for n in NAMES]
+                     *(f"{SEED_CELL}{d} {n.name}" for d in SEED_DEPTHS), f"``{n.example}``"]
+                    for n in NAMES]
             return _table(["name", "type", "what", *(f"num_stages={d}" for d in SEED_DEPTHS),
                            "example"], rows, self._rst, (14, 12, 22, 17, 17, 18))
         if what == "cli":
@@ -120,6 +121,38 @@ class Reference(SphinxDirective):
         raise self.error(f"unknown reference {what!r}")
 
 
+# A cell whose value is the seed snapshot's, filled when the page is written.
+SEED_CELL = "seed-value:"
+
+
+def fill_seed_values(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """``doctree-resolved``: each seed cell with its value in the seed GEMM's snapshot,
+    read now, after this build's snapshot check (which may have just recorded it). Where
+    the build recorded none (``check`` mode or CI from no snapshots, which fail with the
+    missing snapshot), the cells say so."""
+    cells = [node for node in doctree.findall(nodes.paragraph)
+             if node.astext().startswith(SEED_CELL)]
+    if not cells:
+        return
+    path = Path(app.srcdir, SEED_SNAPSHOT)
+    try:
+        values: dict[int, dict[str, Any]] | None = seed_values(
+            json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        values = None
+    for cell in cells:
+        depth, name = cell.astext().removeprefix(SEED_CELL).split(" ", 1)
+        cell.children = []
+        if values is None:
+            cell += nodes.Text("(no snapshot recorded)")
+        elif name in values[int(depth)]:
+            text = _shown(values[int(depth)][name])
+            cell += nodes.literal(text, text)
+        else:
+            cell += nodes.Text("(absent)")
+
+
 def setup(app: Sphinx) -> dict[str, object]:
     app.add_directive("tlstages-reference", Reference)
+    app.connect("doctree-resolved", fill_seed_values)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

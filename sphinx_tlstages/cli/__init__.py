@@ -2,7 +2,7 @@
 
 ``tlstages snapshots accept [SRCDIR]`` accepts the pending results a failed check left
 beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists every snapshot with the
-shown facts it lacks, and pending, missing and unused ones; ``tlstages bench SRCDIR``
+shown facts it lacks, and pending, missing, unused and held ones; ``tlstages bench SRCDIR``
 times the book's kernels on this machine's GPU;
 ``tlstages hardware SRCDIR`` checks them there under compute-sanitizer;
 ``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file;
@@ -44,12 +44,14 @@ def build_parser() -> argparse.ArgumentParser:
                                help="golden snapshots of a book")
     snap_commands = snap.add_subparsers(dest="action", required=True)
     acc = snap_commands.add_parser("accept", formatter_class=fmt,
-                                   help="accept pending results")
+                                   help="accept pending results (not for a directive with "
+                                        "an option in error, or that cannot be read)")
     acc.add_argument("srcdir", nargs="?", default=".", type=Path)
     acc.add_argument("--name", action="append", default=[], help="only this directive")
     stat = snap_commands.add_parser("status", formatter_class=fmt,
                                     help="list every snapshot, the shown facts it lacks, "
-                                         "pending, missing, unused")
+                                         "pending, missing, unused, held (its directive "
+                                         "has an option in error, or cannot be read)")
     stat.add_argument("srcdir", nargs="?", default=".", type=Path)
     pend = snap_commands.add_parser("diff", formatter_class=fmt,
                                     help="the drift report of the pending snapshots, "

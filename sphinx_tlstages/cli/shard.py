@@ -34,7 +34,7 @@ from ..core.plan.spec import DirectiveSpec, VariantSpec
 from ..core.records.cache_entry import object_name, pack
 from ..ext.cache.remote import PARALLEL, open_store, shown_url
 from ..ext.checks.run import variant_failure
-from ..ext.collector import project_directives
+from ..ext.collector import all_directives
 from ..ext.config import Settings, pull_request
 from ..ext.state import BuildState, build_state, settings
 
@@ -78,7 +78,7 @@ def lower_book(srcdir: Path, shard: tuple[int, int], cache_dir: Path | None = No
         if state is None:
             print(f"tlstages lower-book: {label}: nothing was lowered", file=sys.stderr)
             return 1
-        mine = _shard_variants(project_directives(app.env), state.stamp, shard)
+        mine = _shard_variants(all_directives(app.env), state.stamp, shard)
         missing = _store(config, state, mine, destination.startswith("local "), label)
         return _report(app.env.doc2path, label, mine, state, missing, destination,
                        out or sys.stdout)
@@ -163,7 +163,8 @@ def _brief(exc: BaseException) -> str:
 def _report(doc2path: Callable[..., Any], label: str, mine: Chosen, state: BuildState,
             missing: list[str], destination: str, out: TextIO) -> int:
     """The failed variants, in a build's words, then the shard's one line."""
-    failed = unavailable = 0
+    unavailable = 0
+    failed: set[str] = set()  # counted apart from the lowered and the cached
     seconds = 0.0
     for key, (variant, spec) in mine.items():
         result = state.results.get(key)
@@ -178,18 +179,19 @@ def _report(doc2path: Callable[..., Any], label: str, mine: Chosen, state: Build
         if kind == "unavailable":
             unavailable += 1
             continue
-        failed += 1
+        failed.add(key)
         # Where a build's warning would point: a document line, or a :file: kernel's.
         where = spec.kernel_location(result["error"].get("line"))
         shown = where if isinstance(where, str) else f"{doc2path(where[0], False)}:{where[1]}"
         print(f"{shown}: {spec.name}: {variant.heading} failed to lower ({kind}): "
               f"{message}", file=sys.stderr)
-    lowered = sum(1 for key in mine if key in state.lowered)
-    cached = sum(1 for key in mine if key in state.results and key not in state.lowered)
+    lowered = sum(1 for key in mine if key in state.lowered and key not in failed)
+    cached = sum(1 for key in mine if key in state.results and key not in state.lowered
+                 and key not in failed)
     stored_line = f"written to {destination}" if not missing else \
         f"{len(missing)} not stored in {destination}"
     print(f"{label}: {len(mine)} variants, {cached} already cached, {lowered} lowered "
-          f"({seconds:.0f} s in workers), {failed} failed, {stored_line}", file=out)
+          f"({seconds:.0f} s in workers), {len(failed)} failed, {stored_line}", file=out)
     if unavailable:
         print(f"tlstages lower-book: {label}: TileLang cannot lower here: {unavailable} "
               "variants not lowered", file=sys.stderr)

@@ -28,12 +28,16 @@ from .lowering.prestart import before_reading, early
 from .lowering.prestart import close as close_workers
 from .nodes import skip, tl_pipeline_placeholder
 from .placeholders import fill_pipelines
+from .reread import reading, say_again
 from .state import setup_state
 
 
 def setup_directive(app: Sphinx) -> None:
     app.add_directive("tl-pipeline", TlPipelineDirective)
     app.add_env_collector(TlPipelineCollector)
+    # What reading a document said is said again by a build that does not read it.
+    app.connect("env-before-read-docs", reading)
+    app.connect("env-updated", say_again, priority=priorities.SAY_AGAIN)
     # The placeholder never reaches a writer; these only guard builders that skip
     # post-transforms.
     visitors = (skip, None)
@@ -75,6 +79,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # pickled environment is read again (2: placeholders carry their document's name;
     # 3: :expect-error: values name their target; 5: specs say how a kernel's depth is given,
     # and where a kernel lowered as written sets it; 6: variants say whether they record
-    # their pass changes; 7: specs hold :expect-hazard:).
+    # their pass changes; 7: specs hold :expect-hazard:; 8: specs hold their problems and
+    # place, expectations name swept values, unread directives and what reading said are
+    # kept per document).
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
-            "env_version": 7}
+            "env_version": 8}

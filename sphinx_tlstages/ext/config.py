@@ -249,7 +249,9 @@ class Settings:
         "``auto`` records missing snapshots and fails on a mismatch (under ``CI`` or "
         "``READTHEDOCS`` a missing one fails too, as does one that lacks a fact its page "
         "shows, and nothing is written); ``check`` never records; ``update`` rewrites what "
-        "changed or is lacking and removes unused ones; ``off``. "
+        "changed or is lacking and removes unused ones; ``off``. In every mode, the "
+        "snapshot of a directive with an option in error, or that could not be read, is "
+        "only read, and each variant it records that the build cannot show fails. "
         "``TLSTAGES_SNAPSHOTS`` wins.",
         read=_snapshot_mode, env="TLSTAGES_SNAPSHOTS",
         env_doc="Snapshot mode (``auto``, ``check``, ``update``, ``off``)",

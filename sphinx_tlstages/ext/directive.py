@@ -7,8 +7,10 @@ placeholder that :mod:`.render` fills once the whole project has been lowered.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import os
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -23,17 +25,19 @@ from ..core.errors import OptionError, SourceError
 from ..core.kernel.listing import Listing
 from ..core.kernel.source import find_factories, normalise_source, parse_kernel
 from ..core.plan import options
-from ..core.plan.spec import DirectiveSpec, KernelOrigin, kernel_location
+from ..core.plan.spec import DirectiveSpec, KernelOrigin, Problem, Unread, kernel_location
 from ..core.plan.targets import parse_targets
 from ..core.planner import Defaults, Kernel, parse_asserts, plan
 from ..core.records import snapshots
 from ..core.records.snapshot_policy import Policy
+from .boxes import error_box
 from .collector import directives as directives_of
+from .collector import unread as unread_of
 from .listing import OPTIONS as LISTING_OPTIONS
 from .listing import ListingError, read_listing
 from .lowering.prestart import directive_read
-from .messages import warn
 from .nodes import tl_pipeline_placeholder
+from .reread import say
 from .state import settings
 
 INLINE_SOURCE_NAME = "kernel.py"
@@ -73,12 +77,16 @@ OPTIONS: dict[str, str] = {
     "diff": "``consecutive``, ``baseline`` (each against the first value) or ``none``.",
     "timeout": "Seconds one variant may take to lower (default ``tlstages_timeout``).",
     "expect-error": "num_stages values that must fail, each on every target or on one "
-                    "(``sm_89:4``), optionally ``VALUES: regex`` on the message; a listed "
-                    "variant that lowers is an error. For chapters that teach limits.",
+                    "(``sm_89:4``) and, in a sweep, for every combination or for the swept "
+                    "values named (``block_N=128:2``, ``sm_90a:block_N=128:2``: each "
+                    "``param=value`` written as in ``:sweep:``, without spaces, commas or "
+                    "colons), optionally ``VALUES: regex`` on the message; a listed variant "
+                    "that lowers is an error. For chapters that teach limits.",
     "expect-hazard": "num_stages values the hazard check must flag, as for ``:expect-error:`` "
-                     "(``2 3``, ``sm_90a:2``, ``2: RAW on S``: a regex one finding must "
-                     "match); each finding is then a note, not a warning, and a listed "
-                     "variant without one is an error. For chapters about compiler bugs.",
+                     "(``2 3``, ``sm_90a:2``, ``block_N=128:2``, ``2: RAW on S``: a regex one "
+                     "finding must match); each finding is then a note, not a warning, and a "
+                     "listed variant without one is an error. For chapters about compiler "
+                     "bugs.",
     "assert": "Claims checked on every build, one Python expression per line over each "
               "lowered variant's facts (``max(sync[\"cp_async_wait\"]) == num_stages - 1``, "
               "``shared[\"A_shared\"].shape[-2:] == (128, 64)``, ``gemm[0] == (\"wgmma\" "
@@ -114,10 +122,13 @@ _CHECKED_ALONE: dict[str, Callable[[str], object]] = {
 }
 
 
-def error_box(message: str) -> nodes.Element:
-    """What the page shows in place of a directive that could not be used."""
-    return nodes.error("", nodes.paragraph(text=f"tl-pipeline: {message}"),
-                       classes=["tl-error"])
+class _Options(dict[str, Callable[[str], object]]):
+    """The option_spec: every option's value as written (parsed in ``_spec``, where a bad
+    one is said at its own line), and an unknown option kept too, to be said and ignored
+    there: docutils would otherwise drop the whole directive over a misspelt name."""
+
+    def __missing__(self, key: str) -> Callable[[str], object]:
+        return directives.unchanged
 
 
 class TlPipelineDirective(SphinxDirective):
@@ -126,26 +137,23 @@ class TlPipelineDirective(SphinxDirective):
     has_content = True
     optional_arguments = 1
     final_argument_whitespace = True
-    # Values are parsed in _spec, where a bad one becomes a warning at its own line.
-    option_spec: ClassVar[dict[str, Callable[[str], object]]] = {
-        name: directives.unchanged for name in OPTIONS
-    }
+    option_spec: ClassVar[dict[str, Callable[[str], object]]] = _Options(
+        (name, directives.unchanged) for name in OPTIONS)
 
     def run(self) -> list[nodes.Node]:
         count = int(self.env.temp_data.get("tlstages_count") or 0) + 1
         self.env.temp_data["tlstages_count"] = count
         self._kernel_line: int | None = None
         self._kernel_path: Path | None = None
+        self._problems: list[Problem] = []
+        self._unknown_options()
         try:
             spec = self._spec(count)
-        except OptionError as exc:
-            warn(str(exc), "option", location=(self.env.docname, exc.line or self.lineno))
-            self._report_others(exc)
-            return [error_box(str(exc))]
-        except SourceError as exc:
-            warn(str(exc), "source", location=self._kernel_location(exc.line))
-            self._report_others(exc)
-            return [error_box(str(exc))]
+        except (OptionError, SourceError) as exc:
+            return self._unread(exc, count)
+        spec = replace(spec, problems=(*self._problems, *spec.problems), serial=count)
+        for problem in spec.problems[len(self._problems):]:
+            self._say(problem.message, "option", (self.env.docname, problem.line))
         directives_of(self.env).setdefault(self.env.docname, []).append(spec)
         directive_read(self.config, spec)
         std = self.env.domains.standard_domain
@@ -153,9 +161,83 @@ class TlPipelineDirective(SphinxDirective):
             std.note_hyperlink_target(spec.name, self.env.docname, spec.node_id, spec.title)
         # Its own document's name: assembled builders resolve it under the root's.
         placeholder = tl_pipeline_placeholder(name=spec.name, docname=self.env.docname,
-                                              ids=[spec.node_id])
+                                              serial=count, ids=[spec.node_id])
         self.set_source_info(placeholder)
-        return [placeholder]
+        if not spec.in_error:
+            return [placeholder]
+        # The page says what it leaves out, above what the other options allow.
+        box = error_box([f"{len(spec.problems)} option value(s) in error, ignored or cut "
+                         "to their good part (the snapshot is neither written nor removed "
+                         "until they are fixed):",
+                         *(str(p) for p in spec.problems)])
+        return [box, placeholder]
+
+    def _say(self, message: str, subtype: str, location: tuple[str, int] | str) -> None:
+        say(self.env, message, subtype, location)
+
+    def _unread(self, exc: OptionError | SourceError, count: int) -> list[nodes.Node]:
+        """A directive that cannot be read at all: every problem said at its line, the
+        error where it stands, and the directive kept as unread (its snapshot is neither
+        written nor removed: see the snapshot policy)."""
+        said = {p.message for p in self._problems}
+        for problem in exc.problems or ():
+            assert isinstance(problem, Problem)
+            if problem.message not in said:
+                said.add(problem.message)
+                self._problems.append(problem)
+                self._say(problem.message, "option", (self.env.docname, problem.line))
+        if isinstance(exc, OptionError):
+            line = exc.line or self.lineno
+            self._say(str(exc), "option", (self.env.docname, line))
+        else:
+            where = self._kernel_location(exc.line)
+            line = where[1] if isinstance(where, tuple) else self.lineno
+            self._say(str(exc), "source", where)
+        said.add(str(exc))
+        self._report_others(exc, said)
+        name = self._name(count)
+        unread_of(self.env).setdefault(self.env.docname, []).append(
+            Unread(name, self.env.docname, self.lineno, Problem(str(exc), line)))
+        return [error_box([str(exc), *(p.message for p in self._problems)])]
+
+    def _name(self, count: int) -> str | None:
+        """The directive's name, where it can be told: its :name:, or the default."""
+        default = f"{self.env.docname.replace('/', '-')}-{count}"
+        try:
+            return options.parse_name(self.options.get("name", default))
+        except OptionError:
+            return None
+
+    def _written_options(self) -> list[str]:
+        """The options as written: MyST drops (with its own warning) those the
+        directive does not have before it runs, so they are read from its lines."""
+        if not self._is_myst():
+            return list(self.options)
+        lines = self._lines[1:]
+        if lines and lines[0].strip() == "---":
+            block = lines[1:lines.index("---", 1)] if "---" in lines[1:] else []
+            return [line.split(":", 1)[0].strip() for line in block
+                    if line[:1] not in (" ", "\t", "#", "") and ":" in line]
+        written = []
+        for line in lines:
+            match = re.match(r":([A-Za-z][\w-]*):", line.strip())
+            if match is None:
+                break
+            written.append(match.group(1))
+        return written
+
+    def _unknown_options(self) -> None:
+        """Each option this directive does not have: said at its line, with the names it
+        may mean, and ignored."""
+        for option in [o for o in self._written_options() if o not in OPTIONS]:
+            close = difflib.get_close_matches(option, list(OPTIONS), n=2, cutoff=0.6)
+            hint = f"; did you mean {' or '.join(f':{c}:' for c in close)}?" if close else \
+                f" (options: {', '.join(OPTIONS)})"
+            problem = Problem(f":{option}: is not an option of tl-pipeline{hint} (ignored)",
+                              self._option_line(option))
+            self._problems.append(problem)
+            self._say(problem.message, "option", (self.env.docname, problem.line))
+            self.options.pop(option, None)
 
     # --- where things are ----------------------------------------------------------
 
@@ -257,7 +339,7 @@ class TlPipelineDirective(SphinxDirective):
                     name=f"{self.env.docname.replace('/', '-')}-{count}",
                     docname=self.env.docname, lineno=self.lineno,
                     title=self.arguments[0] if self.arguments else None,
-                    line_of=self._value_line, overridden=self._overridden)
+                    line_of=self._value_line, overridden=self._overridden, tolerant=True)
         spec = snapshots.fingerprinting(spec, self._writes_snapshots())
         return replace(spec, node_id=nodes.make_id(f"tl-{spec.name}"),
                        listing=self._listing(spec.variants[0].source,
@@ -276,8 +358,8 @@ class TlPipelineDirective(SphinxDirective):
     def _overridden(self, option: str, message: str) -> None:
         """An option the kernel overrides (it sets its depth itself): a warning at the
         option's line; the page shows the kernel as written."""
-        warn(f":{option}: {message}", "option",
-             location=(self.env.docname, self._option_line(option)))
+        self._say(f":{option}: {message}", "option",
+                  (self.env.docname, self._option_line(option)))
 
     def _listing(self, source: str, factory: str) -> Listing | None:
         """The part of the kernel to list; on a bad value, a warning at the option's line
@@ -286,8 +368,10 @@ class TlPipelineDirective(SphinxDirective):
         try:
             return read_listing(source, path, self.options, factory, self.config)
         except ListingError as exc:
-            warn(f"{exc}; the whole kernel is listed", "option",
-                 location=(self.env.docname, self._option_line(exc.option)))
+            problem = Problem(f"{exc}; the whole kernel is listed",
+                              self._option_line(exc.option))
+            self._problems.append(problem)
+            self._say(problem.message, "option", (self.env.docname, problem.line))
         caption = " ".join(self.options.get("caption", "").split())
         return Listing(source, caption=caption) if caption else None
 
@@ -332,10 +416,10 @@ class TlPipelineDirective(SphinxDirective):
             f"{lines[at - 1].split(':', 2)[2].strip()}\n  {self.content[0].strip()}\n---",
             int(self.lineno) + at - 1)
 
-    def _report_others(self, first: Exception) -> None:
+    def _report_others(self, first: Exception, said: set[str]) -> None:
         """Every other option with a bad value, each at its own line: one build reports
-        all of them, not the first the planner met."""
-        said = {str(first)}
+        all of them, not only the first met (where the kernel itself could not be read,
+        the planner never saw them)."""
         for option, parser in _CHECKED_ALONE.items():
             if option not in self.options:
                 continue
@@ -343,13 +427,16 @@ class TlPipelineDirective(SphinxDirective):
                 parser(self.options[option])
             except OptionError as exc:
                 problem = OptionError(f":{option}: {exc}", self._value_line(option))
+                assert problem.line is not None
             else:
                 continue
-            if str(problem) not in said:
+            if not any(str(problem) in known for known in said):
                 said.add(str(problem))
-                warn(str(problem), "option", location=(self.env.docname, problem.line))
+                self._problems.append(Problem(str(problem), problem.line or self.lineno))
+                self._say(str(problem), "option", (self.env.docname, problem.line))
         try:
             parse_asserts(self.options, self._value_line)
         except OptionError as exc:
-            if str(exc) not in said:
-                warn(str(exc), "option", location=(self.env.docname, exc.line or self.lineno))
+            if not any(str(exc) in known for known in said):
+                self._problems.append(Problem(str(exc), exc.line or self.lineno))
+                self._say(str(exc), "option", (self.env.docname, exc.line or self.lineno))

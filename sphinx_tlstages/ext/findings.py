@@ -25,6 +25,18 @@ if TYPE_CHECKING:
     from ..core.plan.spec import DirectiveSpec
 
 
+# How the closing line names each kind of failure (by the error's subtype), one and
+# several, in its order.
+_KIND_WORDS = {
+    "snapshot": ("snapshot check", "snapshot checks"),
+    "assert": (":assert: claim", ":assert: claims"),
+    "hazard": (":expect-hazard: variant", ":expect-hazard: variants"),
+    "name": ("directive sharing a :name:", "directives sharing a :name:"),
+    "tilelang": ("build TileLang could not lower", "builds TileLang could not lower"),
+    "toolkit": ("missing NVIDIA compiler", "missing NVIDIA compilers"),
+}
+
+
 def _page(app: Sphinx, docname: str) -> str:
     builder = app.builder
     if builder.format == "html":
@@ -51,6 +63,7 @@ class Findings:
     report: Report | None = None  # from the start of the checks (None: not checked)
     failures: int = 0  # errors that fail the build, with or without ``-W``
     app: Sphinx | None = field(default=None, repr=False)
+    kinds: dict[str, int] = field(default_factory=dict)  # the failures by subtype
 
     def start(self, app: Sphinx, total: int, strict: bool) -> Report:
         """Begin this build's report, of ``total`` directives (``strict``: a CI build)."""
@@ -77,8 +90,18 @@ class Findings:
               versions: str | None = None) -> None:
         """A typed error, counted: the build fails at its end."""
         self.failures += 1
+        self.kinds[subtype] = self.kinds.get(subtype, 0) + 1
         error(message, subtype, location=location)
         self._add(spec, drift, versions)
+
+    def failed_kinds(self) -> str:
+        """``1 snapshot check, 2 :expect-hazard: variants``: the failures by what they
+        are."""
+        order = list(_KIND_WORDS)
+        kinds = sorted(self.kinds, key=lambda k: order.index(k) if k in order else len(order))
+        return ", ".join(f"{self.kinds[kind]} "
+                         f"{_KIND_WORDS.get(kind, (kind, kind))[self.kinds[kind] != 1]}"
+                         for kind in kinds)
 
     def _add(self, spec: DirectiveSpec | None, drift: Sequence[Finding],
              versions: str | None = None) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from docutils import nodes
 
+from .boxes import error_box
 from .builders.html import cuda_downloads, has_downloads, is_html, render_html
 from .builders.latex import for_latex
 from .builders.plain import for_print
@@ -39,16 +40,20 @@ if TYPE_CHECKING:
 
 def _spec(app: Sphinx, placeholder: tl_pipeline_placeholder,
           docname: str) -> DirectiveSpec | None:
+    """The placeholder's own directive: by its place among its document's directives,
+    so that two of one name never render each other's."""
     origin = placeholder.get("docname") or docname
+    serial = placeholder.get("serial")
     return next((spec for spec in directives(app.env).get(origin, [])
-                 if spec.name == placeholder["name"]), None)
+                 if spec.name == placeholder["name"]
+                 and (serial is None or spec.serial == serial)), None)
 
 
 def _missing(placeholder: tl_pipeline_placeholder, why: str) -> None:
     """The directive's place says what happened, and so does the build log."""
     message = f"tl-pipeline {placeholder['name']}: {why}"
     warn(message, "lowering", location=placeholder)
-    note = nodes.error("", nodes.paragraph(text=message), classes=["tl-error"])
+    note = error_box([message], prefix="")
     note.source, note.line = placeholder.source, placeholder.line
     placeholder.replace_self(note)
 
@@ -86,4 +91,8 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             if app.builder.format == "latex":
                 for_latex(app, spec, rendered)
         rendered.source, rendered.line = placeholder.source, placeholder.line
-        placeholder.replace_self(rendered)
+        shared = state.duplicates.get((spec.docname, spec.serial))
+        if shared is not None:  # the page says it as the log does, above the directive
+            placeholder.replace_self([error_box([shared], prefix=""), rendered])
+        else:
+            placeholder.replace_self(rendered)

@@ -52,6 +52,8 @@ class BuildState:
     variants: int = 0  # distinct variants the project needs
     seconds: float = 0.0  # what lowering them (or reading them back) took
     remote: Remote | None = None  # the shared level, kept for the pages' fragments
+    # (docname, serial) -> the error of a directive whose :name: another one has too.
+    duplicates: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def result(self, variant: VariantSpec) -> Result:
         found = self.results.get(variant.key(self.stamp))

@@ -87,17 +87,25 @@ def parse_num_stages(value: str | Iterable[int]) -> tuple[int, ...]:
     return tuple(result)
 
 
-def _assignments(text: str, expected: str) -> Iterator[tuple[str, str]]:
+def first_key(text: str) -> int:
+    """Where the first ``KEY=`` of ``text`` starts (its length where there is none)."""
+    match = _PARAM_START.search(text)
+    return match.start(1) if match else len(text)
+
+
+def assignments(text: str, expected: str, repeats: bool = False
+                ) -> Iterator[tuple[str, str]]:
     """``KEY=...`` groups of ``text`` as (key, the text up to the next key), in order; a
-    key given twice is an error when it is reached."""
+    key given twice is an error when it is reached (``repeats``: yielded again, for the
+    caller to say), and so is text before the first key (``repeats``: skipped)."""
     starts = list(_PARAM_START.finditer(text))
-    if not starts or text[: starts[0].start(1)].strip():
+    if not starts or (not repeats and text[: starts[0].start(1)].strip()):
         raise OptionError(f"expected {expected}, got {text!r}")
     seen: set[str] = set()
     for i, match in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
         key = match.group(1)
-        if key in seen:
+        if key in seen and not repeats:
             raise OptionError(f"{key} is given twice")
         seen.add(key)
         yield key, text[match.end(): end].strip()
@@ -109,7 +117,7 @@ def parse_params(value: str) -> dict[str, object]:
     if not text:
         return {}
     params: dict[str, object] = {}
-    for key, literal in _assignments(text, "KEY=VALUE pairs"):
+    for key, literal in assignments(text, "KEY=VALUE pairs"):
         if not literal:
             raise OptionError(f"{key} has no value")
         try:
@@ -141,49 +149,109 @@ def parse_name(value: str) -> str:
 
 @dataclass(frozen=True)
 class Expected:
-    """One value of ``:expect-error:``: a num_stages value that must fail, on the target
-    named (its label, ``sm_89``) or on every target (None)."""
+    """One value of ``:expect-error:`` or ``:expect-hazard:``: a num_stages value, on the
+    target named (its label, ``sm_89``) or on every target (None), and, in a sweep, for
+    the swept values named (``(("block_N", "128"),)``: each parameter and the repr of its
+    value, as a variant's axes spell it) or for every combination (empty)."""
 
     num_stages: int
     target: str | None = None
+    axes: tuple[tuple[str, str], ...] = ()
 
     def __str__(self) -> str:
-        return f"{self.target}:{self.num_stages}" if self.target else str(self.num_stages)
+        said = [self.target] if self.target else []
+        said += [f"{name}={value}" for name, value in self.axes]
+        return ":".join([*said, str(self.num_stages)])
+
+    def matches(self, num_stages: int, target: str,
+                axes: tuple[tuple[str, str], ...]) -> bool:
+        """Whether it names the variant of ``num_stages`` on ``target`` (its label) with
+        these ``axes`` (the variant's own)."""
+        return self.num_stages == num_stages and self.target in (None, target) \
+            and set(self.axes) <= set(axes)
 
 
-_EXPECTED = re.compile(r"(?:(?P<target>[A-Za-z][A-Za-z0-9_.-]*):)?(?P<stages>-?\d+)"
+# One entry: qualifiers (a target, or a swept ``param=value``), each followed by ``:``,
+# then a num_stages value. A value holds no space, comma or colon.
+_QUALIFIER = r"[A-Za-z_][A-Za-z0-9_.-]*(?:=[^\s,:]+)?"
+_EXPECTED = re.compile(rf"(?P<qualifiers>(?:{_QUALIFIER}:)*)(?P<stages>-?\d+)"
                        r"(?=[\s,:]|$)[\s,]*")
+EXPECT_SYNTAX = ("num_stages values (5 6), each optionally for one target (sm_89:4) and "
+                 "for swept values (block_N=128:2, sm_90a:block_N=128:2)")
 
 
-def parse_expect_error(value: str) -> tuple[tuple[Expected, ...], str | None]:
-    """``5 6``, ``sm_89:4`` or ``5 6: shared memory``: the variants that must fail (a
-    num_stages value, on every target or on the one named), and a regex their messages
-    must match."""
+def _entry(match: re.Match[str]) -> Expected:
+    """One entry of ``:expect-error:``, as matched."""
+    stages = int(match["stages"])
+    if stages < 0:
+        raise OptionError(f"{stages} is negative")
+    target: str | None = None
+    axes: list[tuple[str, str]] = []
+    for qualifier in match["qualifiers"].split(":")[:-1]:
+        name, equals, value = qualifier.partition("=")
+        if not equals:
+            if target is not None:
+                raise OptionError(f"{match.group(0).strip()!r} names two targets")
+            target = name
+            continue
+        try:
+            written = repr(literal_value(value))
+        except (ValueError, SyntaxError, TypeError):
+            raise OptionError(f"the value of {name} in {match.group(0).strip()!r}, "
+                              f"{value!r}, is not written as in :sweep:") from None
+        if any(known == name for known, _ in axes):
+            raise OptionError(f"{match.group(0).strip()!r} names {name} twice")
+        axes.append((name, written))
+    return Expected(stages, target, tuple(axes))
+
+
+def expected_entries(value: str) -> tuple[list[Expected], list[str], str]:
+    """The entries of ``:expect-error:`` that can be read, what is wrong with the others
+    (each said once), and the rest of the value (``: regex`` or empty)."""
     rest = value.strip()
     found: list[Expected] = []
+    wrong: list[str] = []
     while rest and not rest.startswith(":"):
         match = _EXPECTED.match(rest)
         if match is None:
             word = rest.split()[0]
-            raise OptionError(f"cannot read {word!r}: expected num_stages values (5 6), "
-                              "optionally for one target (sm_89:4)")
-        stages = int(match["stages"])
-        if stages < 0:
-            raise OptionError(f"{stages} is negative")
-        entry = Expected(stages, match["target"])
-        if entry in found:
-            raise OptionError(f"{entry} is listed twice")
-        found.append(entry)
+            wrong.append(f"cannot read {word!r}: expected {EXPECT_SYNTAX}")
+            rest = rest[len(word):].lstrip(" \t,")
+            continue
         rest = rest[match.end():]
-    if not found:
-        raise OptionError("empty: give the num_stages values that must fail, e.g. 5 6")
+        try:
+            entry = _entry(match)
+        except OptionError as exc:
+            wrong.append(str(exc))
+            continue
+        if entry in found:
+            wrong.append(f"{entry} is listed twice")
+            continue
+        found.append(entry)
+    return found, wrong, rest
+
+
+def expect_pattern(rest: str) -> str | None:
+    """The regex after the entries (``: shared memory``), checked; None where none."""
     pattern = rest[1:].strip()
     if pattern:
         try:
             re.compile(pattern)
         except re.error as exc:
             raise OptionError(f"{pattern!r} is not a regular expression: {exc}") from None
-    return tuple(found), pattern or None
+    return pattern or None
+
+
+def parse_expect_error(value: str) -> tuple[tuple[Expected, ...], str | None]:
+    """``5 6``, ``sm_89:4``, ``block_N=128:2`` or ``5 6: shared memory``: the variants
+    that must fail (a num_stages value, on every target or on the one named, for every
+    swept combination or for the values named), and a regex their messages must match."""
+    found, wrong, rest = expected_entries(value)
+    if wrong:
+        raise OptionError(wrong[0])
+    if not found:
+        raise OptionError("empty: give the num_stages values that must fail, e.g. 5 6")
+    return tuple(found), expect_pattern(rest)
 
 
 def parse_expression(value: str) -> str:
@@ -221,7 +289,7 @@ def parse_timeout(value: str) -> float:
 def parse_sweep(value: str) -> dict[str, list[object]]:
     """``block_K=32,64 threads=128,256``: each factory parameter and its values."""
     sweep: dict[str, list[object]] = {}
-    for key, literal in _assignments(value.strip(), "KEY=VALUE,VALUE,... groups"):
+    for key, literal in assignments(value.strip(), "KEY=VALUE,VALUE,... groups"):
         if key == "num_stages":
             raise OptionError("num_stages is swept by :num-stages:")
         try:
@@ -296,7 +364,7 @@ def parse_hardware(value: str) -> Hardware:
     sizes: list[tuple[str, int]] = []
     blocks: tuple[int, ...] = FIRST_AND_LAST
     launches = DEFAULT_LAUNCHES
-    for key, literal in _assignments(text, "NAME=VALUE pairs (seqlen=129 blocks=0,-1)"):
+    for key, literal in assignments(text, "NAME=VALUE pairs (seqlen=129 blocks=0,-1)"):
         if key == "blocks":
             words = literal.replace(",", " ").split()
             if not words:

@@ -182,6 +182,31 @@ class VariantSpec:
 
 
 @dataclass(frozen=True)
+class Problem:
+    """An option in error, or why a directive could not be read: the message the build
+    log gave, and the document line it gave it at."""
+
+    message: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A directive that could not be read at all (a missing :file:, a syntax error, a
+    param the factory needs and lacks): nothing of it is lowered, and its snapshot, if
+    it has one, is kept as it is. ``name``: its ``:name:`` (or the default name); None
+    where ``:name:`` itself is in error, so that no snapshot can be told to be its."""
+
+    name: str | None
+    docname: str
+    lineno: int
+    problem: Problem
+
+
+@dataclass(frozen=True)
 class DirectiveSpec:
     """One ``tl-pipeline`` directive: where it stands, what it lowers, what it shows."""
 
@@ -220,6 +245,11 @@ class DirectiveSpec:
     # What the Kernel part lists, when the listing options cut it or caption it (None:
     # the whole kernel, as lowered).
     listing: Listing | None = None
+    # Its place among its document's directives (1, 2, ...): what its placeholder finds
+    # it by, so that two directives of one name never render each other's.
+    serial: int = 0
+    # The options in error, as the build log said them (see :attr:`in_error`).
+    problems: tuple[Problem, ...] = ()
 
     @property
     def target(self) -> Target:
@@ -228,13 +258,20 @@ class DirectiveSpec:
 
     def expects_failure(self, variant: VariantSpec) -> bool:
         """Whether ``:expect-error:`` says this variant must fail."""
-        return any(e.num_stages == variant.num_stages
-                   and e.target in (None, variant.target.label) for e in self.expect_error)
+        return any(e.matches(variant.num_stages, variant.target.label, variant.axes)
+                   for e in self.expect_error)
 
     def expects_hazard(self, variant: VariantSpec) -> bool:
         """Whether ``:expect-hazard:`` says the hazard check must flag this variant."""
-        return any(e.num_stages == variant.num_stages
-                   and e.target in (None, variant.target.label) for e in self.expect_hazard)
+        return any(e.matches(variant.num_stages, variant.target.label, variant.axes)
+                   for e in self.expect_hazard)
+
+    @property
+    def in_error(self) -> bool:
+        """Whether an option of it is in error (reported, and ignored or cut to its good
+        part): what it renders is what the other options allow, and its snapshot is
+        neither written nor removed until the option is fixed."""
+        return bool(self.problems)
 
     def kernel_location(self, line: int | None) -> tuple[str, int] | str:
         """Where a kernel line is: in the document, in the :file:, or at the directive."""

@@ -312,19 +312,27 @@ def parse_target(text: str) -> Target:
     )
 
 
+def split_targets(text: str, loose: bool = False) -> list[str]:
+    """``:target:``'s pieces: ``sm_80 sm_90a gfx942`` (arch names) or ``a; b`` for any
+    spellings; else the whole text, one spelling. ``loose``: words that are not all arch
+    names are pieces too, unless the text is one spelling of another form (JSON, ``cuda
+    -arch=...``), so that a typo among several names costs only itself."""
+    text = text.strip()
+    if ";" in text:
+        return [piece for piece in (p.strip() for p in text.split(";")) if piece]
+    words = text.replace(",", " ").split()
+    if text.startswith("{") or len(words) < 2 or words[0] in ("cuda", "hip", "rocm"):
+        return [text]
+    if all(_is_name(w) for w in words) or (loose and not any("=" in w for w in words)):
+        return words
+    return [text]
+
+
 def parse_targets(text: str) -> tuple[Target, ...]:
     """One target, or several: ``sm_80 sm_90a gfx942 metal`` (names) or ``a; b`` for any
     spellings. Each becomes an axis of the directive's matrix of variants."""
-    text = text.strip()
-    if ";" in text:
-        pieces = [piece for piece in (p.strip() for p in text.split(";")) if piece]
-    elif not text.startswith("{") and len(text.split()) > 1 \
-            and all(_is_name(word) for word in text.replace(",", " ").split()):
-        pieces = text.replace(",", " ").split()
-    else:
-        pieces = [text]
     targets: list[Target] = []
-    for piece in pieces:
+    for piece in split_targets(text):
         target = parse_target(piece)
         if target in targets:
             raise OptionError(f"target {piece!r} is listed twice")

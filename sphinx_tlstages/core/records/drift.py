@@ -34,7 +34,7 @@ from typing import Any
 from ...version import __version__
 from ..results.cuda import visible_cuda
 from .first_pass import first_change
-from .snapshot_compare import Change, changes, version_change
+from .snapshot_compare import Change, changes, check_changed_alone, version_change
 from .snapshots import describe
 
 REPORT_SCHEMA = 1
@@ -63,10 +63,12 @@ KINDS: dict[str, str] = {
     "stale": "Stale benchmark numbers",
     "hazard": "Hazards found in the generated code",
     "observed": "Races observed on a GPU that the hazard check did not report",
+    "unshown": "Recorded, but not shown by this build",
+    "reworded": "Reworded by this extension (the same facts)",
 }
 # Kinds that fail a build; the others are said, never failed, except that a CI build
 # (strict) fails on a shown fact the snapshot does not guard, as on a missing snapshot.
-FAILING = frozenset({"changed", "assert", "missing", "broken", "unverified"})
+FAILING = frozenset({"changed", "assert", "missing", "broken", "unverified", "unshown"})
 FAILING_IN_CI = FAILING | {"unguarded"}
 # How a verdict counts the failing kinds besides a change (claims one by one, the rest
 # by directive).
@@ -76,6 +78,7 @@ _COUNTED = {
     "broken": "with an unreadable snapshot",
     "unverified": "not verified",
     "unguarded": "with a snapshot that does not guard what the page shows",
+    "unshown": "with recorded variants this build cannot show",
 }
 
 
@@ -335,6 +338,10 @@ def causes(old: dict[str, Any], new: dict[str, Any],
     said = []
     for key in drifted:
         before, after = old["variants"][key], new["variants"][key]
+        alone = check_changed_alone(before, after)
+        if alone is not None:  # the hazard check's answer moved, the code did not
+            said.append((key, alone))
+            continue
         found = first_change(before.get("pass_fingerprints"), after.get("pass_fingerprints"))
         if found is not None:
             said.append((key, found.words()))

@@ -4,6 +4,15 @@
 fact, before -> after in words); :func:`compare` groups them per variant for the build's
 message. Only facts both sides keep are compared: one the snapshot lacks is reported as
 not guarded (:func:`.snapshots.lacks`), one the page no longer shows is not kept.
+
+Snapshots guard the compiler's facts, not this extension's sentences. The hazard check's
+verdict and the synchronisation it finds unneeded are facts about the code, kept with the
+words that explain them: what is compared of them (:data:`CHECK_FACTS`) is the verdict,
+each finding's kind and buffer and how many there are, and what each unneeded statement
+is (``__syncthreads``, ``cp_async_wait<1>``) and what would suffice. A change only in the
+words, the statements they locate or the explanation (a better sentence, a regrouping, a
+renumbering in an upgrade of this extension) is :func:`reworded`: reported, re-recorded
+by ``update``, never a failure.
 """
 
 from __future__ import annotations
@@ -149,6 +158,48 @@ def _sass_lines(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return said or ["SASS by kernel line changed"]
 
 
+def _findings(value: Any) -> list[tuple[str, str]]:
+    """Each finding's (kind, buffer); one not shaped as recorded, by what it is."""
+    found = value.get("findings") if isinstance(value, dict) else None
+    if not isinstance(found, list):
+        return [("?", repr(found))] if found is not None else []
+    return sorted((str(f.get("kind")), str(f.get("buffer"))) if isinstance(f, dict)
+                  else ("?", repr(f)) for f in found)
+
+
+def _hazard_facts(value: Any) -> object:
+    """What the hazard check found, without its words: the verdict, and each finding's
+    kind and buffer (as many as there are)."""
+    return (value.get("verdict") if isinstance(value, dict) else value, _findings(value))
+
+
+def _unneeded_facts(value: Any) -> object:
+    """Each synchronisation statement the check found unneeded, without its words: what
+    it is (``__syncthreads``, ``cp_async_wait<0>``) and the weaker wait that suffices."""
+    if not isinstance(value, list):
+        return value
+    return sorted((str(e.get("op")), str(e.get("what")), str(e.get("suffices")))
+                  for e in value if isinstance(e, dict))
+
+
+# The facts the hazard check gives: compared by what they say of the code (each its
+# reading), their words and located statements never.
+CHECK_FACTS: dict[str, Callable[[Any], object]] = {
+    "hazards": _hazard_facts,
+    "unneeded_sync": _unneeded_facts,
+}
+
+
+def _hazards(old: Any, new: Any) -> list[str]:
+    said = [f"hazards {old.get('verdict')!r} -> {new.get('verdict')!r}"] \
+        if old.get("verdict") != new.get("verdict") else []
+    before, after = _findings(old), _findings(new)
+    if before != after:
+        said.append("hazard findings " + (", ".join(f"{k} on {b}" for k, b in before) or "none")
+                    + " -> " + (", ".join(f"{k} on {b}" for k, b in after) or "none"))
+    return said
+
+
 _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     "pipeline": _pipeline,
     "shared": _buffers,
@@ -163,7 +214,7 @@ _WORDS: dict[str, Callable[[Any, Any], list[str]]] = {
     "tmem": lambda a, b: [f"tensor memory {said}" for said in _buffers(a, b)]
     or ["tmem changed"],
     "pass_counts": _pass_counts,
-    "hazards": lambda a, b: [f"hazards {a.get('text')!r} -> {b.get('text')!r}"],
+    "hazards": _hazards,
     "unneeded_sync": lambda a, b: [
         "synchronisation no dependence needs: "
         f"{', '.join(e.get('what', '?') for e in a) or 'none'} -> "
@@ -188,11 +239,61 @@ def variant_changes(variant: str, old: dict[str, Any], new: dict[str, Any]) -> l
     rest = sorted(both - set(_ORDER) - {"cuda"})
     found = []
     for fact in [f for f in _ORDER if f in both] + rest + (["cuda"] if "cuda" in both else []):
-        if old[fact] == new[fact]:
+        reading = CHECK_FACTS.get(fact)
+        if old[fact] == new[fact] or (reading is not None
+                                      and reading(old[fact]) == reading(new[fact])):
             continue
         words = _WORDS[fact](old[fact], new[fact]) if fact in _WORDS else [f"{fact} changed"]
         found += [Change(variant, fact, said) for said in words]
     return found
+
+
+_REWORDED = {"hazards": "the hazard check's words", "unneeded_sync":
+             "the words on synchronisation no dependence needs"}
+
+
+def reworded(old: dict[str, Any], new: dict[str, Any]) -> list[Change]:
+    """Per variant both snapshots have, the facts of the hazard check whose words changed
+    while what they say of the code did not (:data:`CHECK_FACTS`): this extension's
+    sentences, not the compiler's facts. Reported, re-recorded by ``update``, never a
+    drift."""
+    found = []
+    for key in sorted(old["variants"].keys() & new["variants"].keys(), key=_order):
+        before, after = old["variants"][key], new["variants"][key]
+        if not isinstance(before, dict) or not isinstance(after, dict) \
+                or "error" in before or "error" in after:
+            continue
+        for fact, reading in CHECK_FACTS.items():
+            if fact in before and fact in after and before[fact] != after[fact] \
+                    and reading(before[fact]) == reading(after[fact]):
+                found.append(Change(key, fact, f"{_REWORDED[fact]} changed (what they "
+                                    "say of the code did not)"))
+    return found
+
+
+def check_changed_alone(old: dict[str, Any], new: dict[str, Any]) -> str | None:
+    """Where a variant's only changes are the hazard check's while TileLang's output is
+    the same as recorded (the same CUDA, and the same pass fingerprints where both have
+    them), the words that say so; None otherwise (``old``, ``new``: one variant each)."""
+    if "error" in old or "error" in new:
+        return None
+    if not (old.keys() & new.keys() & set(CHECK_FACTS)):
+        return None
+    changed = {c.fact for c in variant_changes("", old, new)}
+    if not changed or not changed <= set(CHECK_FACTS):
+        return None
+    if "cuda" not in old or "cuda" not in new \
+            or visible_cuda(old["cuda"]) != visible_cuda(new["cuda"]):
+        return None
+    prints = [old.get("pass_fingerprints"), new.get("pass_fingerprints")]
+    if None not in prints:
+        if prints[0] != prints[1]:
+            return None
+        return ("the check changed; the code did not (the same CUDA and pass fingerprints "
+                "as recorded): this extension's hazard check, not TileLang, gives another "
+                "answer")
+    return ("the check changed; the code did not (the same CUDA as recorded): this "
+            "extension's hazard check, not TileLang, gives another answer")
 
 
 def _order(variant_id: str) -> tuple[int, str]:

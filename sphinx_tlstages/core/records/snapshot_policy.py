@@ -27,6 +27,16 @@ Whatever the mode, a drift fails (but in ``update``), and so does an unreadable 
 a strict build also fails on a directive it could not verify and on a shown fact the
 snapshot does not keep (elsewhere that is a note, which the pending file fills in).
 
+A typo costs no snapshot. A directive *in error* (an option said and ignored or cut to its
+good part) or *unread* (it could not be read at all) has its snapshot only read, whatever
+the mode: nothing is written to it or removed from it, and each variant it records that
+the build cannot show fails, naming why (:attr:`Found.in_error`). So does, in every mode,
+a recorded variant the directive still asks for that failed to lower: its record is kept.
+What a directive no longer asks for is a drift, which ``update`` accepts. A change only in
+the hazard check's words, with the same verdict and findings, is a note that ``update``
+re-records (:func:`.snapshot_compare.reworded`). A snapshot is unused only when no
+directive read has its name, and none is removed while a ``:name:`` is in error.
+
 The accept command it words (:func:`accept_command`) is the one the drift report
 prints and ``tlstages snapshots diff`` reports.
 """
@@ -34,7 +44,8 @@ prints and ``tlstages snapshots diff`` reports.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +133,13 @@ class Policy:
 class Found:
     """One directive as the check finds it: where its snapshot lies (``golden``, the
     path the log names; ``shown``, as the report names it, relative to the sources), the
-    snapshot recorded there, and this build's."""
+    snapshot recorded there, and this build's.
+
+    Its state: read, and every option good; *in error* (an option reported and ignored
+    or cut, ``spec.problems``); or *unread* (``read`` False: the directive could not be
+    read at all, why in ``spec.problems``; ``new`` is None). While a directive is in error
+    or unread, nothing is written to its snapshot or removed from it (:func:`decide`), and
+    each variant it records that this build cannot show fails, naming why."""
 
     spec: DirectiveSpec
     golden: Path
@@ -130,10 +147,19 @@ class Found:
     old: Snapshot | None  # None: none recorded (or not read: see ``new``)
     new: Snapshot | None  # None: this build could not verify every variant
     unreadable: str | None = None  # why the recorded file is not a snapshot
+    # Why each variant the directive asks for and this build's snapshot lacks could not
+    # be shown, by its id (its failure to lower, in words).
+    failed: Mapping[str, str] = field(default_factory=dict)
+    read: bool = True
 
     @property
     def pending(self) -> Path:
         return snapshots.pending_path(self.golden.parent, self.spec.name)
+
+    @property
+    def in_error(self) -> bool:
+        """An option in error, or the directive unread: its snapshot is only read."""
+        return bool(self.spec.problems) or not self.read
 
 
 # The actions a decision is made of, carried out in order by ext/checks/snapshots.py.
@@ -221,6 +247,8 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
     snapshot, and what it says and fails on. ``accept``: the accept command, as the log
     words it."""
     spec, old, new, golden, shown = found.spec, found.old, found.new, found.golden, found.shown
+    if not found.read:
+        return _unread(found)
     if new is None:
         if not policy.fails_unverified:
             return Decision()
@@ -229,6 +257,8 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
     if found.unreadable is not None:
         return Decision((Fail(f"{spec.name}: {found.unreadable}", (Finding(
             "broken", "", found.unreadable.replace(str(golden), shown)),)),))
+    if found.in_error:
+        return _in_error(policy, found, new, accept)
     if old is None:
         if not new["variants"]:
             return Decision()  # nothing lowered: each failure is reported, nothing recorded
@@ -240,6 +270,16 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
             Write(golden, new), Recorded(shown), Note(f"tl-pipeline: recorded snapshot {golden}")))
     actions: list[Action] = []
     split: int | None = None  # where the fingerprints are taken, once
+    # A recorded variant the directive still asks for and that failed to lower here keeps
+    # its record, whatever the mode, and fails: a build's accident never costs a record.
+    # (One the directive no longer asks for is a drift, which update accepts.)
+    kept = _failed_records(found, old, new)
+    if kept:
+        new = {**new, "variants": {**new["variants"],
+                                   **{k: old["variants"][k] for k in kept}}}
+        actions.append(_unshown(found, kept, "its record is kept; fix the kernel, or drop "
+                                "the variant from the directive (or list it in "
+                                ":expect-error:) and update the snapshot"))
     # A variant the snapshot lacks while the directive's inputs are as recorded had not
     # lowered then, or is a depth added since: recorded, not drift. Where the inputs
     # changed (another sweep or params), it is part of that drift: "new".
@@ -262,9 +302,17 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
     lacking = snapshots.unguarded(spec, old, golden)
     # The shown facts the snapshot does not guard, as the report words it (the path
     # relative to the sources); said with the drift, or on its own below.
-    words = snapshots.unguarded(spec, old, Path(shown))
-    unguarded = (Finding("unguarded", "", words.split(": ", 1)[1]),) if words else ()
+    unkept = snapshots.unguarded(spec, old, Path(shown))
+    unguarded = (Finding("unguarded", "", unkept.split(": ", 1)[1]),) if unkept else ()
     counted = Counted(len(new["variants"]), 0, old.get("tilelang"))
+    words = snapshot_compare.reworded(old, new)
+    if not changes and not lacking and words and not policy.updates:
+        # This extension's sentences changed, not the compiler's facts: said, never
+        # failed; the pending file (where the docs are written) lets accept take them.
+        split = len(actions) if split is None else split
+        actions += [counted, *([Write(found.pending, new)] if policy.leaves_pending else []),
+                    _reworded(spec, words, golden, accept, policy)]
+        return _split(actions, split)
     if not changes and not lacking:
         actions += [counted, Remove(found.pending)]
         if policy.updates:
@@ -339,6 +387,99 @@ def _split(actions: list[Action], split: int | None) -> Decision:
     return Decision(tuple(actions[:split]), True, tuple(actions[split:]))
 
 
+def _reworded(spec: DirectiveSpec, words: list[snapshot_compare.Change], golden: Path,
+              accept: str, policy: Policy) -> Note:
+    """The note for a change only in this extension's words (see
+    :func:`.snapshot_compare.reworded`)."""
+    variants = ", ".join(dict.fromkeys(snapshots.describe(c.variant) for c in words))
+    how = f"accept them with: {accept}, or TLSTAGES_SNAPSHOTS=update" \
+        if policy.leaves_pending else "TLSTAGES_SNAPSHOTS=update re-records them where the " \
+        "docs are written"
+    return Note(f"tl-pipeline: {spec.name}: {variants}: the hazard check words its findings "
+                f"differently from {golden}, with the same verdict and findings (a newer "
+                f"sphinx-tlstages, not a change in the code); {how}", spec.lineno,
+                tuple(Finding("reworded", snapshots.describe(c.variant), c.words)
+                      for c in words))
+
+
+def _failed_records(found: Found, old: Snapshot, new: Snapshot) -> list[str]:
+    """The variants ``old`` records, that the directive still asks for, and that this
+    build's snapshot lacks: they failed to lower here."""
+    asked = {variant.id for variant in found.spec.variants}
+    return [key for key in old["variants"] if key not in new["variants"] and key in asked]
+
+
+def _problems(spec: DirectiveSpec) -> str:
+    """The options in error, as the log said them, for a sentence."""
+    return "; ".join(str(p) for p in spec.problems)
+
+
+def _unshown(found: Found, keys: list[str], then: str) -> Fail:
+    """The failure of recorded variants this build cannot show, each with why."""
+    spec = found.spec
+    generic = "the directive could not be read" if not found.read else \
+        "not among what its options allow while one is in error" if found.in_error else \
+        "it failed to lower"
+    why = {key: found.failed.get(key) or generic for key in keys}
+    lines = [f"{spec.name}: {found.golden} records {len(keys)} variant(s) this build cannot "
+             f"show; {then}"]
+    lines += [f"  {snapshots.describe(key)}: {why[key]}" for key in keys]
+    return Fail("\n".join(lines), tuple(Finding("unshown", snapshots.describe(key), why[key])
+                                        for key in keys))
+
+
+def _unread(found: Found) -> Decision:
+    """A directive that could not be read: its snapshot, if it has one, is kept as it
+    is, and every variant it records fails (it cannot be shown)."""
+    old = found.old
+    if old is None or not old.get("variants"):
+        return Decision()  # the error was said where the directive stands
+    keys = list(old["variants"])
+    return Decision((_unshown(found, keys, "the directive could not be read ("
+                              f"{_problems(found.spec)}); its snapshot is kept as it is "
+                              "until it can"),))
+
+
+def _in_error(policy: Policy, found: Found, new: Snapshot, accept: str) -> Decision:
+    """A directive with an option in error: compared as ``check`` compares, nothing
+    written or removed (the pending file of an earlier build aside, which ``accept``
+    would otherwise move over the snapshot), each recorded variant it cannot show
+    failed, and a drift in the rest said but never accepted."""
+    spec, old, golden = found.spec, found.old, found.golden
+    fix = f"fix the option ({_problems(spec)}), then build again"
+    if old is None:
+        if policy.fails_on_missing and new["variants"]:
+            return Decision((Fail(f"{spec.name}: no snapshot at {golden}, and none is "
+                                  f"recorded while an option is in error: {fix}",
+                                  (Finding("missing", "", f"no snapshot at {found.shown}"),)),))
+        return Decision((Note(f"tl-pipeline: {spec.name}: no snapshot recorded while an "
+                              f"option is in error: {fix}", spec.lineno),))
+    actions: list[Action] = [Remove(found.pending)]
+    lost = [key for key in old["variants"] if key not in new["variants"]]
+    if lost:
+        actions.append(_unshown(found, lost, f"its records are kept: {fix}"))
+    shown = {**old, "variants": {k: v for k, v in old["variants"].items() if k in new["variants"]}}
+    added = [key for key in new["variants"] if key not in old["variants"]]
+    if added:
+        actions.append(Note(f"tl-pipeline: {spec.name}: "
+                            f"{', '.join(map(snapshots.describe, added))} not recorded in "
+                            f"{golden} while an option is in error: {fix}", spec.lineno))
+        new = {**new, "variants": {k: v for k, v in new["variants"].items()
+                                   if k in old["variants"]}}
+    version, changes = snapshot_compare.compare(shown, new)
+    if not changes:
+        actions.append(Counted(len(new["variants"]), 0, old.get("tilelang")))
+        return Decision(tuple(actions))
+    drifted = _drift(Policy("check", True), found, shown, new, version, changes, None, (),
+                     accept)
+    fail = drifted[-1]
+    assert isinstance(fail, Fail)
+    lines = fail.message.splitlines()
+    lines[-1] = f"  not accepted while an option is in error: {fix}"
+    return Decision((*actions, drifted[0], replace(fail, message="\n".join(lines))),
+                    fingerprints=False)
+
+
 def _moved_runs(spec: DirectiveSpec, old: Snapshot, new: Snapshot) -> list[Action]:
     """A note at the option's line where ``Simplify#3`` names another run than it did in
     the pipeline the snapshot was recorded with (a release added or dropped a run before
@@ -361,20 +502,45 @@ def _moved_runs(spec: DirectiveSpec, old: Snapshot, new: Snapshot) -> list[Actio
     return notes
 
 
+@dataclass(frozen=True)
+class Sources:
+    """What the build read, for the snapshots no directive has: the source files (as the
+    log names them), and where a directive stands whose ``:name:`` is in error (so that no
+    snapshot can be said to be its own or not)."""
+
+    files: tuple[str, ...]
+    unnamed: tuple[str, ...] = ()
+
+    def said(self) -> str:
+        """``the 3 sources read (index.rst, a.rst, b.rst)``, the first few named."""
+        count = len(self.files)
+        listed = ", ".join(self.files[:6]) + (f" and {count - 6} more" if count > 6 else "")
+        return f"the {count} source{'' if count == 1 else 's'} read ({listed or 'none'})"
+
+
 def leftovers(policy: Policy, stored: list[tuple[str, Path, bool]], used: set[str],
-              srcdir: Path) -> list[Action]:
+              srcdir: Path, sources: Sources) -> list[Action]:
     """What ``policy`` does with the snapshot files (``stored``: (directive name, path,
-    is it pending)) that no directive of ``used`` has: ``update`` removes them; elsewhere
-    each golden one is a warning (a pending one is left for accept to find unused)."""
+    is it pending)) that no directive of ``used`` has (every directive read, those in
+    error or unread included): ``update`` removes them; elsewhere each golden one is a
+    warning (a pending one is left for accept to find unused). Where a directive's
+    ``:name:`` is in error (``sources.unnamed``), none is removed: it may be its."""
     actions: list[Action] = []
+    where = f"no tl-pipeline directive of that name in {sources.said()}"
+    unnamed = ", ".join(sources.unnamed)
     for name, path, pending in stored:
         if name in used:
             continue
-        if policy.updates:
+        if sources.unnamed:
+            if not pending:
+                actions.append(Unused(f"snapshot {path}: {where}; it is kept, since the "
+                                      f"directive at {unnamed} has a :name: in error and "
+                                      "may be its", snapshots.report_path(path, srcdir)))
+        elif policy.updates:
             actions += [Remove(path, missing_ok=False),
-                        Note(f"tl-pipeline: removed unused snapshot {path}")]
+                        Note(f"tl-pipeline: removed unused snapshot {path} ({where})")]
         elif not pending:
-            actions.append(Unused(f"snapshot {path} belongs to no tl-pipeline directive; "
-                                  "TLSTAGES_SNAPSHOTS=update removes it",
+            actions.append(Unused(f"snapshot {path} belongs to no tl-pipeline directive "
+                                  f"({where}); TLSTAGES_SNAPSHOTS=update removes it",
                                   snapshots.report_path(path, srcdir)))
     return actions

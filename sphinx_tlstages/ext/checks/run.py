@@ -24,7 +24,7 @@ from ...core.records.bench_data import attach, load_all, other_headers, provenan
 from ...core.records.drift import Finding
 from ...core.results.pass_compare import unmatched
 from ...core.results.result import Result, over_limit, shared_bytes
-from ..collector import all_directives, project_directives
+from ..collector import all_directives, all_unread, project_directives
 from ..messages import error, info
 from ..state import BuildState, build_state, settings
 from .hardware import attach_hardware
@@ -39,49 +39,76 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     state = build_state(app)
     if state is None or settings(app).collect_only or settings(app).shard:
         return []  # a shard's build (tlstages lower-book) only fills the caches
-    _report_duplicates(env, state)
-    specs = project_directives(env)
+    specs = all_directives(env)  # each renders under its own identity, a shared name too
     report = state.findings.start(app, len(specs), settings(app).strict)
+    _report_duplicates(env, specs, state)
     report.built_with = state.version
-    failed = _report_variants(specs, state)
+    _report_variants(specs, state)
     report.variants_failed = _unexpected_failures(specs, state)
     if state.variants:
-        info(f"tl-pipeline: {state.variants} variants, {len(state.lowered)} lowered, "
-             f"{state.variants - len(state.lowered)} cached, {failed} failed, "
-             f"{state.seconds:.1f} s")
+        info(f"tl-pipeline: {_variant_counts(specs, state)}, {state.seconds:.1f} s")
     _report_unchanged(specs, state)
     if settings(app).toolkit != "none":  # turned off on purpose: the part says so
         _report_toolkit(specs, state, settings(app).strict)
-    check_snapshots(app, specs, state)
+    # A name two directives share belongs to neither: no snapshot is checked, written or
+    # removed for it, nor are bench numbers attached by it.
+    unique = project_directives(env)
+    check_snapshots(app, unique, all_unread(env), state,
+                    frozenset({spec.name for spec in specs} - {spec.name for spec in unique}))
     _check_asserts(specs, state)
     _report_hazards(specs, state)
     _check_pass_names(specs, state)
-    _attach_bench(app, specs, state)
-    attach_hardware(app, specs, state)
+    _attach_bench(app, unique, state)
+    attach_hardware(app, unique, state)
     return _changed_documents(env, specs, state)
 
 
-def _report_duplicates(env: BuildEnvironment, state: BuildState) -> None:
-    """Warn about every reused :name:, naming both places."""
-    seen: dict[str, DirectiveSpec] = {}
-    for spec in all_directives(env):
-        first = seen.setdefault(spec.name, spec)
-        if first is not spec:
-            state.findings.warn(f"tl-pipeline name {spec.name!r} is already used at "
-                                f"{env.doc2path(first.docname, False)}:{first.lineno}; give "
-                                "this directive its own :name:", "name",
-                                location=(spec.docname, spec.lineno))
+def _report_duplicates(env: BuildEnvironment, specs: list[DirectiveSpec],
+                       state: BuildState) -> None:
+    """Every :name: two directives share: an error at each, naming the others; none of
+    them is checked against a snapshot until one is renamed, and the pages say so."""
+    by_name: dict[str, list[DirectiveSpec]] = {}
+    for spec in specs:
+        by_name.setdefault(spec.name, []).append(spec)
+    state.duplicates = {}
+    for name, shared in by_name.items():
+        if len(shared) < 2:
+            continue
+        for spec in shared:
+            others = [f"{env.doc2path(other.docname, False)}:{other.lineno}"
+                      for other in shared if other is not spec]
+            said = (f"tl-pipeline name {name!r} is also used at {', '.join(others)}; give "
+                    f"each directive its own :name: (neither is checked against the snapshot "
+                    f"{name}.json, nor is one written, until then)")
+            state.duplicates[(spec.docname, spec.serial)] = said
+            state.findings.error(said, "name", location=(spec.docname, spec.lineno))
 
 
-def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> int:
+def _variant_counts(specs: list[DirectiveSpec], state: BuildState) -> str:
+    """``11 variants, 8 lowered, 0 cached, 3 failed``: each distinct variant counted
+    once, as lowered in this build, read from the cache, or failed (either way: ``(1 of
+    them cached)``)."""
+    outcome: dict[str, bool] = {}
+    for spec in specs:
+        for variant in spec.variants:
+            failure = variant_failure(variant, state.result(variant))
+            outcome[variant.key(state.stamp)] = failure is None
+    failed = [key for key, ok in outcome.items() if not ok]
+    lowered = sum(1 for key, ok in outcome.items() if ok and key in state.lowered)
+    cached = sum(1 for key, ok in outcome.items() if ok and key not in state.lowered)
+    from_cache = sum(1 for key in failed if key not in state.lowered)
+    return (f"{len(outcome)} variant{'' if len(outcome) == 1 else 's'}, {lowered} lowered, "
+            f"{cached} cached, {len(failed)} failed"
+            + (f" ({from_cache} of them cached)" if from_cache else ""))
+
+
+def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> None:
     """Warn about each failed variant (over its shared-memory limit counts as failed) and
-    each broken ``:expect-error:``; return how many variants failed."""
-    failed = 0
+    each broken ``:expect-error:``."""
     for spec in specs:
         for variant in spec.variants:
             result = state.result(variant)
             failure = variant_failure(variant, result)
-            failed += failure is not None
             name, what = spec.name, variant.heading
             expected = spec.expects_failure(variant)
             if failure is None or failure[0] == "unavailable":  # that is said once
@@ -104,7 +131,6 @@ def _report_variants(specs: list[DirectiveSpec], state: BuildState) -> int:
                 state.findings.warn(f"{name}: {what} failed to lower ({kind}): {message}",
                                     "lowering",
                                     location=spec.kernel_location(result["error"].get("line")))
-    return failed
 
 
 def _unexpected_failures(specs: list[DirectiveSpec], state: BuildState) -> int:
@@ -306,6 +332,8 @@ def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
         # A helper module edited re-lowers a variant under the same key: its result's
         # content is what the page shows.
         keys.extend(state.cache.digests.get(v.key(state.stamp), "") for v in spec.variants)
+        # A name shared with another page's directive since: its box must be written.
+        keys.append(state.duplicates.get((spec.docname, spec.serial), ""))
         # Attached numbers and hardware records are not Sphinx dependencies: a new bench
         # file or record must rewrite too.
         attached = [state.attached.get(spec.name, []),
@@ -316,9 +344,10 @@ def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
 
 
 def set_exit_status(app: Sphinx, exception: BaseException | None) -> None:
-    """``build-finished``: a failed check fails the build, with or without ``-W``."""
+    """``build-finished``: a failed check fails the build, with or without ``-W``; the
+    closing line counts them by what they are."""
     state = build_state(app)
     if state is not None and state.findings.failures:
-        error(f"tl-pipeline: {state.findings.failures} check(s) failed (snapshots, :assert:)",
-              "failed")
+        error(f"tl-pipeline: {state.findings.failures} check(s) failed: "
+              f"{state.findings.failed_kinds()}", "failed")
         app.statuscode = 1

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...core.plan.spec import DirectiveSpec, Unread
 from ...core.records import snapshots
 from ...core.records.snapshot_policy import (
     Action,
@@ -24,6 +25,7 @@ from ...core.records.snapshot_policy import (
     Policy,
     Recorded,
     Remove,
+    Sources,
     Unused,
     Write,
     accept_command,
@@ -38,12 +40,15 @@ from ..state import settings
 if TYPE_CHECKING:
     from sphinx.application import Sphinx
 
-    from ...core.plan.spec import DirectiveSpec
     from ..state import BuildState
 
 
-def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
-    """Compare, record or update every directive's snapshot, as the policy decides."""
+def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], unread: list[Unread],
+                    state: BuildState, shared: frozenset[str] = frozenset()) -> None:
+    """Compare, record or update every directive's snapshot, as the policy decides:
+    ``specs`` (each name once), the directives that could not be read (``unread``: their
+    snapshots are only read), and the names several directives share (``shared``: their
+    snapshots are left alone, the duplicates reported as errors)."""
     config = settings(app)
     policy = Policy(config.snapshot_mode, config.strict)
     if not policy.checks:
@@ -62,10 +67,44 @@ def check_snapshots(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) 
             if taken is not found.new:  # lowered again: decided on the snapshot with them
                 decision = decide(policy, replace(found, new=taken), accept)
         _carry_out(findings, spec, decision.after)
+    names = {spec.name for spec in specs} | shared
+    for directive in unread:
+        if directive.name is None or directive.name in names:
+            continue  # a name in error is no snapshot's; one in use is checked there
+        names.add(directive.name)
+        stand_in = _stand_in(directive)
+        golden = snapshots.golden_path(folder, directive.name)
+        try:
+            old = snapshots.load(golden)
+        except ValueError:
+            old = None  # whatever it holds is kept as it is
+        found = Found(stand_in, golden, snapshots.report_path(golden, srcdir), old, None,
+                      read=False)
+        _carry_out(findings, stand_in, decide(policy, found, accept).before)
     # The environment holds every document's directives even when sphinx-build was given
     # a list of files (unchanged documents come from the pickle), so this never misreports.
-    _carry_out(findings, None, leftovers(policy, snapshots.stored(folder),
-                                         {spec.name for spec in specs}, srcdir))
+    env = app.env
+
+    def place(docname: str, line: int) -> str:
+        return f"{Path(str(env.doc2path(docname, False))).as_posix()}:{line}"
+
+    # Where a :name: is in error, the snapshot it meant cannot be told.
+    unnamed = [place(d.docname, d.problem.line) for d in unread if d.name is None]
+    unnamed += [place(spec.docname, p.line) for spec in specs for p in spec.problems
+                if p.message.startswith(":name:")]
+    sources = Sources(tuple(sorted(Path(str(env.doc2path(doc, False))).as_posix()
+                                   for doc in env.found_docs)), tuple(unnamed))
+    _carry_out(findings, None, leftovers(policy, snapshots.stored(folder), names, srcdir,
+                                         sources))
+
+
+def _stand_in(directive: Unread) -> DirectiveSpec:
+    """A spec for a directive that could not be read: its name and place, and why."""
+    assert directive.name is not None
+    return DirectiveSpec(name=directive.name, docname=directive.docname,
+                         lineno=directive.lineno, kernel_line=None, kernel_path=None,
+                         title="", targets=(), variants=(), show=(), diff="",
+                         problems=(directive.problem,))
 
 
 def _results(spec: DirectiveSpec, state: BuildState) -> dict[str, Result]:
@@ -81,10 +120,12 @@ def _found(spec: DirectiveSpec, state: BuildState, folder: Path, srcdir: Path) -
     new = snapshots.build(spec, results, state.version)
     if new is None or any(r.get("from_snapshot") for r in results.values()):
         return Found(spec, golden, shown, None, None)
+    failed = {key: f"failed to lower ({r['error']['kind']}): {r['error']['message']}"
+              for key, r in results.items() if not r.get("ok") and key not in new["variants"]}
     try:
-        return Found(spec, golden, shown, snapshots.load(golden), new)
+        return Found(spec, golden, shown, snapshots.load(golden), new, failed=failed)
     except ValueError as exc:
-        return Found(spec, golden, shown, None, new, unreadable=str(exc))
+        return Found(spec, golden, shown, None, new, unreadable=str(exc), failed=failed)
 
 
 def _fingerprinted(app: Sphinx, state: BuildState, spec: DirectiveSpec,

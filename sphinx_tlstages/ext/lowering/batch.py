@@ -28,7 +28,7 @@ from ...runner.launch import Job, default_jobs, start_server
 from ...runner.pool import PoolStats, run_jobs
 from ..cache.local import Cache
 from ..cache.remote import Remote, open_store, shown_url
-from ..collector import project_directives
+from ..collector import all_directives, project_directives
 from ..config import Settings, pull_request
 from ..messages import info, verbose, warn
 from ..state import BuildState, build_state, settings, start_build
@@ -47,7 +47,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     config = settings(app)
     if config.collect_only:
         return []
-    specs = project_directives(env)
+    specs = all_directives(env)
     stamp = tilelang_stamp()
     state = BuildState(stamp or "missing", tilelang_version(),
                        Cache(config.cache_dir, config.srcdir))
@@ -87,7 +87,8 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
         # Before any report: the record must say why even when the build then fails.
         _record_why(app, specs, state)
     if any(failure_kind(r) == "unavailable" for r in state.results.values()):
-        filled = fill_from_snapshots(config.snapshot_dir, specs, state)
+        # By name: a name two directives share is neither's to render from.
+        filled = fill_from_snapshots(config.snapshot_dir, project_directives(env), state)
         if filled:
             info(f"tl-pipeline: {filled} variants rendered from committed snapshots")
         if config.strict:
