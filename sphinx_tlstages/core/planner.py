@@ -97,6 +97,7 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
     nothing: tuple[tuple[Expected, ...], str | None] = ((), None)
     expected, pattern = option("expect-error", options.parse_expect_error, nothing)
     hazards, hazard_pattern = option("expect-hazard", options.parse_expect_error, nothing)
+    timeline: tuple[Expected, ...] = option("timeline", options.parse_timeline, ())
     sweep: dict[str, list[object]] = option("sweep", options.parse_sweep, {})
     passes: tuple[str, ...] = option("passes", options.parse_passes, ())
     asserts = parse_asserts(given, line_of)
@@ -121,7 +122,10 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
     except OptionClash as exc:
         raise OptionError(f":{exc.option}: {exc}", line_of(exc.option)) from None
     labels = [t.label for t in targets]
-    for key, entries in (("expect-error", expected), ("expect-hazard", hazards)):
+    if "timeline" in given and not timeline:  # the option alone: every variant
+        timeline = tuple(Expected(n) for n in num_stages)
+    for key, entries in (("expect-error", expected), ("expect-hazard", hazards),
+                         ("timeline", timeline)):
         for entry in entries:
             if entry.num_stages not in num_stages:
                 among = f"the depth the kernel fixes ({num_stages[0]}, as written)" \
@@ -138,7 +142,7 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
         asserts=asserts,
         reference=option("reference", options.parse_expression, None),
         flops=option("flops", options.parse_expression, None),
-        tolerance=option("tolerance", options.parse_tolerance, None),
+        tolerance=option("tolerance", options.parse_tolerance, None), timeline=timeline,
         sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
         passes=passes, passes_line=line_of("passes"), params=canonical_params(params),
         written_depth=written_depth(factory, arguments))

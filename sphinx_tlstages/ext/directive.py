@@ -90,6 +90,11 @@ OPTIONS: dict[str, str] = {
              "over the params (``2 * M * N * K``), for TFLOP/s.",
     "tolerance": "For ``tlstages bench``: the largest error against ``:reference:``, "
                  "relative to its largest value (default by dtype: 1e-2 for float16).",
+    "timeline": "For ``tlstages timeline``: num_stages values whose measured timeline is "
+                "recorded on a GPU and drawn under the schedule figures (``1 2 3 4``, "
+                "``sm_90a:3``; empty: every variant): the code the page lists, with a "
+                "probe at each wait, commit, barrier and tensor-core call of its "
+                "pipelined loops.",
 }
 
 # Options whose value can be checked alone, for reporting every bad one in a build.
@@ -100,7 +105,7 @@ _CHECKED_ALONE: dict[str, Callable[[str], object]] = {
     "expect-error": options.parse_expect_error, "expect-hazard": options.parse_expect_error,
     "sweep": options.parse_sweep, "passes": options.parse_passes,
     "reference": options.parse_expression, "flops": options.parse_expression,
-    "tolerance": options.parse_tolerance,
+    "tolerance": options.parse_tolerance, "timeline": options.parse_timeline,
 }
 
 

@@ -207,6 +207,8 @@ class DirectiveSpec:
     reference: str | None = None
     flops: str | None = None
     tolerance: float | None = None
+    # For `tlstages timeline`: the variants whose measured timeline is recorded.
+    timeline: tuple[Expected, ...] = ()
     # (parameter, (repr of each value, ...)) of each :sweep: axis, in the order given.
     sweep: tuple[tuple[str, tuple[str, ...]], ...] = ()
     passes: tuple[str, ...] = ()  # :passes: selectors, as written
@@ -232,6 +234,11 @@ class DirectiveSpec:
         """Whether ``:expect-hazard:`` says the hazard check must flag this variant."""
         return any(e.num_stages == variant.num_stages
                    and e.target in (None, variant.target.label) for e in self.expect_hazard)
+
+    def wants_timeline(self, variant: VariantSpec) -> bool:
+        """Whether ``:timeline:`` asks for this variant's measured timeline."""
+        return any(e.num_stages == variant.num_stages
+                   and e.target in (None, variant.target.label) for e in self.timeline)
 
     def kernel_location(self, line: int | None) -> tuple[str, int] | str:
         """Where a kernel line is: in the document, in the :file:, or at the directive."""

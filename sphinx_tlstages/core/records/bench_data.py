@@ -160,14 +160,16 @@ def validate(data: object, name: str) -> dict[str, Any]:
     return data
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path, check: Callable[[object, str], dict[str, Any]] = validate
+         ) -> dict[str, Any]:
+    """One file of ``path``, read and checked (``check``: a bench file's by default)."""
     try:
         if path.stat().st_size > MAX_BENCH_BYTES:
             raise BenchFileError(f"{path.name}: larger than {MAX_BENCH_BYTES >> 20} MiB")
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BenchFileError(f"{path.name}: cannot be read as JSON: {exc}") from None
-    return validate(data, path.name)
+    return check(data, path.name)
 
 
 @dataclass
@@ -182,15 +184,17 @@ class BenchSet:
         return [(f, f["directives"][name]) for f in self.files if name in f["directives"]]
 
 
-def load_all(folder: Path, chosen: list[str] | None) -> BenchSet:
-    """Every bench file of ``folder``; ``chosen`` (file stems or GPU names) picks and orders."""
+def load_all(folder: Path, chosen: list[str] | None,
+             check: Callable[[object, str], dict[str, Any]] = validate) -> BenchSet:
+    """Every bench file of ``folder``; ``chosen`` (file stems or GPU names) picks and
+    orders; ``check``: what a file must be (a bench file's, or a timeline file's)."""
     found = BenchSet()
     if not folder.is_dir():
         return found
     by_key: dict[str, dict[str, Any]] = {}
     for path in sorted(folder.glob("*.json")):
         try:
-            data = load(path)
+            data = load(path, check)
         except BenchFileError as exc:
             found.errors.append(str(exc))
             continue
