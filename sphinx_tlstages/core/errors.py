@@ -26,6 +26,7 @@ SUBTYPES: dict[str, str] = {
     "toolkit": "NVIDIA's compiler is missing or failed: the resources part (registers, "
                "spills, occupancy) cannot be built",
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
+    "timeline": "a timeline file is malformed, or its recording is stale for the code shown",
     "hazard": "the hazard check found a read of shared memory that can race a copy in the "
               "final code (a note instead where :expect-hazard: lists the variant)",
     "failed": "the closing line of a build whose checks failed (snapshots, :assert:, "

@@ -73,6 +73,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             downloads=cuda_downloads(app, docname, spec, rows) if has_downloads(app) else None,
             bench=state.attached.get(spec.name, []),
             bench_stale=config.bench_stale,
+            timelines=state.attached_timelines.get(spec.name, []),
         )
         if html:
             digests = [state.cache.digests.get(v.key(state.stamp)) for v in spec.variants]

@@ -33,6 +33,7 @@ class Context:
     downloads: dict[str, str] | None = None
     bench: list[Attached] = field(default_factory=list)  # each GPU's numbers, stale ids
     bench_stale: str = "mark"
+    timelines: list[Attached] = field(default_factory=list)  # each GPU's, stale ids
 
 
 @dataclass(frozen=True)
