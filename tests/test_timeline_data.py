@@ -107,3 +107,33 @@ def test_the_figure_input_hides_or_marks_stale_recordings() -> None:
     hidden = timeline_input(data, entry, ("1",), "hide", variants, "timed")
     assert hidden is not None and [p["id"] for p in hidden["panels"]] == ["3"]
     assert timeline_input(data, entry, ("1", "3"), "hide", variants, "timed") is None
+
+
+def test_the_option_names_the_variants_to_record() -> None:
+    import pytest
+
+    from sphinx_tlstages.core.errors import OptionError
+    from sphinx_tlstages.core.plan.options import Expected, parse_timeline
+    from sphinx_tlstages.core.plan.targets import parse_target
+    from sphinx_tlstages.core.planner import Defaults, Kernel, plan
+
+    assert parse_timeline("1 3") == (Expected(1), Expected(3))
+    assert parse_timeline("sm_90a:3") == (Expected(3, "sm_90a"),)
+    assert parse_timeline(" ") == ()
+    with pytest.raises(OptionError, match="give num_stages values"):
+        parse_timeline("2: anything")
+    gemm = (Path(__file__).resolve().parent.parent / "book" / "kernels" / "gemm.py").read_text()
+    params = "M=1024 N=1024 K=1024 block_M=128 block_N=128 block_K=64 threads=128"
+
+    def planned(value: str):  # type: ignore[no-untyped-def]
+        return plan({"timeline": value, "num-stages": "1 2", "params": params},
+                    Kernel(gemm, "gemm.py"), Defaults(targets=(parse_target("sm_80"),)),
+                    name="x", docname="d", lineno=1)
+
+    every = planned("")
+    assert every.timeline == (Expected(1), Expected(2))
+    assert [every.wants_timeline(v) for v in every.variants] == [True, True]
+    one = planned("2")
+    assert [one.wants_timeline(v) for v in one.variants] == [False, True]
+    with pytest.raises(OptionError, match=":timeline: 5 is not in :num-stages:"):
+        planned("5")
