@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -235,3 +237,35 @@ def test_the_commands_helpers_on_the_cpu() -> None:
     text = dumps(data)
     assert json.loads(text) == data and text == FIXTURE.read_text()
     assert max(map(len, text.splitlines())) > 1000  # a warp's events on one line
+
+
+COMPILE_TWICE = """
+import sys
+from sphinx_tlstages.core.protocol.messages import Task
+from sphinx_tlstages.core.results.cuda import visible_cuda
+from sphinx_tlstages.core.results.probes import instrument
+from sphinx_tlstages.worker import lowering
+from sphinx_tlstages.worker import timeline
+task = Task(sys.argv[1], "kernel.py", "matmul",
+            (("M", "256"), ("N", "256"), ("K", "256"), ("block_M", "128"), ("block_N", "128"),
+             ("block_K", "64"), ("threads", "128")), 2, {"kind": "cuda", "arch": "sm_80"})
+page = lowering.lower_variant(task, compile_now=False)
+plain = timeline.compile_kernel(task, "sm_90a")
+probed = timeline.compile_kernel(task, "sm_90a",
+                                 lambda code: instrument(code, 0x7f0000000000, 1, 4, 64))
+assert visible_cuda(plain.cuda.splitlines()) == visible_cuda(page["cuda"].splitlines())
+assert probed.cuda == plain.cuda and probed.probed is not None
+source = probed.kernel.get_kernel_source()
+assert "TLP_REC(" in source and "TLP_REC(" not in plain.kernel.get_kernel_source()
+print("ok")
+"""
+
+
+@pytest.mark.skipif(TOOLKIT is None, reason="no NVIDIA compiler")
+def test_the_code_the_page_lists_is_compiled_twice_for_the_gpus_arch() -> None:
+    # Through TileLang's own JIT, with its callbacks taken over: in a child process, which
+    # imports TileLang (this one must not). nvcc runs; only loading the cubin needs a GPU.
+    done = subprocess.run([sys.executable, "-c", COMPILE_TWICE, GEMM], capture_output=True,
+                          text=True, env={**os.environ, "PATH": f"{Path(TOOLKIT.nvcc).parent}:"
+                                          f"{os.environ.get('PATH', '')}"})
+    assert done.stdout.strip().endswith("ok"), done.stderr[-3000:]
