@@ -137,3 +137,14 @@ def test_the_option_names_the_variants_to_record() -> None:
     assert [one.wants_timeline(v) for v in one.variants] == [False, True]
     with pytest.raises(OptionError, match=":timeline: 5 is not in :num-stages:"):
         planned("5")
+
+
+def test_a_recording_without_a_plan_is_not_said_to_follow_one() -> None:
+    data = json.loads(FIXTURE.read_text())
+    entry = data["directives"]["timed"]
+    entry["variants"]["3"]["plan"] = None  # several pipelined loops: nothing to compare
+    variants = [{"id": "1", "heading": "num_stages=1"}, {"id": "3", "heading": "num_stages=3"}]
+    figure = timeline_input(data, entry, (), "mark", variants, "timed")
+    assert figure is not None
+    assert [p["compared"] for p in figure["panels"]] == [True, False]
+    assert figure["panels"][1]["problems"] == []

@@ -191,6 +191,7 @@ def timeline_input(data: Json, entry: Json, stale: tuple[str, ...], stale_mode: 
                        "probed_ms": recording["probed"]["median_ms"],
                        "rows": [_row(line, until) for line in rows],
                        "summary": summary(recording),
+                       "compared": bool(recording.get("plan")),
                        "problems": order_problems(recording)})
     if not panels:
         return None

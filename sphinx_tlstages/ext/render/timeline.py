@@ -45,13 +45,20 @@ def _provenance(data: dict[str, Any], entry: dict[str, Any],
         para += code(str(data["command"]))
     if data.get("method"):
         para += nodes.Text(f": {data['method']}.")
-    planned = not any(p["problems"] for p in figure["panels"])
-    para += nodes.Text(
-        " Every recorded warp ran its commits, waits, barrier operations and tensor-core "
-        "work in the order the schedule plans, and the probed build wrote the plain build's "
-        "output." if planned else
-        " Where a recorded kernel did not run as the schedule plans, the figure and the "
-        "notes below say so.")
+    panels = figure["panels"]
+    unplanned = [p["heading"] for p in panels if not p.get("compared")]
+    if any(p["problems"] for p in panels):
+        said = (" Where a recorded kernel did not run as the schedule plans, the figure and "
+                "the notes below say so.")
+    elif not unplanned:
+        said = (" Every recorded warp ran its commits, waits, barrier operations and "
+                "tensor-core work in the order the schedule plans, and the probed build "
+                "wrote the plain build's output.")
+    else:
+        said = (" The probed builds wrote the plain builds' output; the order the warps ran "
+                f"their steps in is not compared with a plan for {', '.join(unplanned)} (a "
+                "kernel of several pipelined loops, or a step only some iterations run).")
+    para += nodes.Text(said)
     para += nodes.Text(" The time a launch takes is the plain build's; the probed one's is "
                        "its cost.")
     return para
