@@ -31,6 +31,7 @@ QUICK_MODULES = ("test_config", "test_core_units", "test_driver_check", "test_fa
                  "test_occupancy_figure", "test_options", "test_protocol", "test_shards",
                  "test_snapshot_policy",
                  "test_sync_counts", "test_sync_needed", "test_table_fit", "test_tikz",
+                 "test_timeline_data",
                  "test_upgrade_report", "test_version", "test_warning_subtypes")
 
 

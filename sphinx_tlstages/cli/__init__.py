@@ -5,6 +5,7 @@ beside the goldens; ``tlstages snapshots status [SRCDIR]`` lists every snapshot 
 shown facts it lacks, and pending, missing, unused and held ones; ``tlstages bench SRCDIR``
 times the book's kernels on this machine's GPU;
 ``tlstages hardware SRCDIR`` checks them there under compute-sanitizer;
+``tlstages timeline SRCDIR`` records where their warps wait there;
 ``tlstages lower KERNEL.py`` prints what the compiler did to one kernel file;
 ``tlstages report [BUILDDIR]`` prints the last build's drift report, ``tlstages
 snapshots diff SRCDIR`` the same from the pending snapshots;
@@ -78,6 +79,20 @@ def build_parser() -> argparse.ArgumentParser:
                       help="only this directive (default: those with :hardware:)")
     hard.add_argument("--out", type=Path, help="folder (default: tlstages_hardware_dir)")
     _hardware_options(hard)
+    timeline = commands.add_parser(
+        "timeline", formatter_class=fmt,
+        help="record, on this machine's GPU, the measured timeline of each variant a "
+             "directive's :timeline: asks for")
+    timeline.add_argument("srcdir", type=Path)
+    timeline.add_argument("--name", action="append", default=[],
+                          help="only this directive (repeatable)")
+    timeline.add_argument("--blocks", type=int, default=2,
+                          help="blocks whose warps are recorded, the first ones")
+    timeline.add_argument("--capacity", type=int, default=4096,
+                          help="events kept per warp")
+    timeline.add_argument("--warmup", type=int, default=10)
+    timeline.add_argument("--reps", type=int, default=50)
+    timeline.add_argument("--out", type=Path, help="folder (default: tlstages_timeline_dir)")
     lower = commands.add_parser("lower", formatter_class=fmt,
                                 help="lower one kernel file and print the facts")
     lower.add_argument("kernel", type=Path, help="a .py file defining the kernel factory")
@@ -281,6 +296,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         hardware.run(args.srcdir.resolve(), args.name, args.out,
                      _hardware_command(args), parallel=args.parallel,
                      timeout=args.timeout, edits=args.edit, keep=args.keep)
+        return 0
+    if args.command == "timeline":
+        from .timeline import run as record
+
+        if not (args.srcdir / "conf.py").is_file():
+            parser.error(f"{args.srcdir} has no conf.py")
+        command = " ".join(["tlstages timeline", str(args.srcdir),
+                            *(f"--name {name}" for name in args.name),
+                            f"--blocks {args.blocks} --warmup {args.warmup} --reps {args.reps}"])
+        record(args.srcdir.resolve(), args.name, args.blocks, args.capacity, args.warmup,
+               args.reps, args.out, command)
         return 0
     if args.command == "snapshots":
         srcdir = args.srcdir.resolve()

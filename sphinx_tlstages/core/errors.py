@@ -31,6 +31,7 @@ SUBTYPES: dict[str, str] = {
     "bench": "a bench file is malformed, or its numbers are stale for the kernel shown",
     "hardware": "compute-sanitizer observed a race or a barrier error on a GPU that the "
                 "hazard check did not report, or a hardware record is malformed",
+    "timeline": "a timeline file is malformed, or its recording is stale for the code shown",
     "hazard": "the hazard check found a read of shared memory that can race a copy in the "
               "final code (a note instead where :expect-hazard: lists the variant)",
     "failed": "the closing line of a build whose checks failed: how many, by kind (snapshot "

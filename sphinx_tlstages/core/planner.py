@@ -205,6 +205,7 @@ def _plan(read: _Options, kernel: Kernel, defaults: Defaults, name: str, docname
     nothing: tuple[tuple[Expected, ...], str | None] = ((), None)
     expected, pattern = read.read("expect-error", options.parse_expect_error, nothing)
     hazards, hazard_pattern = read.read("expect-hazard", options.parse_expect_error, nothing)
+    timeline: tuple[Expected, ...] = read.read("timeline", options.parse_timeline, ())
     sweep: dict[str, list[object]] = read.read("sweep", options.parse_sweep, {})
     passes: tuple[str, ...] = read.read("passes", options.parse_passes, ())
     asserts = parse_asserts(given, line_of, read)
@@ -258,6 +259,9 @@ def _plan(read: _Options, kernel: Kernel, defaults: Defaults, name: str, docname
                              written)
     hazards = _expectations(read, "expect-hazard", hazards, num_stages, targets, sweep,
                             written)
+    if "timeline" in given and not timeline:  # the option alone: every variant
+        timeline = tuple(Expected(n) for n in num_stages)
+    timeline = _expectations(read, "timeline", timeline, num_stages, targets, sweep, written)
     return DirectiveSpec(
         name=name, docname=docname, lineno=lineno, kernel_line=kernel.line,
         kernel_path=kernel.path, title=title or f"Kernel {factory.name}", targets=targets,
@@ -265,7 +269,7 @@ def _plan(read: _Options, kernel: Kernel, defaults: Defaults, name: str, docname
         expect_pattern=pattern if expected else None, expect_hazard=hazards,
         expect_hazard_pattern=hazard_pattern if hazards else None,
         asserts=asserts, reference=reference, flops=flops, tolerance=tolerance,
-        hardware=hardware,
+        hardware=hardware, timeline=timeline,
         sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
         passes=passes, passes_line=line_of("passes"), params=canonical_params(params),
         written_depth=written_depth(factory, arguments), problems=tuple(read.problems))

@@ -281,6 +281,13 @@ class Settings:
         "``:hardware:``), relative to the source directory.",
         read=lambda r: Path(r.srcdir, r.configured),
     )
+    timeline_dir: ConfigValue[Path] = ConfigValue(
+        "tlstages_timeline_dir", "_tlstages/timeline", "html", (str,),
+        "Folder of the measured timelines written by ``tlstages timeline`` (one file per "
+        "GPU), relative to the source directory; ``tlstages_bench_gpus`` picks among them "
+        "too, and ``tlstages_bench_stale`` says what becomes of a stale one.",
+        read=lambda r: Path(r.srcdir, r.configured),
+    )
     cache_dir: ConfigValue[Path] = ConfigValue(
         "tlstages_cache_dir", None, "", (str, type(None)),
         "Folder of the lowering cache (default ``tlstages-cache`` in the doctree folder, "

@@ -108,6 +108,11 @@ OPTIONS: dict[str, str] = {
                 "the size a finding names, else 256), ``blocks=0,-1`` (the blocks launched, "
                 "by linear index, -1 the last; default the first and the last) and "
                 "``launches=2``.",
+    "timeline": "For ``tlstages timeline``: num_stages values whose measured timeline is "
+                "recorded on a GPU and drawn under the schedule figures (``1 2 3 4``, "
+                "``sm_90a:3``; empty: every variant): the code the page lists, with a "
+                "probe at each wait, commit, barrier and tensor-core call of its "
+                "pipelined loops.",
 }
 
 # Options whose value can be checked alone, for reporting every bad one in a build.
@@ -119,6 +124,7 @@ _CHECKED_ALONE: dict[str, Callable[[str], object]] = {
     "sweep": options.parse_sweep, "passes": options.parse_passes,
     "reference": options.parse_expression, "flops": options.parse_expression,
     "tolerance": options.parse_tolerance, "hardware": options.parse_hardware,
+    "timeline": options.parse_timeline,
 }
 
 

@@ -70,12 +70,14 @@ class tl_collapsible(tl_node):
 
 
 class tl_figure(tl_node):
-    """A schedule figure or a benchmark chart, as data: ``kind`` (``schedule`` or
-    ``chart``), ``data`` (what :mod:`..core.figures` draws), ``covers`` (the variants a
-    schedule stands for), ``ident`` (unique on the page). Its one child is the sentence
+    """A schedule figure, a benchmark chart or a measured timeline, as data: ``kind``
+    (``schedule``, ``chart``, ``occupancy`` or ``timeline``), ``data`` (what
+    :mod:`..core.figures` draws), ``covers`` (the variants a schedule stands for),
+    ``ident`` (unique on the page). Its one child is the sentence
     that says what it shows, which builders without pictures print instead."""
 
-    stand_in = "each schedule figure and benchmark chart as the sentence that describes it"
+    stand_in = ("each schedule figure, benchmark chart and measured timeline as the "
+                "sentence that describes it")
 
 
 def skip(translator: object, node: nodes.Element) -> None:

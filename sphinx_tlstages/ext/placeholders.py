@@ -80,6 +80,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             bench_stale=config.bench_stale,
             links=html,
             hardware=state.hardware_attached.get(spec.name, []),
+            timelines=state.attached_timelines.get(spec.name, []),
         )
         if html:
             digests = [state.cache.digests.get(v.key(state.stamp)) for v in spec.variants]

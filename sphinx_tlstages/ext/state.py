@@ -45,10 +45,12 @@ class BuildState:
     results: dict[str, Result] = field(default_factory=dict)
     findings: Findings = field(default_factory=Findings)  # the log, report, exit status
     bench: BenchSet = field(default_factory=BenchSet)
+    timelines: BenchSet = field(default_factory=BenchSet)  # the recorded timelines' files
     lowered: set[str] = field(default_factory=set)  # keys lowered (not cached) this build
     attached: dict[str, list[Attached]] = field(default_factory=dict)  # by directive name
     hardware: BenchSet = field(default_factory=BenchSet)  # the hardware records
     hardware_attached: dict[str, list[hardware_data.Attached]] = field(default_factory=dict)
+    attached_timelines: dict[str, list[Attached]] = field(default_factory=dict)  # likewise
     variants: int = 0  # distinct variants the project needs
     seconds: float = 0.0  # what lowering them (or reading them back) took
     remote: Remote | None = None  # the shared level, kept for the pages' fragments

@@ -14,18 +14,19 @@ from ..core.protocol.messages import Task
 from .kernel_module import factory_arguments, factory_object, kernel_module, prim_func
 
 
-def _build(task: Task) -> tuple[Any, dict[str, Any]]:
+def build(task: Task) -> tuple[Any, dict[str, Any]]:
+    """The variant's prim_func and the kernel's own pass configs."""
     with kernel_module(task.source, task.source_name, task.file, task.folders) as module:
         return prim_func(factory_object(module, task), factory_arguments(task))
 
 
 def tensor_params(task: Task) -> list[dict[str, Any]]:
     """The kernel's tensor parameters (name, shape, dtype) in call order."""
-    func, _ = _build(task)
-    return _tensors(func)
+    func, _ = build(task)
+    return tensors_of(func)
 
 
-def _tensors(func: Any) -> list[dict[str, Any]]:
+def tensors_of(func: Any) -> list[dict[str, Any]]:
     found = []
     for param in func.params:
         buffer = func.buffer_map[param]
@@ -38,6 +39,6 @@ def compile_variant(task: Task,
                     target: dict[str, str]) -> tuple[Any, list[dict[str, Any]]]:
     """Compile one variant for a real GPU; returns the kernel and its tensor parameters.
     Needs nvcc and a GPU; the docs never call this."""
-    func, pass_configs = _build(task)
+    func, pass_configs = build(task)
     kernel = tilelang.compile(func, target=target, pass_configs=pass_configs)
-    return kernel, _tensors(func)
+    return kernel, tensors_of(func)

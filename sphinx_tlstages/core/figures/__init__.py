@@ -25,8 +25,9 @@ converter.
 Modules: :mod:`.model` (figure data from results, one figure per distinct schedule),
 :mod:`.lanes` and :mod:`.cp_async` (the cp.async pipeline), :mod:`.warp_chips` and
 :mod:`.warp` (warp-specialised loops), :mod:`.hazard_marks` (a hazard finding on either),
-:mod:`.chart` and :mod:`.chart_panel` (benchmark numbers), :mod:`.occupancy` (blocks per
-SM and their limits), :mod:`.drawing` (shapes and layout helpers), :mod:`.svg` and
+:mod:`.chart` and :mod:`.chart_panel` (benchmark numbers), :mod:`.timeline` (a recorded
+timeline of the warps, from ``tlstages timeline``), :mod:`.occupancy` (blocks per SM and
+their limits), :mod:`.drawing` (shapes and layout helpers), :mod:`.svg` and
 :mod:`.tikz` (the writers).
 """
 
@@ -40,10 +41,11 @@ from .cp_async import cp_async_drawing
 from .drawing import Drawing
 from .occupancy import occupancy_drawing
 from .svg import to_svg
+from .timeline import timeline_drawing
 from .warp import warp_specialized_drawing
 
 __all__ = ["Drawing", "chart_drawing", "chart_svg", "occupancy_drawing", "schedule_drawing",
-           "schedule_sentence", "schedule_svg", "to_svg"]
+           "schedule_sentence", "schedule_svg", "timeline_drawing", "to_svg"]
 
 
 def schedule_drawing(fig: dict[str, Any], covers: list[str], theme: str = "html",

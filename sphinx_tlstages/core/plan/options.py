@@ -254,6 +254,19 @@ def parse_expect_error(value: str) -> tuple[tuple[Expected, ...], str | None]:
     return tuple(found), expect_pattern(rest)
 
 
+def parse_timeline(value: str) -> tuple[Expected, ...]:
+    """``1 3`` or ``sm_90a:3``: the variants whose measured timeline ``tlstages
+    timeline`` records (a num_stages value, on every target or on the one named); empty:
+    every variant (the caller knows them)."""
+    if not value.strip():
+        return ()
+    found, pattern = parse_expect_error(value)
+    if pattern is not None:
+        raise OptionError(f"unexpected {pattern!r}: give num_stages values (1 3), "
+                          "optionally for one target (sm_90a:3)")
+    return found
+
+
 def parse_expression(value: str) -> str:
     """A Python expression (``A @ B.T``, ``2*M*N*K``), checked for syntax only."""
     text = value.strip()

@@ -235,6 +235,8 @@ class DirectiveSpec:
     # ``:hardware:``: checked on a GPU under compute-sanitizer (``tlstages hardware``);
     # like the numbers, never part of any lowering key.
     hardware: Hardware | None = None
+    # For `tlstages timeline`: the variants whose measured timeline is recorded.
+    timeline: tuple[Expected, ...] = ()
     # (parameter, (repr of each value, ...)) of each :sweep: axis, in the order given.
     sweep: tuple[tuple[str, tuple[str, ...]], ...] = ()
     passes: tuple[str, ...] = ()  # :passes: selectors, as written
@@ -272,6 +274,11 @@ class DirectiveSpec:
         part): what it renders is what the other options allow, and its snapshot is
         neither written nor removed until the option is fixed."""
         return bool(self.problems)
+
+    def wants_timeline(self, variant: VariantSpec) -> bool:
+        """Whether ``:timeline:`` asks for this variant's measured timeline."""
+        return any(e.num_stages == variant.num_stages
+                   and e.target in (None, variant.target.label) for e in self.timeline)
 
     def kernel_location(self, line: int | None) -> tuple[str, int] | str:
         """Where a kernel line is: in the document, in the :file:, or at the directive."""

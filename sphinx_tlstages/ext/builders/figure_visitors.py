@@ -32,10 +32,17 @@ def figure_drawing(node: tl_figure, theme: str) -> Drawing:
     """The drawing of a figure node in ``theme`` (``html`` or ``print``)."""
     # Imported here: a build whose parts all come from the fragment cache draws nothing,
     # and the drawing code was a tenth of the extension's import time.
-    from ...core.figures import chart_drawing, occupancy_drawing, schedule_drawing
+    from ...core.figures import (
+        chart_drawing,
+        occupancy_drawing,
+        schedule_drawing,
+        timeline_drawing,
+    )
 
     if node["kind"] == "chart":
         return chart_drawing(node["data"], theme, node["ident"])
+    if node["kind"] == "timeline":
+        return timeline_drawing(node["data"], theme, node["ident"])
     if node["kind"] == "occupancy":
         return occupancy_drawing(node["data"], theme, node["ident"])
     return schedule_drawing(node["data"], node["covers"], theme, node["ident"])

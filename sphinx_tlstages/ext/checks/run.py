@@ -22,6 +22,8 @@ from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.variants import merge_unchanged, unchanged_sentence
 from ...core.records.bench_data import attach, load_all, other_headers, provenance
 from ...core.records.drift import Finding
+from ...core.records.timeline_data import attach as attach_timelines
+from ...core.records.timeline_data import load_timelines
 from ...core.results.pass_compare import unmatched
 from ...core.results.result import Result, over_limit, shared_bytes
 from ..collector import all_directives, all_unread, project_directives
@@ -60,6 +62,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     _check_pass_names(specs, state)
     _attach_bench(app, unique, state)
     attach_hardware(app, unique, state)
+    _attach_timelines(app, unique, state)
     return _changed_documents(env, specs, state)
 
 
@@ -320,6 +323,29 @@ def _attach_bench(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) ->
                                    "another kernel or TileLang; run tlstages bench again")])
 
 
+def _attach_timelines(app: Sphinx, specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Load the timeline files once; warn about malformed files and stale recordings (the
+    code the page lists changed since), as for benchmark numbers."""
+    config = settings(app)
+    state.timelines = load_timelines(config.timeline_dir, config.bench_gpus)
+    for problem in state.timelines.errors:
+        state.findings.warn(f"timeline file ignored: {problem}", "timeline")
+    for spec in specs:
+        state.attached_timelines[spec.name] = attach_timelines(spec, state.timelines,
+                                                               state.result)
+        for data, _, stale_ids in state.attached_timelines[spec.name]:
+            stale = [v for v in spec.variants if v.id in stale_ids]
+            if stale:
+                state.findings.warn(
+                    f"{spec.name}: the timeline recorded on {data['gpu']['name']} for "
+                    f"{variant_names(stale)} is of other code than the page lists; run "
+                    "tlstages timeline again", "timeline",
+                    location=(spec.docname, spec.lineno), spec=spec,
+                    drift=[Finding("stale", variant_names(stale),
+                                   f"the timeline recorded on {data['gpu']['name']} is of "
+                                   "other code; run tlstages timeline again")])
+
+
 def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
                        state: BuildState) -> list[str]:
     """Documents Sphinx did not re-read whose variants now have other keys (a TileLang
@@ -334,10 +360,11 @@ def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
         keys.extend(state.cache.digests.get(v.key(state.stamp), "") for v in spec.variants)
         # A name shared with another page's directive since: its box must be written.
         keys.append(state.duplicates.get((spec.docname, spec.serial), ""))
-        # Attached numbers and hardware records are not Sphinx dependencies: a new bench
-        # file or record must rewrite too.
+        # Attached numbers, hardware records and timelines are not Sphinx dependencies: a
+        # new file or record must rewrite too.
         attached = [state.attached.get(spec.name, []),
-                    state.hardware_attached.get(spec.name, [])]
+                    state.hardware_attached.get(spec.name, []),
+                    state.attached_timelines.get(spec.name, [])]
         keys.append(hashlib.sha256(json.dumps(attached, sort_keys=True).encode()).hexdigest())
     env.tlstages_keys = current  # type: ignore[attr-defined]
     return sorted(doc for doc, keys in current.items() if previous.get(doc) != keys)

@@ -19,6 +19,7 @@ from ...core.records.bench_data import benched
 from ...core.results.result import Result
 from ..nodes import tl_figure
 from .parts import Context, Drawn, Rows, renders
+from .timeline import timeline_nodes
 
 
 def _line_of(spec: DirectiveSpec) -> Any:
@@ -81,4 +82,7 @@ def chart_figure(spec: DirectiveSpec, data: dict[str, Any], entry: dict[str, Any
 
 @renders("figure")
 def _figures(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn | None:
-    return Drawn(schedule_figures(spec, rows)) if any(r.get("ok") for _, r in rows) else None
+    measured = timeline_nodes(spec, context)
+    if not any(r.get("ok") for _, r in rows) and not measured:
+        return None
+    return Drawn([*schedule_figures(spec, rows), *measured])

@@ -39,6 +39,7 @@ class Context:
     links: bool = False
     # each GPU's hardware records (compute-sanitizer), stale ids
     hardware: list[hardware_data.Attached] = field(default_factory=list)
+    timelines: list[Attached] = field(default_factory=list)  # each GPU's, stale ids
 
 
 @dataclass(frozen=True)
