@@ -21,7 +21,7 @@ from ..core.errors import OptionError, SourceError
 from ..core.files import write_atomic
 from ..core.kernel.source import normalise_source
 from ..core.parts import PRINTED
-from ..core.plan.spec import KernelOrigin
+from ..core.plan.spec import KernelOrigin, VariantSpec
 from ..core.plan.toolkit import find as find_toolkit
 from ..core.planner import Defaults, Kernel, plan
 from ..core.records import snapshots
@@ -150,18 +150,30 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
             print(file=out)
         print_nodes(render(spec, rows, Context(tilelang_version(), 0)), out)
     if dump_dir is not None:
-        written = []
-        for variant, result in rows:
-            if result.get("ok"):
-                target_path = dump_dir / f"{path.stem}-{variant.label}" \
-                    f"{variant.target.source_suffix}"
-                write_atomic(target_path, result["cuda"])
-                written.append(target_path)
-        for target_path in written:
-            print(f"wrote {target_path}", file=sys.stderr)
-        if len(written) > 1:
-            print(f"compare two variants with: diff -u {written[0]} {written[1]}",
-                  file=sys.stderr)
+        _dump(dump_dir, path, rows)
+    failed = _failures(path, rows)
+    # Under CI a compiler not found is an error, as in a build: the part was asked for.
+    return 1 if failed or (compiler_missing and strict_environment()) else 0
+
+
+def _dump(dump_dir: Path, path: Path, rows: list[tuple[VariantSpec, Result]]) -> None:
+    """Each lowered variant's code into ``dump_dir``, and how to compare two."""
+    written = []
+    for variant, result in rows:
+        if result.get("ok"):
+            target_path = dump_dir / f"{path.stem}-{variant.label}" \
+                f"{variant.target.source_suffix}"
+            write_atomic(target_path, result["cuda"])
+            written.append(target_path)
+    for target_path in written:
+        print(f"wrote {target_path}", file=sys.stderr)
+    if len(written) > 1:
+        print(f"compare two variants with: diff -u {written[0]} {written[1]}",
+              file=sys.stderr)
+
+
+def _failures(path: Path, rows: list[tuple[VariantSpec, Result]]) -> list[VariantSpec]:
+    """The variants that failed, each said at its kernel line where there is one."""
     failed = [v for v, r in rows if not r.get("ok")]
     for variant, result in rows:
         if not result.get("ok"):
@@ -170,5 +182,4 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
             where = f"{path}:{line}" if line else str(path)
             print(f"{where}: {variant.heading}: {result['error']['message']}",
                   file=sys.stderr)
-    # Under CI a compiler not found is an error, as in a build: the part was asked for.
-    return 1 if failed or (compiler_missing and strict_environment()) else 0
+    return failed

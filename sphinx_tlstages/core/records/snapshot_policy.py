@@ -246,6 +246,17 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
     """What ``policy`` does with directive ``found``: record, compare or update its
     snapshot, and what it says and fails on. ``accept``: the accept command, as the log
     words it."""
+    early = _uncompared(policy, found, accept)
+    if early is not None:
+        return early
+    assert found.old is not None and found.new is not None
+    old, new, actions, split = _filled(policy, found, found.old, found.new, accept)
+    return _compared(policy, found, old, new, actions, split, accept)
+
+
+def _uncompared(policy: Policy, found: Found, accept: str) -> Decision | None:
+    """The decision where there is nothing to compare (the directive unread, unverified,
+    in error, its snapshot unreadable or missing); None where there is."""
     spec, old, new, golden, shown = found.spec, found.old, found.new, found.golden, found.shown
     if not found.read:
         return _unread(found)
@@ -268,6 +279,15 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
                                   (Finding("missing", "", f"no snapshot at {shown}"),)),))
         return Decision(fingerprints=True, after=(
             Write(golden, new), Recorded(shown), Note(f"tl-pipeline: recorded snapshot {golden}")))
+    return None
+
+
+def _filled(policy: Policy, found: Found, old: Snapshot, new: Snapshot, accept: str
+            ) -> tuple[Snapshot, Snapshot, list[Action], int | None]:
+    """``old`` and ``new`` to compare, with the records a failed lowering keeps and the
+    variants recorded since the snapshot was; the actions that says, and where the
+    fingerprints are taken among them (None: not yet)."""
+    spec, golden, shown = found.spec, found.golden, found.shown
     actions: list[Action] = []
     split: int | None = None  # where the fingerprints are taken, once
     # A recorded variant the directive still asks for and that failed to lower here keeps
@@ -297,6 +317,14 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
             actions += [Write(golden, old),
                         Note(f"tl-pipeline: {spec.name}: recorded {said} in {golden} (not in "
                              "it before: it had not lowered, or is new)", spec.lineno)]
+    return old, new, actions, split
+
+
+def _compared(policy: Policy, found: Found, old: Snapshot, new: Snapshot,
+              actions: list[Action], split: int | None, accept: str) -> Decision:
+    """The decision on a snapshot and this build's: the same, reworded, unguarded or a
+    drift, per the policy."""
+    spec, golden, shown = found.spec, found.golden, found.shown
     actions += _moved_runs(spec, old, new)
     version, changes = snapshot_compare.compare(old, new)
     lacking = snapshots.unguarded(spec, old, golden)
@@ -314,20 +342,7 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
                     _reworded(spec, words, golden, accept, policy)]
         return _split(actions, split)
     if not changes and not lacking:
-        actions += [counted, Remove(found.pending)]
-        if policy.updates:
-            # Said where the file changed; one that holds this build's snapshot already
-            # has its TileLang and schema, so there is no provenance to note.
-            split = len(actions) if split is None else split
-            actions.append(Write(golden, new, rewritten=f"tl-pipeline: {spec.name}: snapshot "
-                                 f"re-recorded with TileLang {new.get('tilelang')}"))
-        elif version or old.get("schema") != new.get("schema"):
-            # Provenance, reported and never failed: the reader sees the same thing.
-            actions.append(Note(f"tl-pipeline: {spec.name}: recorded with TileLang "
-                                f"{old.get('tilelang')} (result schema {old.get('schema')}), "
-                                f"verified with TileLang {new.get('tilelang')}: same facts "
-                                "and code"))
-        return _split(actions, split)
+        return _same(policy, found, old, new, actions, split, counted, version)
     # Written (the golden file, or the pending one accept fills it in from) or explained
     # (which pass made the change): with the variants' pass fingerprints.
     split = len(actions) if split is None else split
@@ -351,6 +366,25 @@ def decide(policy: Policy, found: Found, accept: str) -> Decision:
                                 spec.lineno, unguarded))
         return _split(actions, split)
     actions += _drift(policy, found, old, new, version, changes, lacking, unguarded, accept)
+    return _split(actions, split)
+
+
+def _same(policy: Policy, found: Found, old: Snapshot, new: Snapshot, actions: list[Action],
+          split: int | None, counted: Counted, version: str | None) -> Decision:
+    """The facts as recorded: re-recorded under update, provenance noted otherwise."""
+    actions += [counted, Remove(found.pending)]
+    if policy.updates:
+        # Said where the file changed; one that holds this build's snapshot already
+        # has its TileLang and schema, so there is no provenance to note.
+        split = len(actions) if split is None else split
+        actions.append(Write(found.golden, new, rewritten=f"tl-pipeline: {found.spec.name}: "
+                             f"snapshot re-recorded with TileLang {new.get('tilelang')}"))
+    elif version or old.get("schema") != new.get("schema"):
+        # Provenance, reported and never failed: the reader sees the same thing.
+        actions.append(Note(f"tl-pipeline: {found.spec.name}: recorded with TileLang "
+                            f"{old.get('tilelang')} (result schema {old.get('schema')}), "
+                            f"verified with TileLang {new.get('tilelang')}: same facts "
+                            "and code"))
     return _split(actions, split)
 
 
