@@ -346,3 +346,48 @@ def test_an_unneeded_barrier_of_the_first_kernel_is_placed_in_it() -> None:
     assert placed["cuda_lines"] == [8] and placed["line"] == 5
     assert entry["cuda_lines"] == []  # the recorded fact is left as it was
     assert placed_in_first({**entry, "of": 2}, TWO_KERNELS, KERNEL, "k.py")["cuda_lines"] == []
+
+
+# --- drift that says what changed ---------------------------------------------------------
+
+GEMM_CALL = {"form": "m16n8k16", "instruction": "mma_sync", "line": 40,
+             "operands": ["A_shared", "B_shared", "C_local"],
+             "text": "T.gemm(A_shared, B_shared, C_local, transpose_B=True)"}
+ROLES = [{"inserted": False, "line": 35, "role": "producer", "text": "T.copy(K[k], K_shared)"},
+         {"inserted": False, "line": 37, "role": "consumer",
+          "text": "T.gemm(Q_shared, K_shared, scores)"}]
+
+
+def _said(fact: str, old: Any, new: Any) -> list[str]:
+    return [c.words for c in snapshot_compare.variant_changes("2", {fact: old}, {fact: new})]
+
+
+@pytest.mark.quick
+def test_a_drift_says_the_line_a_statement_moved_to() -> None:
+    """A gemm call or a role's row that moved says from which line to which; a role's
+    new row says which role gained it and where; CUDA whose code is the same but whose
+    #line directives name other lines says so; and a drift made only of such changes is
+    recognised as one."""
+    moved = {**GEMM_CALL, "line": 39}
+    assert _said("gemm", [GEMM_CALL], [moved]) == [
+        "T.gemm(A_shared, B_shared, ...) moved from line 40 to 39"]
+    assert _said("gemm", [GEMM_CALL], [{**GEMM_CALL, "instruction": "wgmma"}]) == [
+        "T.gemm(A_shared, B_shared, ...) at line 40: mma_sync -> wgmma"]
+    shifted = [{**row, "line": row["line"] + 1} for row in ROLES]
+    gained = [*ROLES, {"inserted": False, "line": 41, "role": "consumer",
+                       "text": "T.copy(scores, probs)"}]
+    warp = {"line": 34, "roles": ROLES, "consumer_threads": 128}
+    assert _said("warp_specialized", warp, {**warp, "roles": shifted}) == [
+        "T.copy(K[k], K_shared) moved from line 35 to 36",
+        "T.gemm(Q_shared, K_shared, scores) moved from line 37 to 38"]
+    assert _said("warp_specialized", warp, {**warp, "roles": gained}) == [
+        "the consumer's role gained a row at line 41: T.copy(scores, probs)"]
+    cuda = ['#line 12 "k.py"', "  tl::cp_async_commit();", '#line 13 "k.py"', "  x = 1;"]
+    later = ['#line 13 "k.py"', "  tl::cp_async_commit();", '#line 14 "k.py"', "  x = 1;"]
+    assert _said("cuda", cuda, later) == [
+        "the CUDA's #line directives moved to other kernel lines (its code is the same)"]
+    assert _said("cuda", cuda, [*later, "  y = 2;"]) == ["CUDA +3 -2 lines"]
+    moves = [("2", said) for said in _said("gemm", [GEMM_CALL], [moved])
+             + _said("cuda", cuda, later)]
+    assert snapshot_compare.only_moved(moves)
+    assert not snapshot_compare.only_moved([*moves, ("2", "threads 128 -> 256")])

@@ -225,11 +225,12 @@ def test_changes_are_structured_and_only_between_facts_both_keep() -> None:
     new = snapshots.build(spec, {"2": new_result}, "0.1.15")
     assert old is not None and new is not None
     found = snapshot_compare.changes(old, new)
-    assert snapshot_compare.Change("2", "gemm", "gemm mma_sync -> fma") in found
+    # The call that changed, by its line: the words say which gemm of the kernel.
+    assert snapshot_compare.Change("2", "gemm", "T.gemm at line 3: mma_sync -> fma") in found
     assert snapshot_compare.Change("2", "threads", "threads 128 -> 256") in found
     version, said = snapshot_compare.compare(old, new)
     assert version == "TileLang 0.1.14 -> 0.1.15"
-    assert said == [("2", "threads 128 -> 256; gemm mma_sync -> fma")]
+    assert said == [("2", "threads 128 -> 256; T.gemm at line 3: mma_sync -> fma")]
     # A fact the new recording does not keep (the page no longer shows it) is no change.
     unshown = snapshots.build(_spec(), {"2": new_result}, "0.1.15")
     assert unshown is not None

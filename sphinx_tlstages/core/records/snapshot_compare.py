@@ -68,12 +68,64 @@ def _pipeline(old: Any, new: Any) -> list[str]:
     return found
 
 
+# The words of a change that is only a kernel line moving (an edit above it, a comment
+# added): the compiler's output is otherwise the same. ``only_moved`` reads them.
+MOVED = " moved from line "
+
+
+def _call(entry: dict[str, Any]) -> str:
+    """``T.gemm(A_shared, B_shared, ...)``: a statement by its call and first operands."""
+    text = str(entry.get("text") or "")
+    name = text.split("(", 1)[0] or "the statement"
+    operands = entry.get("operands")
+    return f"{name}({', '.join(operands[:2])}, ...)" if operands else name
+
+
+def _moved(old: dict[str, Any], new: dict[str, Any], what: str) -> str | None:
+    """``T.gemm(...) moved from line 40 to 39`` where two entries differ by their line
+    alone; None otherwise."""
+    if {k: v for k, v in old.items() if k != "line"} != \
+            {k: v for k, v in new.items() if k != "line"} or old.get("line") == new.get("line"):
+        return None
+    return f"{what}{MOVED}{old.get('line')} to {new.get('line')}"
+
+
+def _roles(old: list[Any], new: list[Any]) -> list[str]:
+    """A warp-specialised loop's rows, compared: each statement that moved, and each
+    role that gained or lost one, with its line."""
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        return row.get("role"), row.get("text"), row.get("inserted")
+
+    said: list[str] = []
+    matcher = difflib.SequenceMatcher(a=[key(r) for r in old], b=[key(r) for r in new],
+                                      autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            said += [moved for a, b in zip(old[i1:i2], new[j1:j2], strict=True)
+                     if (moved := _moved(a, b, str(a.get("text") or "a row"))) is not None]
+            continue
+        said += [f"the {r.get('role')}'s role lost its row at line {r.get('line')}: "
+                 f"{r.get('text')}" for r in old[i1:i2]]
+        said += [f"the {r.get('role')}'s role gained a row at line {r.get('line')}: "
+                 f"{r.get('text')}" for r in new[j1:j2]]
+    return said
+
+
 def _warp(old: Any, new: Any) -> list[str]:
-    """A split that changed; keys one side did not record (``line``, ``slots`` and
+    """A split that changed: its rows (statements moved, a role's row gained or lost),
+    else what else changed; keys one side did not record (``line``, ``slots`` and
     ``trips`` came with result schema 6) are not a change."""
-    if isinstance(old, dict) and isinstance(new, dict) \
-            and all(old[key] == new[key] for key in old.keys() & new.keys()):
-        return []
+    if isinstance(old, dict) and isinstance(new, dict):
+        both = old.keys() & new.keys()
+        if all(old[key] == new[key] for key in both):
+            return []
+        said = _roles(old.get("roles") or [], new.get("roles") or []) \
+            if "roles" in both and old["roles"] != new["roles"] else []
+        if old.get("line") != new.get("line") and "line" in both:
+            said.append(f"the warp-specialised loop{MOVED}{old['line']} to {new['line']}")
+        rest = sorted(k for k in both - {"roles", "line"} if old[k] != new[k])
+        said += [f"warp specialisation's {key} changed" for key in rest]
+        return said or ["warp specialisation changed"]
     return ["warp specialisation changed"]
 
 
@@ -92,9 +144,28 @@ def _sync(old: Any, new: Any) -> list[str]:
 
 
 def _gemm(old: Any, new: Any) -> list[str]:
+    """Each gemm call that moved or became another instruction, where the calls pair up;
+    else the instructions as a list."""
+    if len(old) == len(new):
+        said = []
+        for a, b in zip(old, new, strict=True):
+            if a == b:
+                continue
+            moved = _moved(a, b, _call(a))
+            if moved is not None:
+                said.append(moved)
+            elif a.get("instruction") != b.get("instruction"):
+                said.append(f"{_call(b)} at line {b.get('line')}: {a.get('instruction')} -> "
+                            f"{b.get('instruction')}")
+            else:
+                fields = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+                said.append(f"{_call(b)} at line {b.get('line')}: {', '.join(fields)} changed")
+        if said:
+            return said
     before = _list(g.get("instruction") for g in old)
     after = _list(g.get("instruction") for g in new)
-    return [f"gemm {before} -> {after}" if before != after else "gemm calls changed"]
+    return [f"gemm {before} -> {after}" if before != after
+            else f"gemm calls {len(old)} -> {len(new)}"]
 
 
 def _pass_counts(old: Any, new: Any) -> list[str]:
@@ -107,6 +178,11 @@ def _cuda(old: Any, new: Any) -> list[str]:
     before, after = visible_cuda(old), visible_cuda(new)
     if before == after:
         return []
+    code = [[line for line in side if not line.lstrip().startswith("#line")]
+            for side in (before, after)]
+    if code[0] == code[1]:  # only the kernel lines its #line directives name
+        return ["the CUDA's #line directives moved to other kernel lines (its code is the "
+                "same)"]
     diff = list(difflib.unified_diff(before, after, lineterm="", n=0))[2:]
     added = sum(1 for line in diff if line.startswith("+"))
     removed = sum(1 for line in diff if line.startswith("-"))
@@ -368,3 +444,10 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[str | None, list[
         else:
             said.append((change.variant, change.words))
     return version_change(old, new), said
+
+
+def only_moved(changes: list[tuple[str, str]]) -> bool:
+    """Whether every change said is a kernel line that moved (the compiler's output is
+    otherwise the same)."""
+    return bool(changes) and all(MOVED in change or "#line directives moved" in change
+                                 for _, change in changes)
