@@ -15,8 +15,11 @@ from typing import TypeVar
 
 from .claims import names_used, reads_passes
 from .errors import OptionError
+from .kernel.source import parse_kernel
+from .kernel.tuning import tried
 from .parts import DEFAULT_SHOW, parse_show
 from .plan import options
+from .plan.fit import fit_plan
 from .plan.options import Expected
 from .plan.spec import DirectiveSpec, KernelOrigin, canonical_params
 from .plan.targets import Target, parse_targets
@@ -118,6 +121,13 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
         if "resources" in show \
                 or names_used(e for _, e in asserts) & set(BY_NAME["resources"].names):
             variants = with_toolkit(variants, find_toolkit(defaults.toolkit))
+        fit = None
+        if "fit" in show or "fit" in names_used(e for _, e in asserts):
+            # The depths the kernel file tries, where the directive gives it its depth.
+            tuning = tried(parse_kernel(kernel.source, kernel.source_name), factory.name,
+                           kernel.source, ("num_stages", factory.depth_param or "")) \
+                if factory.takes_depth else None
+            fit = fit_plan(variants, tuning, as_written=variants[0].as_written)
     except OptionClash as exc:
         raise OptionError(f":{exc.option}: {exc}", line_of(exc.option)) from None
     labels = [t.label for t in targets]
@@ -141,7 +151,7 @@ def plan(given: Mapping[str, str], kernel: Kernel, defaults: Defaults, *, name: 
         tolerance=option("tolerance", options.parse_tolerance, None),
         sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
         passes=passes, passes_line=line_of("passes"), params=canonical_params(params),
-        written_depth=written_depth(factory, arguments))
+        written_depth=written_depth(factory, arguments), fit=fit)
 
 
 def parse_asserts(given: Mapping[str, str],

@@ -75,6 +75,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # pickled environment is read again (2: placeholders carry their document's name;
     # 3: :expect-error: values name their target; 5: specs say how a kernel's depth is given,
     # and where a kernel lowered as written sets it; 6: variants say whether they record
-    # their pass changes; 7: specs hold :expect-hazard:).
+    # their pass changes; 7: specs hold :expect-hazard:; 8: specs hold the fit part's plan).
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
-            "env_version": 7}
+            "env_version": 8}

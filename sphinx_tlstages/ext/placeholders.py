@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from docutils import nodes
 
+from ..core.hardware.fit import fit_table
 from .builders.html import cuda_downloads, has_downloads, is_html, render_html
 from .builders.latex import for_latex
 from .builders.plain import for_print
@@ -73,6 +74,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             downloads=cuda_downloads(app, docname, spec, rows) if has_downloads(app) else None,
             bench=state.attached.get(spec.name, []),
             bench_stale=config.bench_stale,
+            fit=fit_table(spec.fit, state.result) if spec.fit is not None else None,
         )
         if html:
             digests = [state.cache.digests.get(v.key(state.stamp)) for v in spec.variants]

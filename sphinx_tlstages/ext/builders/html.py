@@ -245,7 +245,7 @@ def fragment_key(app: Sphinx, spec: DirectiveSpec,
         docutils.__version__, app.builder.name,
         [repr(getattr(app.config, name, None)) for name in _HTML_SETTINGS],
         repr(_placeless(spec)), results, context.version, context.max_lines, context.downloads,
-        context.bench, context.bench_stale,
+        context.bench, context.bench_stale, context.fit,
     ], sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from docutils import nodes
 
+from ...core.hardware.fit import FitTable
 from ...core.parts import BY_WORD, PARTS, Part, shown
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.variants import merge_unchanged
@@ -33,6 +34,7 @@ class Context:
     downloads: dict[str, str] | None = None
     bench: list[Attached] = field(default_factory=list)  # each GPU's numbers, stale ids
     bench_stale: str = "mark"
+    fit: FitTable | None = None  # the fit part's table, where the directive has one
 
 
 @dataclass(frozen=True)
