@@ -158,7 +158,7 @@ def test_a_fact_a_result_lacks_gives_no_name_and_its_claim_is_skipped() -> None:
     said = assertions.check("treads == 1", names)
     assert said is not None and said.startswith(
         "uses 'treads', which is not a name a claim can use; did you mean threads? The "
-        "names: cuda_lines, dynamic_shared_bytes, gemm, hazards, num_stages,")
+        "names: cuda_lines, dynamic_shared_bytes, fit, gemm, hazards, num_stages,")
     assert said.endswith("and the functions abs, all, any, len, list, max, min, range, "
                          "sorted, sum, tuple")
 

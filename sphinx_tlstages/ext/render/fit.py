@@ -112,14 +112,14 @@ def _tuning(spec: DirectiveSpec, tuning: Tuning, fit: FitTable) -> str:
             if row.swept != swept:
                 continue
             if row.tried:
-                over = [COLUMNS[c].names for c, cell in enumerate(cells)
-                        if cell.state == "misses"]
+                over = [g.name for c, cell in enumerate(cells) if cell.state == "misses"
+                        for g in COLUMNS[c].gpus]
                 if over:
                     said.append(f"num_stages={row.num_stages}{where} cannot run on "
                                 f"{_and(over)}.")
             else:
-                fits = [COLUMNS[c].names for c, cell in enumerate(cells)
-                        if cell.state == "fits"]
+                fits = [g.name for c, cell in enumerate(cells) if cell.state == "fits"
+                        for g in COLUMNS[c].gpus]
                 if fits:
                     said.append(f"num_stages={row.num_stages}{where} fits {_and(fits)} and "
                                 "is never tried.")
