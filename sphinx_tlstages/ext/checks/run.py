@@ -192,6 +192,10 @@ def _check_asserts(specs: list[DirectiveSpec], state: BuildState) -> None:
         for line, expression in spec.asserts:
             said: set[str] = set()
             if "fit" in names_used((expression,)) and (table is None or not table.complete):
+                state.findings.note(f"{spec.name}: assertion {expression!r} not checked: "
+                                    "TileLang could not lower here the targets the fit "
+                                    "table reads beyond the page's own",
+                                    location=(spec.docname, line))
                 continue
             for index, variant in enumerate(spec.variants):
                 result = state.result(variant)
