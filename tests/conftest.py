@@ -26,8 +26,8 @@ SMOKE_MODULES = ("test_seed_gemm", "test_real_kernels", "test_snapshots", "test_
 # The quick tier (``nox -s quick``, ``pytest -m quick``): modules that import neither
 # TileLang nor torch and build no project that lowers; they run where neither is installed.
 QUICK_MODULES = ("test_config", "test_core_units", "test_driver_check", "test_fact_table",
-                 "test_figure_drawing", "test_first_pass", "test_hardware_records",
-                 "test_kernel_source",
+                 "test_figure_drawing", "test_first_pass", "test_fit_table",
+                 "test_hardware_records", "test_kernel_source",
                  "test_occupancy_figure", "test_options", "test_protocol", "test_shards",
                  "test_snapshot_policy",
                  "test_sync_counts", "test_sync_needed", "test_table_fit", "test_tikz",

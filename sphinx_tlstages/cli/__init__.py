@@ -146,7 +146,9 @@ def _add_lower(commands: Commands, fmt: Formatter) -> None:
     lower.add_argument("--dump-dir", type=Path, help="write each variant's CUDA here")
     lower.add_argument("--show", nargs="+", metavar="PART",
                        help=f"the parts to print (default: {' '.join(PRINTED)}); "
-                            "resources compiles each variant with NVIDIA's compiler")
+                            "resources compiles each variant with NVIDIA's compiler; fit "
+                            "lowers each depth for the target families the GPUs people "
+                            "have need and prints which depth fits which GPU")
     lower.add_argument("--toolkit", default="auto", metavar="auto|none|NVCC",
                        help="NVIDIA's compiler for --show resources, as tlstages_toolkit "
                             "(auto: the pinned release, else an nvcc on PATH or under "

@@ -19,6 +19,7 @@ from sphinx.config import Config
 
 from ..core.errors import OptionError, SourceError
 from ..core.files import write_atomic
+from ..core.hardware.fit import fit_table
 from ..core.kernel.source import normalise_source
 from ..core.parts import PRINTED
 from ..core.plan.spec import KernelOrigin, VariantSpec
@@ -126,19 +127,23 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
         print(f"tlstages lower: {'error: ' if strict_environment() else ''}no NVIDIA "
               "compiler found: resources are not shown (pip install "
               "sphinx-tlstages[resources], or --toolkit PATH-TO-NVCC)", file=sys.stderr)
-    by_id = {variant.id: variant for variant in variants}
-    results: dict[str, Result] = {}
+    # The page's variants, then those the fit part lowers beyond them (each once).
+    lowered = list(dict.fromkeys(spec.lowerings))
+    by_id = {str(i): variant for i, variant in enumerate(lowered)}
+    results: dict[VariantSpec, Result] = {}
 
     def done(job: Job, result: Result) -> None:
-        results[job.id] = result
+        results[by_id[job.id]] = result
         state = "lowered" if result.get("ok") else f"failed ({result['error']['kind']})"
         print(f"{by_id[job.id].heading}: {state} in {result.get('seconds', 0):.2f} s",
               file=sys.stderr)
 
-    jobs = [Job(v.id, v.task(), 300.0) for v in variants]
+    def result_of(variant: VariantSpec) -> Result:
+        return results.get(variant) or failure("unavailable", "not lowered", None)
+
+    jobs = [Job(i, v.task(), 300.0) for i, v in by_id.items()]
     run_jobs(jobs, min(default_jobs(), len(jobs)), done)
-    rows = [(v, results.get(v.id) or failure("unavailable", "not lowered", None))
-            for v in variants]
+    rows = [(v, result_of(v)) for v in variants]
     if as_json:
         json.dump({v.id: r for v, r in rows}, out, indent=1, sort_keys=True)
         print(file=out)
@@ -148,7 +153,8 @@ def lower_file(path: Path, factory: str | None, params: Sequence[str],
             for number, text in enumerate(cut.text.splitlines(), start=cut.start):
                 print(f"{number:>5}  {text}".rstrip(), file=out)
             print(file=out)
-        print_nodes(render(spec, rows, Context(tilelang_version(), 0)), out)
+        fit = fit_table(spec.fit, result_of) if spec.fit is not None else None
+        print_nodes(render(spec, rows, Context(tilelang_version(), 0, fit=fit)), out)
     if dump_dir is not None:
         _dump(dump_dir, path, rows)
     failed = _failures(path, rows)

@@ -100,7 +100,7 @@ def _shard_variants(specs: list[DirectiveSpec], stamp: str, shard: tuple[int, in
     """This shard's variants by key, as the batch chose them."""
     wanted: dict[str, tuple[VariantSpec, DirectiveSpec]] = {}
     for spec in specs:
-        for variant in spec.variants:
+        for variant in spec.lowerings:
             wanted.setdefault(variant.key(stamp), (variant, spec))
     mine = select({key: variant for key, (variant, _) in wanted.items()}, stamp, shard)
     return {key: found for key, found in wanted.items() if key in mine}

@@ -132,6 +132,15 @@ NAMES: tuple[Name, ...] = (
          "occupancy.blocks_per_sm >= 1"),
     Name("sass", "dict[str, int]", "static SASS instruction counts (``:show: resources``)",
          'sass["HMMA"] > 0'),
+    # Not a fact of one variant: the fit part's table, which reads lowerings for other
+    # targets (core.hardware.fit); the checks give it to every claim of a directive that
+    # names it, and a page built from a snapshot, which lacks those lowerings, skips it.
+    Name("fit", "dict[str, namespace]", "this variant's row of the fit table, by GPU or "
+         "target (``fit[\"H100\"]``, ``fit[\"sm_86\"]``): ``.fits``, ``.shared`` and "
+         "``.limit`` (bytes per block), ``.misses`` (bytes over), ``.deepest`` (the "
+         "largest depth of these swept values that fits), ``.blocks_per_sm`` (``:show: "
+         "resources``), ``.tried`` (in the kernel's tuning list; None: it lists none), "
+         "``.target``", 'fit["H100"].deepest == 4 and fit["RTX 4090"].deepest == 3'),
     Name("sass_line", "dict[int, dict[str, int]]", "static SASS counts by kernel line, "
          "numbered as the kernel's listing numbers it (a kernel written in the page: the "
          "page's line numbers), by class: ``mma``, ``global``, "

@@ -60,6 +60,10 @@ PARTS: tuple[Part, ...] = (
     Part("resources", "tl-resources", "Registers, spills and occupancy",
          "registers, spills and occupancy from NVIDIA's compiler",
          aliases=("registers", "occupancy"), default=False),
+    # Costs a lowering per target family the page does not lower, per row: not a default.
+    Part("fit", "tl-fit", "Which depth fits which GPU",
+         "each variant against the shared-memory limit of the GPUs people have, and the "
+         "kernel's own tuning list", aliases=("gpus",), default=False),
     Part("sync", "tl-sync", "Synchronisation and async operations",
          "barriers, waits and async copies", aliases=("synchronisation", "synchronization"),
          printed=True),

@@ -19,8 +19,10 @@ from .claims import names_used, reads_passes
 from .errors import OptionError, SourceError
 from .kernel.numbers import numeric_use
 from .kernel.source import parse_kernel
+from .kernel.tuning import tried
 from .parts import DEFAULT_SHOW, parse_show
 from .plan import options, partial
+from .plan.fit import fit_plan
 from .plan.options import Expected
 from .plan.spec import DirectiveSpec, KernelOrigin, Problem, canonical_params
 from .plan.targets import Target, parse_targets
@@ -252,6 +254,13 @@ def _plan(read: _Options, kernel: Kernel, defaults: Defaults, name: str, docname
         if "resources" in show \
                 or names_used(e for _, e in asserts) & set(BY_NAME["resources"].names):
             variants = with_toolkit(variants, find_toolkit(defaults.toolkit))
+        fit = None
+        if "fit" in show or "fit" in names_used(e for _, e in asserts):
+            # The depths the kernel file tries, where the directive gives it its depth.
+            tuning = tried(parse_kernel(kernel.source, kernel.source_name), factory.name,
+                           kernel.source, ("num_stages", factory.depth_param or "")) \
+                if factory.takes_depth else None
+            fit = fit_plan(variants, tuning, as_written=variants[0].as_written)
     except OptionClash as exc:
         raise OptionError(f":{exc.option}: {exc}", line_of(exc.option)) from None
     written = variants[0].as_written
@@ -272,7 +281,8 @@ def _plan(read: _Options, kernel: Kernel, defaults: Defaults, name: str, docname
         hardware=hardware, timeline=timeline,
         sweep=tuple((k, tuple(map(repr, v))) for k, v in sweep.items()),
         passes=passes, passes_line=line_of("passes"), params=canonical_params(params),
-        written_depth=written_depth(factory, arguments), problems=tuple(read.problems))
+        written_depth=written_depth(factory, arguments), problems=tuple(read.problems),
+        fit=fit)
 
 
 def _typed(read: _Options, tree: ast.Module, kernel: Kernel, factory: str,

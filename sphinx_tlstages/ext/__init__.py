@@ -81,6 +81,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # and where a kernel lowered as written sets it; 6: variants say whether they record
     # their pass changes; 7: specs hold :expect-hazard:; 8: specs hold their problems and
     # place, expectations name swept values, unread directives and what reading said are
-    # kept per document, and :timeline:).
+    # kept per document, :timeline:, the fit part's plan).
     return {"version": __version__, "parallel_read_safe": True, "parallel_write_safe": True,
             "env_version": 8}

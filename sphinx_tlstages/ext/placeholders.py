@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from docutils import nodes
 
+from ..core.hardware.fit import fit_table
 from .boxes import error_box
 from .builders.html import cuda_downloads, has_downloads, is_html, render_html
 from .builders.latex import for_latex
@@ -81,6 +82,7 @@ def fill_pipelines(app: Sphinx, doctree: nodes.document, docname: str) -> None:
             links=html,
             hardware=state.hardware_attached.get(spec.name, []),
             timelines=state.attached_timelines.get(spec.name, []),
+            fit=fit_table(spec.fit, state.result) if spec.fit is not None else None,
         )
         if html:
             digests = [state.cache.digests.get(v.key(state.stamp)) for v in spec.variants]

@@ -12,6 +12,7 @@ import functools
 import hashlib
 import re
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from ..kernel.listing import Listing
 from ..protocol.messages import Task
@@ -20,6 +21,9 @@ from ..results.stamps import lowering_stamp
 from .options import Expected, Hardware
 from .targets import Target
 from .toolkit import Toolkit
+
+if TYPE_CHECKING:
+    from .fit import FitPlan
 
 
 @dataclass(frozen=True)
@@ -252,6 +256,16 @@ class DirectiveSpec:
     serial: int = 0
     # The options in error, as the build log said them (see :attr:`in_error`).
     problems: tuple[Problem, ...] = ()
+    # What the fit part lowers and reads (None: the page does not show it, and no claim
+    # names ``fit``). Out of the repr: the table it makes is what a page's fragment is
+    # keyed by, and its variants hold this machine's paths.
+    fit: FitPlan | None = field(default=None, repr=False)
+
+    @property
+    def lowerings(self) -> tuple[VariantSpec, ...]:
+        """Every variant the directive needs lowered: its own, then those its fit part
+        lowers beyond them."""
+        return self.variants + (self.fit.extra if self.fit is not None else ())
 
     @property
     def target(self) -> Target:

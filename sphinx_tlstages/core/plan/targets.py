@@ -51,13 +51,20 @@ NVIDIA_SHARED_MEMORY: dict[int, int] = {
 # documentation, "AMD GPU specifications", column "LDS (KiB)":
 # https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html
 #   gfx942 (CDNA3, MI300 series): 64 KiB; gfx950 (CDNA4, MI350 series): 160 KiB.
+# The same sizes are the LDS of AMD's ISA reference guides, "AMD Instinct MI300 (CDNA3)
+# Instruction Set Architecture" and "AMD Instinct CDNA4 Instruction Set Architecture"
+# (https://www.amd.com/content/dam/amd/en/documents/instinct-tech-docs/instruction-set-
+# architectures/amd-instinct-cdna4-instruction-set-architecture.pdf), chapter "Data Share
+# Operations". The fit part's columns (core/plan/gpus.py) read these tables; the GPUs of
+# each target are listed there.
 AMD_LDS: dict[str, int] = {
     "gfx942": 65536,
     "gfx950": 163840,
 }
 
-# Threadgroup memory one threadgroup may use on Apple's GPUs, in bytes. From Apple's
-# "Metal feature set tables", row "Maximum total threadgroup memory allocation":
+# Threadgroup memory one threadgroup may use on Apple's GPUs, in bytes (the M-series of the
+# fit part's columns). From Apple's "Metal feature set tables", row "Maximum total
+# threadgroup memory allocation":
 # https://developer.apple.com/metal/Metal-Feature-Set-Tables.pdf
 #   32 KB in every Apple family from Apple4 (A11) on (M1 to M5 among them) and in Mac2;
 #   16 KB only in Apple1 to Apple3 (A7 to A10), whose GPUs TileLang does not target.

@@ -273,7 +273,7 @@ def fragment_key(app: Sphinx, spec: DirectiveSpec,
         [repr(getattr(app.config, name, None)) for name in _HTML_SETTINGS],
         repr(_placeless(spec)), results, context.version, context.max_lines, context.downloads,
         context.bench, context.bench_stale, context.links, context.hardware,
-        context.timelines,
+        context.timelines, context.fit,
     ], sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -139,7 +139,8 @@ def variants_per_table(table: nodes.table, keys: int, measure: Measure) -> int:
 
 def split_variant_columns(root: nodes.Element, measure: Measure) -> None:
     """Split every table with more variant columns than fit the line into tables of
-    balanced chunks, each titled with the variants it holds."""
+    balanced chunks, each titled with the variants it holds (or what its
+    ``columns_named`` attribute names its columns: ``GPUs``)."""
     for table in list(root.findall(nodes.table)):
         keys = table.get("key_columns")
         group = next(table.findall(nodes.tgroup), None)
@@ -156,7 +157,9 @@ def split_variant_columns(root: nodes.Element, measure: Measure) -> None:
             stop = start + variants // count + (piece_number < variants % count)
             piece = _columns_of(table, [*range(keys), *range(keys + start, keys + stop)])
             # A title, not a line above: LaTeX keeps a caption on its table's page.
-            piece.insert(0, nodes.title(text=f"Variants {start + 1}–{stop} of {variants}"))
+            # What the columns are: variants, or the fit part's GPUs.
+            named = table.get("columns_named", "Variants")
+            piece.insert(0, nodes.title(text=f"{named} {start + 1}–{stop} of {variants}"))
             replacement.append(piece)
             start = stop
         table.replace_self(replacement)

@@ -15,7 +15,8 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from ...core.claims import check, namespace, one_line
+from ...core.claims import check, names_used, namespace, one_line
+from ...core.hardware.fit import fit_names, fit_table
 from ...core.hazards.check import cuda_words
 from ...core.parts import shows
 from ...core.plan.spec import DirectiveSpec, VariantSpec
@@ -215,14 +216,26 @@ def _check_asserts(specs: list[DirectiveSpec], state: BuildState) -> None:
         # for each claim again, were most of the checks' time on a warm build); a copy for
         # each claim, so that one claim cannot change what the next one reads.
         names: dict[int, dict[str, Any]] = {}
+        # The fit table, where a claim names it: lowered here in full, or not checked (a
+        # page built from a snapshot lacks the lowerings beyond the page's own).
+        table = fit_table(spec.fit, state.result) if spec.fit is not None \
+            and "fit" in names_used(e for _, e in spec.asserts) else None
         for line, expression in spec.asserts:
             said: set[str] = set()
+            if "fit" in names_used((expression,)) and (table is None or not table.complete):
+                state.findings.note(f"{spec.name}: assertion {expression!r} not checked: "
+                                    "TileLang could not lower here the targets the fit "
+                                    "table reads beyond the page's own",
+                                    location=(spec.docname, line))
+                continue
             for index, variant in enumerate(spec.variants):
                 result = state.result(variant)
                 if not result.get("ok"):
                     continue
                 if index not in names:
                     names[index] = namespace(result, variant, spec.kernel_line or 1)
+                    if table is not None:
+                        names[index]["fit"] = fit_names(table, variant)
                 why = check(expression, dict(names[index]))
                 if why is not None and not (why.startswith("uses ") and why in said):
                     said.add(why)  # an unknown name: once, not once per variant
@@ -354,10 +367,10 @@ def _changed_documents(env: BuildEnvironment, specs: list[DirectiveSpec],
     current: dict[str, list[str]] = {}
     for spec in specs:
         keys = current.setdefault(spec.docname, [])
-        keys.extend(v.key(state.stamp) for v in spec.variants)
+        keys.extend(v.key(state.stamp) for v in spec.lowerings)
         # A helper module edited re-lowers a variant under the same key: its result's
         # content is what the page shows.
-        keys.extend(state.cache.digests.get(v.key(state.stamp), "") for v in spec.variants)
+        keys.extend(state.cache.digests.get(v.key(state.stamp), "") for v in spec.lowerings)
         # A name shared with another page's directive since: its box must be written.
         keys.append(state.duplicates.get((spec.docname, spec.serial), ""))
         # Attached numbers, hardware records and timelines are not Sphinx dependencies: a

@@ -54,7 +54,7 @@ def lower_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     start_build(app, state)
     wanted: dict[str, tuple[VariantSpec, DirectiveSpec]] = {}
     for spec in specs:
-        for variant in spec.variants:
+        for variant in spec.lowerings:  # the fit part's too
             key = variant.key(state.stamp)
             found = wanted.get(key)
             if found is None:

@@ -130,7 +130,7 @@ def directive_read(config: Config, spec: DirectiveSpec) -> None:
         return
     stamp = tilelang_stamp() or "missing"
     cache = Cache(settings(config).cache_dir)
-    if all(cache.path(variant.key(stamp)).is_file() for variant in spec.variants):
+    if all(cache.path(variant.key(stamp)).is_file() for variant in spec.lowerings):
         return
     session(config).waiting = None
     _start(config, f"at {spec.name}, the first directive the cache cannot answer")

@@ -151,8 +151,8 @@ def load_renderers() -> None:
     """Import the parts' modules, each registering its part's renderer (see .parts).
     Once, and only when a part is drawn: a build whose pages all come from the fragment
     cache never imports them, nor the drawing code under them."""
-    for module in ("annotations", "cuda", "figure_nodes", "gemm", "passes", "resources",
-                   "shared", "summary", "sync"):
+    for module in ("annotations", "cuda", "figure_nodes", "fit", "gemm", "passes",
+                   "resources", "shared", "summary", "sync"):
         import_module(f".{module}", __name__)
     assert not unregistered(), f"parts without a renderer: {unregistered()}"
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from docutils import nodes
 
+from ...core.hardware.fit import FitTable
 from ...core.parts import BY_WORD, PARTS, Part, shown
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.variants import merge_unchanged
@@ -40,6 +41,7 @@ class Context:
     # each GPU's hardware records (compute-sanitizer), stale ids
     hardware: list[hardware_data.Attached] = field(default_factory=list)
     timelines: list[Attached] = field(default_factory=list)  # each GPU's, stale ids
+    fit: FitTable | None = None  # the fit part's table, where the directive has one
 
 
 @dataclass(frozen=True)
