@@ -169,3 +169,12 @@ def source_map(cuda: str, source_name: str) -> list[Mapped]:
         # was, so asking only now, for lines outside the kernel's regions, is the same.
         mapped.append(Mapped(text, line, template, line if line is not None else within()))
     return mapped
+
+
+# How the code generator prints each synchronisation the hazard check numbers
+# (worker/hazards/verdict.py ``sites``): ``__syncthreads``, a named barrier, a cluster
+# sync; ``cp_async_wait<N>``; an mbarrier's ``.wait(parity)``.
+PRINTED_SYNC = {"sync": re.compile(r"__syncthreads\(\)|tl::__sync_thread_partial\(|"
+                                   r"tl::cluster_sync\(\)"),
+                "wait": re.compile(r"cp_async_wait<\d+>|cp\.async\.wait_group"),
+                "bwait": re.compile(r"\.wait\(")}

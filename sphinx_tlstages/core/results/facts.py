@@ -166,15 +166,6 @@ def _at_cause(finding: dict[str, Any], mapped: list[cuda_text.Mapped],
     return found
 
 
-# How the code generator prints each synchronisation the hazard check numbers
-# (worker/hazards/verdict.py ``sites``): ``__syncthreads``, a named barrier, a cluster
-# sync; ``cp_async_wait<N>``; an mbarrier's ``.wait(parity)``.
-_PRINTED = {"sync": re.compile(r"__syncthreads\(\)|tl::__sync_thread_partial\(|"
-                               r"tl::cluster_sync\(\)"),
-            "wait": re.compile(r"cp_async_wait<\d+>|cp\.async\.wait_group"),
-            "bwait": re.compile(r"\.wait\(")}
-
-
 def _sync_lines(unneeded: list[dict[str, Any]], source: str, cuda: str,
                 source_name: str | None) -> list[dict[str, Any]]:
     """Each unneeded synchronisation with its CUDA line (``cuda_lines``, the listing's
@@ -188,7 +179,7 @@ def _sync_lines(unneeded: list[dict[str, Any]], source: str, cuda: str,
     links = line_links.attribute(mapped, source) if source_name else []
     found: dict[str, list[int]] = {op: [i for i, item in enumerate(mapped, 1)
                                         if pattern.search(item.text)]
-                                   for op, pattern in _PRINTED.items()}
+                                   for op, pattern in cuda_text.PRINTED_SYNC.items()}
     out = []
     for entry in unneeded:
         lines = found.get(entry["op"], [])

@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import line_links
-from .cuda import source_map, sync_counts
-from .facts import _PRINTED  # how the code prints what the check numbers: one spelling
+from .cuda import (
+    PRINTED_SYNC,  # how the code prints what the check numbers
+    source_map,
+    sync_counts,
+)
 
 # ``extern "C" __global__ void __launch_bounds__(128, 1) main_kernel(...) {`` as TileLang
 # writes a definition, for CUDA and HIP alike (a declaration ends in ``;``).
@@ -115,7 +118,7 @@ def placed_in_first(entry: dict[str, Any], cuda: str, source: str, source_name: 
     if entry.get("cuda_lines") or entry.get("of") is None:
         return entry
     found = kernels(cuda, source_name)
-    pattern = _PRINTED.get(str(entry.get("op")))
+    pattern = PRINTED_SYNC.get(str(entry.get("op")))
     if len(found) < 2 or pattern is None:
         return entry
     mapped = source_map(cuda, source_name)
