@@ -48,10 +48,14 @@ Json = dict[str, Any]
 
 def _statements(named: Sequence[Mapping[str, Any]], read: list[Json],
                 line: Callable[[int | None], int | None]) -> list[Json]:
-    """Source text and document line where the tables have them, else the IR's label."""
+    """Source text and document line where the tables or the reader have them, else the
+    IR's label."""
+    if read and all("text" in s for s in read):  # named by the worker, statement by statement
+        named = read
     if len(named) != len(read):
         return [{"text": s.get("ir", "?"), "line": None} for s in read]
-    return [{"text": s["text"], "line": line(s.get("line"))} for s in named]
+    return [{"text": f"{s['text']} (TileLang's: {s['added']})" if s.get("added")
+             else s["text"], "line": line(s.get("line"))} for s in named]
 
 
 def schedule_figures(result: Result, line: Callable[[int | None], int | None] = lambda n: n

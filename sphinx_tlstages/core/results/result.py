@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.results.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 9
+RESULT_SCHEMA = 10
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -42,11 +42,16 @@ class ErrorInfo(TypedDict):
 class NamedStatement(TypedDict, total=False):
     """A statement of a pipelined loop, by its source text and kernel line; with line
     None, its operation and buffers as the IR gives them, and ``why`` no kernel line is
-    given (schema 6)."""
+    given (schema 6). ``added`` (schema 10): a statement TileLang added, what it is, named
+    by the kernel statement it serves; ``replayed`` (schema 10): a binding TileLang left
+    out of the stage and order arrays and evaluates again with each statement that reads
+    it, those statements' stages."""
 
     text: Required[str]
     line: Required[int | None]
     why: str
+    added: str
+    replayed: list[int]
 
 
 class PipelineLoop(TypedDict, total=False):
