@@ -30,6 +30,10 @@ SUBTYPES: dict[str, str] = {
               "final code (a note instead where :expect-hazard: lists the variant)",
     "failed": "the closing line of a build whose checks failed (snapshots, :assert:, "
               "hazards): how many; each is reported at its own line with its own subtype",
+    "unread": "a variant lowered, but its page shows less than it should: a schedule "
+              "figure TileLang's IR could not be read for, a pipelined statement on no "
+              "kernel line, pass configs the factory's decorators hold out of reach (the "
+              "page says what and why)",
     "latex": "kernel text has characters pdflatex cannot print (CJK, Greek...): the PDF "
              "shows them as ?; xelatex and lualatex print them",
 }

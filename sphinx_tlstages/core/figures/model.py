@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..results.result import Result
+from ..results.unread import schedule_unread
 from .hazard_marks import matched
 
 Json = dict[str, Any]
@@ -68,17 +69,13 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
     if schedule is None:
         if result.get("from_snapshot"):
             return [], "shown from the committed snapshot, which does not record the schedule"
-        if result.get("pipeline"):  # planned, but not in a shape the reader can follow
-            return [], ("the pipeliner rewrote the loop, but its schedule could not be read "
-                        "statement by statement (the loop body reads as other statements "
-                        "than it was scheduled as), so it is not drawn")
+        if any(loop.get("stage") for loop in result.get("pipeline") or []):
+            return [], f"{schedule_unread(None)}, so it is not drawn"
         return [], ("nothing is pipelined (no software pipeline, no warp specialisation): "
                     "num_stages has no effect on this loop")
-    if schedule.get("error"):
-        return [], f"the schedule could not be read off the IR ({schedule['error']})"
-    if schedule.get("problems"):
-        return [], ("the schedule read after the pipeliner disagrees with the generated "
-                    f"code ({'; '.join(schedule['problems'])}), so it is not drawn")
+    unreadable = schedule_unread(schedule)
+    if unreadable:
+        return [], f"{unreadable}, so it is not drawn"
     hazards: Mapping[str, Any] = result.get("hazards") or {}
     findings = list(hazards.get("findings", [])) if hazards.get("verdict") == "hazard" else []
     figures: list[Json] = []

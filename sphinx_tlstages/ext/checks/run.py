@@ -24,6 +24,7 @@ from ...core.records.bench_data import attach, load_all, other_headers, provenan
 from ...core.records.drift import Finding
 from ...core.results.pass_compare import unmatched
 from ...core.results.result import Result, over_limit, shared_bytes
+from ...core.results.unread import unread
 from ..collector import all_directives, project_directives
 from ..messages import error, info
 from ..state import BuildState, build_state, settings
@@ -54,6 +55,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
     check_snapshots(app, specs, state)
     _check_asserts(specs, state)
     _report_hazards(specs, state)
+    _report_unread(specs, state)
     _check_pass_names(specs, state)
     _attach_bench(app, specs, state)
     return _changed_documents(env, specs, state)
@@ -231,6 +233,20 @@ def _report_hazards(specs: list[DirectiveSpec], state: BuildState) -> None:
                 continue
             state.findings.error(f"{spec.name}: {variant.heading}: :expect-hazard: lists "
                                  f"it, but {why}", "hazard", location=where)
+
+
+def _report_unread(specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Warn, once per directive and reason, where a lowered variant's page shows less than
+    it should (a figure not drawn, a statement on no kernel line): the page says the same
+    where the part would be."""
+    for spec in specs:
+        reasons: dict[str, list[VariantSpec]] = {}
+        for variant in spec.variants:
+            for reason in unread(state.result(variant)):
+                reasons.setdefault(reason, []).append(variant)
+        for reason, variants in reasons.items():
+            state.findings.warn(f"{spec.name}: {variant_names(variants)}: {reason}",
+                                "unread", location=(spec.docname, spec.lineno))
 
 
 def _statements(spec: DirectiveSpec, finding: dict[str, Any]) -> str:
