@@ -190,6 +190,9 @@ class Result(TypedDict, total=False):
     # derived from the IR and bulky, so never in snapshots; absent when nothing is
     # pipelined and in results read back from a snapshot.
     schedule: dict[str, Any]
+    # Since schema 10, only where the kernel's text gives pass configs that the
+    # factory's decorators keep out of TileLang's reach: {"keys": as written, "why"}.
+    unapplied_configs: dict[str, Any]
     # Since schema 4, where the page shows "resources": what NVIDIA's compiler made of
     # the CUDA (core/hardware/resources.py), the SASS listing, the compiler's version
     # (provenance), or why it could not compile.

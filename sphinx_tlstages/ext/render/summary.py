@@ -173,6 +173,22 @@ def _unneeded_rows(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     return body
 
 
+def configs_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+    """Pass configs the kernel's text gives that its decorators kept out of TileLang's
+    reach, with the variants lowered without them; None where every variant has its own."""
+    said: dict[str, list[str]] = {}
+    for variant, result in rows:
+        configs = result.get("unapplied_configs") if result.get("ok") else None
+        if configs:
+            text = (f"the kernel's pass configs {', '.join(configs['keys'])} were not "
+                    f"applied: {configs['why']}.")
+            said.setdefault(text, []).append(variant.heading)
+    if not said:
+        return None
+    return nodes.paragraph(classes=["tl-note", "tl-unapplied-configs"], text=" ".join(
+        f"{', '.join(labels)}: {text}" for text, labels in said.items()))
+
+
 @renders("summary")
 def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
     """The summary table, the hazard check's verdicts and each GPU's numbers (with the
@@ -181,6 +197,7 @@ def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
                for node in bench_table(spec, data, entry, stale, context.bench_stale,
                                        context.version)]
     verdicts = hazards_table(spec, rows)
-    notes = [note for note in (waits_key(rows), split_note(spec, rows)) if note is not None]
+    notes = [note for note in (waits_key(rows), split_note(spec, rows), configs_note(rows))
+             if note is not None]
     return Drawn([summary_table(spec, rows), *notes,
                   *([verdicts] if verdicts is not None else []), *numbers])
