@@ -221,13 +221,15 @@ def test_pass_configs_a_decorator_keeps_out_of_reach_are_said(build) -> None:
     directive's line."""
     page = HEAD + _shimmed("gemm_per_device", "sm_90a", "per_device")
     result = build({"index.rst": page, **SHIMMED})
-    said = ("the kernel's pass configs device_configs were not applied: "
-            "`@jit(pass_configs=...)` at line 46 gives a function, not the dict of configs "
+    said = ("the kernel's pass configs device_configs were not applied (the decorator at "
+            "{where}): @jit(pass_configs=...) gives a function, not the dict of configs "
             "TileLang applies while lowering; the decorator makes them only when the "
             "kernel runs")
-    assert f"index.rst:4: WARNING: per_device: num_stages 2: {said} [tlstages.unread]" \
+    warned = said.format(where="shimmed_kernels.py:46")
+    assert f"index.rst:4: WARNING: per_device: num_stages 2: {warned} [tlstages.unread]" \
         in result.warnings
     assert result.warnings.count("WARNING") == 1
-    assert result.part("tl-unapplied-configs").astext() == f"num_stages=2: {said}."
+    assert result.part("tl-unapplied-configs").astext() == \
+        f"num_stages=2: {said.format(where='shimmed_kernels.py:46')}."
     # Lowered as TileLang does without them: warp-specialised.
     assert result.table("tl-summary")[1][1].startswith("warp-specialised")

@@ -40,12 +40,14 @@ _JIT_KEYWORDS = ("out_idx", "target", "target_host", "execution_backend", "verbo
 @dataclass
 class Built:
     """The prim_func a factory built, its pass configs, and the configs the kernel's text
-    names that could not be applied (``unapplied``: their keys as written, ``why``)."""
+    names that could not be applied (``unapplied``: their keys as written, ``why``, and
+    the kernel line of the decorator that holds them)."""
 
     func: Any
     pass_configs: dict[str, Any] = field(default_factory=dict)
     unapplied: list[str] = field(default_factory=list)
     why: str = ""
+    line: int | None = None
 
 
 def _tilelang(obj: Any) -> bool:
@@ -117,7 +119,7 @@ def _written(source: str, name: str) -> list[ast.Call]:
 
 
 def _written_configs(source: str, name: str, namespace: dict[str, Any]
-                     ) -> tuple[dict[str, Any] | None, list[str], str]:
+                     ) -> tuple[dict[str, Any] | None, list[str], str, int | None]:
     """The ``pass_configs=`` a decorator of ``name`` is given in the kernel's text (at
     any depth of its call), evaluated in the kernel's namespace; where that gives no
     dict, the keys as written (the whole text where it is not a dict) and why."""
@@ -129,20 +131,20 @@ def _written_configs(source: str, name: str, namespace: dict[str, Any]
             text = ast.get_source_segment(source, node) or ast.unparse(node)
             keys = [ast.get_source_segment(source, k) or ast.unparse(k)
                     for k in getattr(node, "keys", []) if k is not None] or [text]
-            where = f"`@{dotted_name(call.func)}(pass_configs=...)` at line {call.lineno}"
+            where = f"@{dotted_name(call.func)}(pass_configs=...)"
             try:
                 value = eval(compile(ast.Expression(node), "<pass_configs>", "eval"),
                              dict(namespace))
             except Exception as exc:
                 return None, keys, (f"{where} keeps them where TileLang's lowering cannot "
                                     f"read them, and their text does not evaluate here "
-                                    f"({type(exc).__name__}: {exc})")
+                                    f"({type(exc).__name__}: {exc})"), call.lineno
             if isinstance(value, dict):
-                return value, [], ""
+                return value, [], "", None
             return None, keys, (f"{where} gives a {type(value).__name__}, not the dict of "
                                 "configs TileLang applies while lowering; the decorator "
-                                "makes them only when the kernel runs")
-    return None, [], ""
+                                "makes them only when the kernel runs"), call.lineno
+    return None, [], "", None
 
 
 def _as_written(obj: Any) -> tuple[Any, list[Any]]:
@@ -159,14 +161,14 @@ def _as_written(obj: Any) -> tuple[Any, list[Any]]:
 
 
 def _pass_configs(wrappers: list[Any], source: str, name: str, namespace: dict[str, Any]
-                  ) -> tuple[dict[str, Any], list[str], str]:
+                  ) -> tuple[dict[str, Any], list[str], str, int | None]:
     """The pass configs the author's wrappers keep, else those the text gives them; the
     keys written that neither gives, and why."""
     _, options = _kept_options(wrappers)
     if options is not None and isinstance(options.get("pass_configs"), dict):
-        return dict(options["pass_configs"]), [], ""
-    written, unapplied, why = _written_configs(source, name, namespace)
-    return dict(written or {}), unapplied, why
+        return dict(options["pass_configs"]), [], "", None
+    written, unapplied, why, line = _written_configs(source, name, namespace)
+    return dict(written or {}), unapplied, why, line
 
 
 def _called(result: Any) -> tuple[Any, dict[str, Any]]:
@@ -193,14 +195,14 @@ def build(obj: Any, kwargs: dict[str, Any], source: str = "", name: str = "",
         return Built(held.get_tir(**kwargs), dict(getattr(held, "pass_configs", None) or {}))
     if not wrappers:  # the author's own function: called as it is
         return Built(*_called(inner(**kwargs)))
-    configs, unapplied, why = _pass_configs(wrappers, source, name, namespace or {})
+    configs, unapplied, why, line = _pass_configs(wrappers, source, name, namespace or {})
     if inspect.isfunction(inner):
         # TileLang's own jit, as the wrapper would make it: the author's function may be
         # written in either of its styles (returning a prim_func, or eager).
         jit = tilelang.jit(pass_configs=configs or None)(inner)
         try:
-            return Built(jit.get_tir(**kwargs), configs, unapplied, why)
+            return Built(jit.get_tir(**kwargs), configs, unapplied, why, line)
         except AssertionError:  # it returns a kernel object of its own: called as it is
             pass
     func, own = _called(inner(**kwargs))
-    return Built(func, {**configs, **own}, unapplied, why)
+    return Built(func, {**configs, **own}, unapplied, why, line)

@@ -218,7 +218,8 @@ def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool 
                                seconds=time.perf_counter() - started, source_name=name)
         result["templates"] = template_digest(source_cuda)
         if made.unapplied:
-            result["unapplied_configs"] = {"keys": made.unapplied, "why": made.why}
+            result["unapplied_configs"] = {"keys": made.unapplied, "why": made.why,
+                                           "line": made.line}
         if task.toolkit and task.target.get("kind") == "cuda":
             # The cubin's resources, from the CUDA as the page offers it.
             arch = str(task.target["arch"])

@@ -13,7 +13,7 @@ fails rather than a page silently showing less.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 # A loop the planner annotated whose rewritten form the reader found nothing of.
@@ -34,9 +34,20 @@ def schedule_unread(schedule: Mapping[str, Any] | None) -> str | None:
     return None
 
 
-def unread(result: Mapping[str, Any]) -> list[str]:
+def configs_unread(configs: Mapping[str, Any], where: Callable[[int], str]) -> str:
+    """Pass configs the kernel's text gives that were not applied, and why (``where``
+    names a kernel line as the page does)."""
+    line = configs.get("line")
+    at = f" (the decorator at {where(line)})" if isinstance(line, int) else ""
+    return (f"the kernel's pass configs {', '.join(configs['keys'])} were not applied"
+            f"{at}: {configs['why']}")
+
+
+def unread(result: Mapping[str, Any], where: Callable[[int], str] = lambda n: f"line {n}"
+           ) -> list[str]:
     """Each thing this lowered variant's page cannot show, in a sentence (empty: the page
-    shows everything; a failed variant is reported as failed, not here)."""
+    shows everything; a failed variant is reported as failed, not here). ``where`` names
+    a kernel line as the page does."""
     if not result.get("ok"):
         return []
     found: list[str] = []
@@ -53,6 +64,5 @@ def unread(result: Mapping[str, Any]) -> list[str]:
                 found.append(f"{stmt['text']} is on no kernel line: {stmt.get('why', '')}")
     configs = result.get("unapplied_configs")
     if configs:
-        found.append("the kernel's pass configs " + ", ".join(configs["keys"])
-                     + f" were not applied: {configs['why']}")
+        found.append(configs_unread(configs, where))
     return found

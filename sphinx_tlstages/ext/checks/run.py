@@ -241,8 +241,15 @@ def _report_unread(specs: list[DirectiveSpec], state: BuildState) -> None:
     where the part would be."""
     for spec in specs:
         reasons: dict[str, list[VariantSpec]] = {}
+
+        def where(line: int, spec: DirectiveSpec = spec) -> str:
+            # As the page numbers it: the document's line, or the :file:'s own.
+            if spec.kernel_line is None:
+                return f"{spec.variants[0].source_name}:{line}"
+            return f"line {spec.kernel_line + line - 1}"
+
         for variant in spec.variants:
-            for reason in unread(state.result(variant)):
+            for reason in unread(state.result(variant), where):
                 reasons.setdefault(reason, []).append(variant)
         for reason, variants in reasons.items():
             state.findings.warn(f"{spec.name}: {variant_names(variants)}: {reason}",

@@ -11,6 +11,7 @@ from ...core.hazards.check import cuda_words
 from ...core.plan.spec import DirectiveSpec, VariantSpec
 from ...core.plan.targets import Target
 from ...core.results.result import Hazards, Result, shared_bytes
+from ...core.results.unread import configs_unread
 from .bench import bench_table
 from .decisions import schedule_cell, split_note
 from .parts import Context, Drawn, Rows, renders
@@ -173,15 +174,16 @@ def _unneeded_rows(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]],
     return body
 
 
-def configs_note(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
+def configs_note(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
+                 ) -> nodes.Node | None:
     """Pass configs the kernel's text gives that its decorators kept out of TileLang's
     reach, with the variants lowered without them; None where every variant has its own."""
     said: dict[str, list[str]] = {}
     for variant, result in rows:
         configs = result.get("unapplied_configs") if result.get("ok") else None
         if configs:
-            text = (f"the kernel's pass configs {', '.join(configs['keys'])} were not "
-                    f"applied: {configs['why']}.")
+            text = configs_unread(configs, lambda n: doc_line(spec, n) if spec.kernel_line
+                                  is None else f"line {doc_line(spec, n)}") + "."
             said.setdefault(text, []).append(variant.heading)
     if not said:
         return None
@@ -197,7 +199,7 @@ def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
                for node in bench_table(spec, data, entry, stale, context.bench_stale,
                                        context.version)]
     verdicts = hazards_table(spec, rows)
-    notes = [note for note in (waits_key(rows), split_note(spec, rows), configs_note(rows))
-             if note is not None]
+    notes = [note for note in (waits_key(rows), split_note(spec, rows),
+                               configs_note(spec, rows)) if note is not None]
     return Drawn([summary_table(spec, rows), *notes,
                   *([verdicts] if verdicts is not None else []), *numbers])
