@@ -135,3 +135,19 @@ def test_a_schedule_the_reader_cannot_read_warns_at_the_directive(build, own_cac
         "Schedule figure num_stages=2, num_stages=3: the schedule could not be read off "
         "the IR (RuntimeError: a statement of a kind the reader does not know), so it is "
         "not drawn.")
+
+
+def test_a_loop_planned_in_one_stage_says_why_it_is_not_drawn(build) -> None:
+    """Every statement in one stage (a copy into a fragment, no asynchronous copy): the
+    pipeliner leaves the loop as it was. The page says so, not that something could not
+    be read, and the build does not warn."""
+    page = HEAD + rst(read("author/split_sums.py"), "Splits", num_stages="2",
+                      params="rows=256 dim=64", name="splits")
+    result = build({"index.rst": page})
+    assert result.warnings == ""
+    assert result.part("tl-figures").astext() == (
+        "Schedule figure num_stages=2: TileLang planned every statement of the loop in one "
+        "stage, so the pipeliner left it as it was: there is no schedule to draw.")
+    rows = {row[0]: row[1:] for row in result.table("tl-annotations")}
+    assert rows["T.copy(Partial[s, bx * block, 0], part)"] == [
+        str(_line(page, "T.copy(Partial[s, bx * block, 0], part)")), "stage 2, order 0"]

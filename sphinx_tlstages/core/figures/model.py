@@ -12,7 +12,10 @@ The worker stores ``Result["schedule"]`` (``worker/ir/schedule.py``)::
             "async_producers": [1, 1, 0], "statements": [{"ir": "T.copy(A, A_shared)"}],
             "version_dims": {"A_shared": 3}, "trip_count": 16 | "<IR>",
             "loop": {"min": 0, "extent": 14 | "<IR>"},
-            "prologue": [[ITEM, ...], ...], "body": [ITEM, ...], "epilogue": [[ITEM, ...]]}
+            "prologue": [[ITEM, ...], ...], "body": [ITEM, ...], "epilogue": [[ITEM, ...]],
+            "replayed": [2],     # bindings evaluated again with their readers (their stage)
+            "unrolled": True,    # the steady state runs once, emitted as a block: no loop
+            "whole": True}       # every statement in one stage: left as it was, not drawn
     ITEM = {"stmt": 2, "iter": 14 (prologue, epilogue) | "offset": 0 (body: k + offset),
             "iter_from": "loop_var" | "version" | "stage",
             "versions": [{"buffer": "A_shared", "access": "read", "version": 2}],
@@ -96,7 +99,11 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
     tables = result.get("pipeline") or []
     # Another T.Pipelined loop may be software-pipelined beside the warp-specialised one
     # (TileLang splits one loop per kernel): it has its own figure.
+    whole = False
     for i, loop in enumerate(schedule.get("loops", [])):
+        if loop.get("whole"):  # all in one stage: TileLang left it as it was
+            whole = True
+            continue
         named = tables[i]["statements"] if i < len(tables) else []
         fig = {**loop, "kind": "cp_async", "loop_index": i,
                "statements": _statements(named, loop["statements"], line)}
@@ -107,6 +114,9 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
         if marks:
             fig["hazards"] = marks
         figures.append(fig)
+    if not figures and whole:
+        return [], ("TileLang planned every statement of the loop in one stage, so the "
+                    "pipeliner left it as it was: there is no schedule to draw")
     if not figures:
         return [], "nothing is pipelined, so there is no schedule to draw"
     return figures, None

@@ -174,7 +174,8 @@ def cp_async_schedules(planned_func: Any, injected_func: Any) -> list[Json]:
     """One entry per ``T.Pipelined`` loop that ``tl.InjectSoftwarePipeline`` rewrote:
     ``planned_func`` after ``tl.PipelinePlanning``, ``injected_func`` after the pipeliner.
     A loop whose steady state runs once has no loop left (``"unrolled": True``): its one
-    iteration is read as the body, at ``k = 0``."""
+    iteration is read as the body, at ``k = 0``. A loop whose statements are all in one
+    stage is left as it was (``"whole": True``): there is nothing to read."""
     planned_loops = annotated_loops(planned_func, "software_pipeline_stage")
     body_loops = iter(annotated_loops(injected_func, "tl_pipelined_num_stages"))
     dims = version_dims(planned_func, injected_func) if planned_loops else {}
@@ -209,7 +210,12 @@ def cp_async_schedules(planned_func: Any, injected_func: Any) -> list[Json]:
                              if any(name in buffer_names(s) for s in stmts)},
             "trip_count": trip if trip is not None else str(plan.extent),
         }
-        if trip is not None and depth and trip - depth == 1:
+        if len({p.stage for p in found_plan if p.stage is not None}) <= 1:
+            # Every statement in one stage: nothing overlaps, and the pipeliner leaves the
+            # loop as it was (no prologue, no epilogue, no loop of its own to find).
+            entry.update(whole=True, loop={"min": 0, "extent": trip}, body=[])
+            prologue, epilogue = [], []
+        elif trip is not None and depth and trip - depth == 1:
             steps = _unrolled_steps(injected_func, stmts, var, depth)
             if steps is None:
                 raise ValueError(f"the loop over {var.name} runs {trip} times at depth "
@@ -284,7 +290,8 @@ def disagreements(loops: list[Json], generated: list[Json]) -> list[str]:
     """Where the schedule read after the pipeliner disagrees with the final code (empty
     when they agree): the loop's extent, and the commits and waits before, in and after it."""
     problems: list[str] = []
-    loops = [loop for loop in loops if not loop.get("unrolled")]  # no loop left to find
+    # Those the final code has a pipelined loop for.
+    loops = [loop for loop in loops if not loop.get("unrolled") and not loop.get("whole")]
     if len(loops) != len(generated):
         return [f"{len(loops)} pipelined loop(s) read, {len(generated)} in the final code"]
     for i, (loop, gen) in enumerate(zip(loops, generated, strict=True)):
@@ -319,7 +326,8 @@ def read(kept: dict[str, Any], main: Any, device: Any) -> Json | None:
         return None
     out: Json = {"schema": SCHEDULE_SCHEMA, "loops": loops, "warp_specialized": warp}
     final = kept.get("final")
-    if any(not loop.get("unrolled") for loop in loops) and final is not None:
+    if any(not loop.get("unrolled") and not loop.get("whole") for loop in loops) \
+            and final is not None:
         generated = generated_loops(device(final))
         out["generated"] = generated
         out["problems"] = disagreements(loops, generated)
