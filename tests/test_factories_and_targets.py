@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .kernels import GEMM, GEMM_AUTOTUNE, GEMM_PARAMS, GEMM_PLAIN, rst
+import pytest
+
+from .kernels import GEMM, GEMM_AUTOTUNE, GEMM_PARAMS, GEMM_PLAIN, read, rst
 
 HEAD = "Kernels\n=======\n\n"
 
@@ -183,3 +185,52 @@ def test_an_enum_constant_reaches_the_factory(build) -> None:
     assert result.warnings == ""
     assert "policy=T.GemmWarpPolicy.FullRow" in result.part("tl-pipeline").astext()
     assert result.table("tl-summary")[1][1:3] == ["pipelined, depth 2", "128"]
+
+
+def _shimmed(factory: str, target: str, name: str) -> str:
+    return (f".. tl-pipeline:: {name}\n   :file: kernels/shimmed_kernels.py\n"
+            f"   :factory: {factory}\n   :name: {name}\n   :num-stages: 2\n"
+            f"   :target: {target}\n   :params: M=256 N=256 K=256\n")
+
+
+SHIMMED = {"kernels/shimmed_kernels.py": read("styles/shimmed_kernels.py"),
+           "kernels/optional_tilelang.py": read("styles/optional_tilelang.py")}
+
+
+@pytest.mark.smoke  # both ends of the supported ranges
+def test_a_factory_behind_its_authors_decorator_lowers_as_written(build) -> None:
+    """The package's own stand-in for ``@tilelang.jit`` compiles for the GPU when called:
+    the page reaches TileLang's function through ``__wrapped__`` and lowers it on the
+    CPU, with the pass configs the stand-in keeps (warp specialisation off on sm_90a,
+    as its author compiles it); a logging decorator over ``@autotune`` over
+    ``@tilelang.jit`` likewise; an eager factory behind the stand-in too."""
+    page = HEAD + "\n".join([_shimmed("gemm", "sm_90a", "shim"),
+                             _shimmed("gemm_tuned", "sm_90a", "tuned"),
+                             _shimmed("gemm_eager", "sm_80", "eager")])
+    result = build({"index.rst": page, **SHIMMED})
+    assert result.warnings == ""
+    for index in (0, 1):
+        row = result.table("tl-summary", index=index)[1]
+        assert row[1] == "pipelined, depth 2" and row[2] == "128", row
+    assert result.table("tl-shared", index=2)[1] == ["A_s", "(2, 128, 32) float16, 16,384 B"]
+    assert "not applied" not in result.html()
+
+
+def test_pass_configs_a_decorator_keeps_out_of_reach_are_said(build) -> None:
+    """Pass configs the stand-in only makes when the kernel first runs (per GPU): the
+    page lowers without them, says so under the summary, and the build warns at the
+    directive's line."""
+    page = HEAD + _shimmed("gemm_per_device", "sm_90a", "per_device")
+    result = build({"index.rst": page, **SHIMMED})
+    said = ("the kernel's pass configs device_configs were not applied (the decorator at "
+            "{where}): @jit(pass_configs=...) gives a function, not the dict of configs "
+            "TileLang applies while lowering; the decorator makes them only when the "
+            "kernel runs")
+    warned = said.format(where="shimmed_kernels.py:46")
+    assert f"index.rst:4: WARNING: per_device: num_stages 2: {warned} [tlstages.unread]" \
+        in result.warnings
+    assert result.warnings.count("WARNING") == 1
+    assert result.part("tl-unapplied-configs").astext() == \
+        f"num_stages=2: {said.format(where='shimmed_kernels.py:46')}."
+    # Lowered as TileLang does without them: warp-specialised.
+    assert result.table("tl-summary")[1][1].startswith("warp-specialised")

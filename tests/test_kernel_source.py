@@ -311,11 +311,61 @@ def test_ir_statements_align_by_operation_and_buffers() -> None:
     copy = {"op": "tl.tileop.copy", "buffers": ["A", "A_s"]}
     gemm = {"op": "tl.tileop.gemm", "buffers": ["A_s", "acc"]}
     stray = {"op": "tl.tileop.copy", "buffers": ["B", "B_s"]}
-    assert align([copy, gemm], loop.body) == [0, 1]
+    first, second = loop.body
+    assert align([copy, gemm], loop.body) == [first, second]
     # A statement the body does not name stays unaligned; the others keep their lines.
-    assert align([copy, stray, gemm], loop.body) == [0, None, 1]
+    assert align([copy, stray, gemm], loop.body) == [first, None, second]
     # A copy never takes a gemm's line, though they touch the same tile.
     assert align([{"op": "tl.tileop.copy", "buffers": ["A_s", "acc"]}], loop.body) == [None]
     assert readable(stray) == "T.copy(B, B_s)"
     assert which_loop("k", {"A", "A_s"}, [loop], set()) == 0
     assert which_loop("k", {"Z"}, [loop], set()) is None
+
+
+GUARDED_BODY = ("@T.macro\ndef score(Q_s, K_s, acc):\n    T.gemm(Q_s, K_s, acc)\n\n\n"
+                "@tilelang.jit\ndef f(M, causal, num_stages):\n    @T.prim_func\n"
+                "    def main(K: T.Tensor((M, 64), T.float16), Mask: T.Tensor((M,), T.int32)):\n"
+                "        with T.Kernel(1, threads=128) as bx:\n"
+                "            K_s = T.alloc_shared((64, 64), T.float16)\n"
+                "            Q_s = T.alloc_shared((64, 64), T.float16)\n"
+                "            acc = T.alloc_fragment((64, 64), T.float32)\n"
+                "            for k in T.Pipelined(M // 64, num_stages=num_stages):\n"
+                "                row = Mask[k]\n"
+                "                if Mask[k] >= 0:\n"
+                "                    T.copy(K[row * 64, 0], K_s)\n"
+                "                    if causal:\n"
+                "                        for i, j in T.Parallel(64, 64):\n"
+                "                            acc[i, j] = -1\n"
+                "                    else:\n"
+                "                        T.clear(acc)\n"
+                "                    score(Q_s, K_s, acc)\n\n    return main\n")
+
+
+def test_a_guarded_body_aligns_whole_or_statement_by_statement() -> None:
+    """TileLang splits an ``if`` into one guarded statement per statement it holds (and
+    keeps its condition's value in a binding of its own where those statements could
+    change it), folds a condition known while tracing, or keeps an ``if`` whole: each
+    IR statement finds its own kernel line."""
+    from sphinx_tlstages.core.kernel.statements import pipelined
+    from sphinx_tlstages.core.results.loop_match import align
+
+    (loop,) = pipelined(GUARDED_BODY, "f")
+    bind, guard = loop.body
+    assert (bind.op, guard.op, [s.line for s in guard.inner]) == ("Assign", "If",
+                                                                   [17, 18, 3])
+    copy, causal, _gemm = guard.inner
+    assert [s.line for s in causal.inner] == [19, 22]
+    # Each statement inside names the condition's names too, through nested statements.
+    assert {"Mask", "k"} <= copy.names and {"Mask", "causal"} <= causal.inner[1].names
+    value = {"op": "Bind", "buffers": ["Mask"], "added": "its condition's value"}
+    split = [{"op": "Bind", "buffers": ["Mask"]}, value,
+             {"op": "tl.tileop.copy", "buffers": ["Mask", "K", "K_s"], "guarded": True},
+             {"op": "tl.tileop.fill", "buffers": ["Mask", "acc"], "guarded": True},
+             {"op": "tl.tileop.gemm", "buffers": ["Mask", "Q_s", "K_s", "acc"],
+              "guarded": True}]
+    # The binding TileLang added belongs to the if; T.clear (a fill) to its else branch,
+    # the trace-time condition folded; the macro's gemm to the macro's line.
+    assert [s.line if s else None for s in align(split, loop.body)] == [15, 16, 17, 22, 3]
+    whole = [{"op": "Bind", "buffers": ["Mask"]},
+             {"op": "IfThenElse", "buffers": ["Mask", "K", "K_s", "acc", "Q_s"]}]
+    assert [s.line if s else None for s in align(whole, loop.body)] == [15, 16]

@@ -94,18 +94,22 @@ def test_subscripted_tensors_and_a_written_depth(styles: Built) -> None:
 
 
 def test_a_guarded_loop_body_renders_every_part(tmp_path: Path) -> None:
-    """A body the pipeliner schedules as fewer statements than it reads (a let and a
-    guarded block): the statement it gave no stage gets a dash, and every part renders."""
+    """A body the pipeliner schedules as fewer statements than it reads: a binding it
+    evaluates again with each statement that reads it (no stage of its own), then a
+    guarded block it splits into one guarded statement per statement. Each statement is
+    on its line with its own stage, and the figure is drawn."""
     built = _one_directive(tmp_path, "guarded_tiles.py", "M=256 N=256 K=512 S=8", "2 3")
     assert built.warnings == ""
-    schedule = {row[0]: row[2:] for row in built.table("tl-annotations")[1:]}
-    assert schedule["k0 = Tiles[s] * block_K"] == ["stage 0, order 0", "stage 0, order 0"]
-    assert ["—", "—"] in schedule.values()
-    # The figure reader cannot follow this body; it says so instead of "not pipelined".
-    assert built.part("tl-figures").astext() == (
-        "Schedule figure num_stages=2, num_stages=3: the pipeliner rewrote the loop, but its "
-        "schedule could not be read statement by statement (the loop body reads as other "
-        "statements than it was scheduled as), so it is not drawn.")
+    schedule = {row[0]: row[1:] for row in built.table("tl-annotations")[1:]}
+    assert schedule["k0 = Tiles[s] * block_K"] == [
+        "guarded_tiles.py:18", "with its readers: stage 0, 1",
+        "with its readers: stage 0, 2"]
+    assert schedule["T.copy(A[by * block_M, k0], A_s)"] == [
+        "guarded_tiles.py:20", "stage 0, order 0", "stage 0, order 0"]
+    assert schedule["T.gemm(A_s, B_s, acc)"] == [
+        "guarded_tiles.py:22", "stage 1, order 2", "stage 2, order 2"]
+    figures = built.part("tl-figures").astext()
+    assert "not drawn" not in figures and "Pipeline schedule, num_stages = 3" in figures
 
 
 def test_helper_beside_the_kernel_sets_the_tile(styles: Built) -> None:

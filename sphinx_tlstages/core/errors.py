@@ -37,6 +37,10 @@ SUBTYPES: dict[str, str] = {
     "failed": "the closing line of a build whose checks failed: how many, by kind (snapshot "
               "checks, :assert: claims, :expect-hazard: variants, shared names...); each is "
               "reported at its own line with its own subtype",
+    "unread": "a variant lowered, but its page shows less than it should: a schedule "
+              "figure TileLang's IR could not be read for, a pipelined statement on no "
+              "kernel line, pass configs the factory's decorators hold out of reach (the "
+              "page says what and why)",
     "latex": "kernel text has characters pdflatex cannot print (CJK, Greek...): the PDF "
              "shows them as ?; xelatex and lualatex print them",
 }

@@ -33,12 +33,12 @@ from typing import Any
 
 import tilelang
 import tilelang.language as T
-from tilelang import tvm
 
 from ..core.errors import SourceError
 from ..core.kernel.source import find_factories
 from ..core.plan.options import literal_value
 from ..core.protocol.messages import Task
+from .factory import build
 
 
 @dataclass
@@ -136,17 +136,10 @@ def factory_object(module: KernelModule, task: Task) -> Any:
 
 
 def prim_func(obj: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The T.prim_func a factory builds for ``kwargs``, and its pass configs."""
-    # @autotune wraps the @tilelang.jit object as .jit_impl; @tilelang.jit has get_tir.
-    jit = getattr(obj, "jit_impl", obj)
-    if hasattr(jit, "get_tir"):
-        return jit.get_tir(**kwargs), dict(getattr(jit, "pass_configs", None) or {})
-    result = obj(**kwargs)
-    if hasattr(result, "get_tir"):
-        return result.get_tir(), dict(getattr(result, "pass_configs", None) or {})
-    if not isinstance(result, tvm.tirx.PrimFunc):
-        raise SourceError(f"the factory returned {type(result).__name__}, not a T.prim_func")
-    return result, {}
+    """The T.prim_func a factory builds for ``kwargs``, and its pass configs, whatever
+    decorators stand in front of TileLang's (see :mod:`.factory`)."""
+    built = build(obj, kwargs)
+    return built.func, built.pass_configs
 
 
 def factory_arguments(task: Task) -> dict[str, Any]:

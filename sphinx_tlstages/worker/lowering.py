@@ -25,10 +25,11 @@ from ..core.results.fingerprints import Fingerprints
 from ..core.results.passes import PassLog
 from ..core.results.result import Result, failure
 from . import resources
+from .factory import build
 from .hazards import verdict as hazard_check
 from .ir import facts as ir_facts
 from .ir import schedule, source_lines
-from .kernel_module import factory_arguments, factory_object, kernel_module, prim_func
+from .kernel_module import factory_arguments, factory_object, kernel_module
 from .templates import template_digest
 
 
@@ -182,8 +183,9 @@ def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool 
     try:
         with kernel_module(source, name, task.file, task.folders) as module:
             imported = module.imported
-            func, pass_configs = prim_func(factory_object(module, task),
-                                           factory_arguments(task))
+            made = build(factory_object(module, task), factory_arguments(task), source,
+                         task.factory, module.namespace)
+            func, pass_configs = made.func, made.pass_configs
             after: dict[str, Any] = {}
             built: list[Any] = []
             log = PassLog(task.ir_passes, changes=task.record_passes)
@@ -217,6 +219,9 @@ def lower_variant(task: Task, keep_cubin: Path | None = None, compile_now: bool 
         result = facts.success(ir, cuda, source, task.factory, task.num_stages,
                                seconds=time.perf_counter() - started, source_name=name)
         result["templates"] = template_digest(source_cuda)
+        if made.unapplied:
+            result["unapplied_configs"] = {"keys": made.unapplied, "why": made.why,
+                                           "line": made.line}
         if task.toolkit and task.target.get("kind") == "cuda":
             # The cubin's resources, from the CUDA as the page offers it.
             arch = str(task.target["arch"])

@@ -12,7 +12,10 @@ The worker stores ``Result["schedule"]`` (``worker/ir/schedule.py``)::
             "async_producers": [1, 1, 0], "statements": [{"ir": "T.copy(A, A_shared)"}],
             "version_dims": {"A_shared": 3}, "trip_count": 16 | "<IR>",
             "loop": {"min": 0, "extent": 14 | "<IR>"},
-            "prologue": [[ITEM, ...], ...], "body": [ITEM, ...], "epilogue": [[ITEM, ...]]}
+            "prologue": [[ITEM, ...], ...], "body": [ITEM, ...], "epilogue": [[ITEM, ...]],
+            "replayed": [2],     # bindings evaluated again with their readers (their stage)
+            "unrolled": True,    # the steady state runs once, emitted as a block: no loop
+            "whole": True}       # every statement in one stage: left as it was, not drawn
     ITEM = {"stmt": 2, "iter": 14 (prologue, epilogue) | "offset": 0 (body: k + offset),
             "iter_from": "loop_var" | "version" | "stage",
             "versions": [{"buffer": "A_shared", "access": "read", "version": 2}],
@@ -41,6 +44,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..results.result import Result
+from ..results.unread import schedule_unread
 from .hazard_marks import matched
 
 Json = dict[str, Any]
@@ -48,10 +52,14 @@ Json = dict[str, Any]
 
 def _statements(named: Sequence[Mapping[str, Any]], read: list[Json],
                 line: Callable[[int | None], int | None]) -> list[Json]:
-    """Source text and document line where the tables have them, else the IR's label."""
+    """Source text and document line where the tables or the reader have them, else the
+    IR's label."""
+    if read and all("text" in s for s in read):  # named by the worker, statement by statement
+        named = read
     if len(named) != len(read):
         return [{"text": s.get("ir", "?"), "line": None} for s in read]
-    return [{"text": s["text"], "line": line(s.get("line"))} for s in named]
+    return [{"text": f"{s['text']} (TileLang's: {s['added']})" if s.get("added")
+             else s["text"], "line": line(s.get("line"))} for s in named]
 
 
 def schedule_figures(result: Result, line: Callable[[int | None], int | None] = lambda n: n,
@@ -65,17 +73,13 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
     if schedule is None:
         if result.get("from_snapshot"):
             return [], "shown from the committed snapshot, which does not record the schedule"
-        if result.get("pipeline"):  # planned, but not in a shape the reader can follow
-            return [], ("the pipeliner rewrote the loop, but its schedule could not be read "
-                        "statement by statement (the loop body reads as other statements "
-                        "than it was scheduled as), so it is not drawn")
+        if any(loop.get("stage") for loop in result.get("pipeline") or []):
+            return [], f"{schedule_unread(None)}, so it is not drawn"
         return [], ("nothing is pipelined (no software pipeline, no warp specialisation): "
                     "num_stages has no effect on this loop")
-    if schedule.get("error"):
-        return [], f"the schedule could not be read off the IR ({schedule['error']})"
-    if schedule.get("problems"):
-        return [], ("the schedule read after the pipeliner disagrees with the generated "
-                    f"code ({'; '.join(schedule['problems'])}), so it is not drawn")
+    unreadable = schedule_unread(schedule)
+    if unreadable:
+        return [], f"{unreadable}, so it is not drawn"
     hazards: Mapping[str, Any] = result.get("hazards") or {}
     findings = list(hazards.get("findings", [])) if hazards.get("verdict") == "hazard" else []
     figures: list[Json] = []
@@ -96,7 +100,11 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
     tables = result.get("pipeline") or []
     # Another T.Pipelined loop may be software-pipelined beside the warp-specialised one
     # (TileLang splits one loop per kernel): it has its own figure.
+    whole = False
     for i, loop in enumerate(schedule.get("loops", [])):
+        if loop.get("whole"):  # all in one stage: TileLang left it as it was
+            whole = True
+            continue
         named = tables[i]["statements"] if i < len(tables) else []
         fig = {**loop, "kind": "cp_async", "loop_index": i,
                "statements": _statements(named, loop["statements"], line)}
@@ -109,6 +117,9 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
         if marks:
             fig["hazards"] = marks
         figures.append(fig)
+    if not figures and whole:
+        return [], ("TileLang planned every statement of the loop in one stage, so the "
+                    "pipeliner left it as it was: there is no schedule to draw")
     if not figures:
         return [], "nothing is pipelined, so there is no schedule to draw"
     return figures, None

@@ -117,14 +117,19 @@ def find_factories(tree: ast.Module, source: str = "") -> list[Factory]:
     found: list[Factory] = []
     for binding in module_functions(tree, source).values():
         node, names = binding.node, list(binding.decorators)
-        kind = "autotune" if "autotune" in names else "jit" if "jit" in names else "plain"
+        # TileLang's decorators, or the author's stand-ins for them (``lazy_jit``).
+        kind = "autotune" if any("autotune" in n for n in names) \
+            else "jit" if any("jit" in n for n in names) else "plain"
+        # Any other decorator may stand in front of TileLang's jit too (one that makes
+        # TileLang optional): an eager factory's tensor parameters are not arguments.
+        decorated = kind != "plain" or bool(set(names) - {"macro", "prim_func"})
         args = node.args
         positional = [a.arg for a in [*args.posonlyargs, *args.args]]
         required = positional[: len(positional) - len(args.defaults)]
         defaults = zip(args.kwonlyargs, args.kw_defaults, strict=True)
         required += [a.arg for a, d in defaults if d is None]
         params = (*positional, *(a.arg for a in args.kwonlyargs))
-        tensors, consts = _eager_names(node, params) if kind != "plain" else ((), ())
+        tensors, consts = _eager_names(node, params) if decorated else ((), ())
         required = [*(p for p in required if p not in tensors), *consts]
         has_kwargs = args.kwarg is not None
         depth, depth_problem = loop_depth(node, tree, (*params, *consts), has_kwargs)

@@ -29,6 +29,13 @@ class Statement:
     # For a statement of a macro's body: the call in the loop it came through, as
     # ``load(A, A_s)``; names it apart where the loop calls the macro twice.
     via: str = ""
+    # A compound statement's statements (an ``if``'s branches, a ``with``'s body, a
+    # Python ``for`` that TileLang unrolls while tracing), each also naming what its
+    # condition names: TileLang may keep the compound whole, fold it (a condition known
+    # while tracing) or split it into one guarded statement per inner statement.
+    inner: tuple[Statement, ...] = ()
+    # Emitted several times in a row: a statement of a loop unrolled while tracing.
+    repeated: bool = False
 
 
 @dataclass(frozen=True)
@@ -65,25 +72,78 @@ def _op(stmt: ast.stmt) -> str:
     return type(stmt).__name__
 
 
-def _statement(source: str, stmt: ast.stmt, helpers: set[str]) -> Statement:
+def _names(node: ast.AST) -> frozenset[str]:
+    return frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+
+
+def _traced_loop(stmt: ast.stmt) -> bool:
+    """A ``for`` that Python runs while TileLang traces (``range``, a list): its body is
+    emitted once per iteration; ``T.Parallel``, ``T.serial``... are loops of the IR."""
+    return isinstance(stmt, ast.For) and not (
+        isinstance(stmt.iter, ast.Call) and "." in dotted_name(stmt.iter.func))
+
+
+def _branches(stmt: ast.stmt) -> tuple[list[ast.stmt], frozenset[str]] | None:
+    """The statements inside a compound statement TileLang may take apart, and the names
+    its condition (or iteration) adds to each; None for any other statement."""
+    if isinstance(stmt, ast.If):
+        return [*stmt.body, *stmt.orelse], _names(stmt.test)
+    if isinstance(stmt, ast.With):
+        return list(stmt.body), frozenset().union(*(_names(i) for i in stmt.items))
+    if _traced_loop(stmt):
+        assert isinstance(stmt, ast.For)
+        return list(stmt.body), _names(stmt.target) | _names(stmt.iter)
+    return None
+
+
+# Where a kernel's calls to TileLang start (``T.copy``, ``tilelang.language.copy``).
+_TILELANG = ("T", "tl", "tilelang")
+
+
+def _calls_helper(stmt: ast.stmt) -> bool:
+    """A statement that only calls something not TileLang's: a macro the kernel made
+    elsewhere (``softmax = make_softmax(...)``, one of another module), which TileLang
+    inlines into as many statements as it emits."""
+    return isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+        and dotted_name(stmt.value.func).split(".")[0] not in ("", *_TILELANG)
+
+
+def _statement(source: str, stmt: ast.stmt, functions: dict[str, ast.FunctionDef],
+               depth: int) -> Statement:
+    helpers = set(functions)
     segment = ast.get_source_segment(source, stmt) or ast.unparse(stmt)
-    names = frozenset(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name))
+    names = _names(stmt)
     called = {dotted_name(n.func) for n in ast.walk(stmt) if isinstance(n, ast.Call)}
-    return Statement(_one_line(segment), stmt.lineno, names, _op(stmt),
-                     bool(called & helpers))
+    found = Statement(_one_line(segment), stmt.lineno, names, _op(stmt),
+                      bool(called & helpers) or _calls_helper(stmt))
+    inside = _branches(stmt) if depth <= 6 else None
+    if inside is None:
+        return found
+    body, added = inside
+    inner = tuple(_under(each, added, _traced_loop(stmt))
+                  for child in body for each in _expanded(source, child, functions, depth + 1))
+    return replace(found, inner=inner, helper=False)
+
+
+def _under(stmt: Statement, names: frozenset[str], repeated: bool) -> Statement:
+    """A statement inside a compound one: also naming what its condition names, and
+    emitted once per iteration where the compound is a loop unrolled while tracing; the
+    statements inside it alike."""
+    return replace(stmt, names=stmt.names | names, repeated=stmt.repeated or repeated,
+                   inner=tuple(_under(each, names, repeated) for each in stmt.inner))
 
 
 def _expanded(source: str, stmt: ast.stmt, functions: dict[str, ast.FunctionDef],
               depth: int = 0) -> list[Statement]:
-    """A loop body statement, or, where it calls a module-level function (a ``@T.macro``)
-    whose body TileLang inlines, that body's statements, each naming the buffers the call
-    passes for its parameters (``load(A, A_s)`` into ``def load(X, X_s)``)."""
-    helpers = set(functions)
+    """A loop body statement, or, where it calls a function TileLang inlines (a
+    ``@T.macro``, at the module's level or the factory's), that body's statements, each
+    naming the buffers the call passes for its parameters (``load(A, A_s)`` into ``def
+    load(X, X_s)``). A compound statement holds its statements, expanded alike."""
     call = stmt.value if isinstance(stmt, ast.Expr) else None
     if depth > 3 or not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name) \
             or call.func.id not in functions or (call.keywords and any(
                 k.arg is None for k in call.keywords)):
-        return [_statement(source, stmt, helpers)]
+        return [_statement(source, stmt, functions, depth)]
     helper = functions[call.func.id]
     params = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args]]
     given: dict[str, ast.expr] = dict(zip(params, call.args, strict=False))
@@ -93,13 +153,17 @@ def _expanded(source: str, stmt: ast.stmt, functions: dict[str, ast.FunctionDef]
     body = [b for b in helper.body
             if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant))]
     via = _one_line(ast.get_source_segment(source, stmt) or ast.unparse(stmt), 60)
-    found: list[Statement] = []
-    for inner in body:
-        for each in _expanded(source, inner, functions, depth + 1):
-            names = frozenset(m for n in each.names for m in passed.get(n, {n}))
-            found.append(Statement(each.text, each.line, names | each.names, each.op,
-                                   each.helper, each.via or via))
-    return found or [_statement(source, stmt, helpers)]
+    found = [_passed(each, passed, via) for inner in body
+             for each in _expanded(source, inner, functions, depth + 1)]
+    return found or [_statement(source, stmt, functions, depth)]
+
+
+def _passed(stmt: Statement, passed: dict[str, frozenset[str]], via: str) -> Statement:
+    """A macro body's statement also naming what the call passes for each parameter it
+    names, and the call it came through; its inner statements alike."""
+    names = frozenset(m for n in stmt.names for m in passed.get(n, {n}))
+    return replace(stmt, names=names | stmt.names, via=stmt.via or via,
+                   inner=tuple(_passed(each, passed, via) for each in stmt.inner))
 
 
 def _apart(body: list[Statement]) -> tuple[Statement, ...]:
@@ -125,6 +189,11 @@ def _pipelined(source: str, factory_name: str) -> tuple[PipelinedLoop, ...]:
     variants of one kernel, and the loops (frozen) are the same for each."""
     tree = _tree(source)
     functions = {name: b.node for name, b in module_functions(tree, source).items()}
+    # A macro the factory defines inside itself, as attention kernels do, shadows a
+    # module-level function of its name there.
+    for scope in factory_scopes(tree, factory_name, source):
+        functions.update({node.name: node for node in ast.walk(scope)
+                          if isinstance(node, ast.FunctionDef) and node is not scope})
     loops: list[PipelinedLoop] = []
     for found in _walk(source, factory_name):
         if isinstance(found, ast.For) and is_pipelined(found):

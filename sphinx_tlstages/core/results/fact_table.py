@@ -123,6 +123,10 @@ FACTS: tuple[Fact, ...] = (
     # pipeline's. Absent in results read back from a snapshot.
     Fact("schedule", dict, parts=("figure",), kept=False, compared=False, since=2,
          about="what the schedule figures draw"),
+    # Said under the summary and as a warning; the lowering it explains is what a
+    # snapshot records.
+    Fact("unapplied_configs", dict, parts=(ALWAYS,), kept=False, compared=False, since=10,
+         about="pass configs the kernel's text gives that its decorators kept out of reach"),
 )
 
 # Fields of a result that are not facts: how and when it was made, never shown as a

@@ -8,6 +8,7 @@ pipelined loop are named by their Python source text where the IR and the source
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from ..kernel.statements import PipelinedLoop, Statement, gemm_statements, loop_over, pipelined
@@ -29,14 +30,66 @@ from .result import (
 _SYNC_OPS = ("mbarrier", "barrier", "fence", "sync")
 
 
+def _is_sync(ir: dict[str, Any]) -> bool:
+    return any(word in ir["op"] for word in _SYNC_OPS)
+
+
+def _kernels(ir_stmts: list[dict[str, Any]], body: Sequence[Statement]
+             ) -> list[dict[str, Any]]:
+    """The IR statements as the kernel can name them: each buffer no statement of the
+    loop names is TileLang's own (a producer's copy of a mask, a phase counter, a
+    workspace), left out of the buffers it is matched by and kept under ``theirs``."""
+    names = frozenset().union(*(stmt.names for stmt in body))
+    out = []
+    for ir in ir_stmts:
+        theirs = [b for b in ir.get("buffers", []) if b not in names]
+        out.append({**ir, "buffers": [b for b in ir.get("buffers", []) if b in names],
+                    "theirs": theirs, "all_buffers": ir["buffers"]} if theirs else ir)
+    return out
+
+
+def _serving(ir_stmts: list[dict[str, Any]], aligned: list[Statement | None]
+             ) -> list[tuple[Statement | None, str]]:
+    """Each IR statement's kernel statement, and what it is where TileLang added it: the
+    binding that keeps a condition's value, or a statement on a buffer of TileLang's own
+    (the copy of a shared tile into a fragment a reduction reads) that no kernel
+    statement is, attached to the nearest statement matched that shares the buffer."""
+    out: list[tuple[Statement | None, str]] = []
+    for i, (ir, found) in enumerate(zip(ir_stmts, aligned, strict=True)):
+        if ir.get("added"):
+            out.append((found, str(ir["added"]) if found is not None else ""))
+            continue
+        theirs = set(ir.get("theirs", []))
+        if found is not None or not theirs:
+            out.append((found, ""))
+            continue
+        near = sorted((abs(j - i), j) for j, other in enumerate(ir_stmts)
+                      if aligned[j] is not None and not other.get("added")
+                      and theirs & set(other.get("theirs", [])))
+        if not near:
+            out.append((None, ""))
+            continue
+        said = readable({**ir, "buffers": ir["all_buffers"]})
+        out.append((aligned[near[0][1]], f"{said}, on a buffer of TileLang's own "
+                                         f"({', '.join(sorted(theirs))})"))
+    return out
+
+
 def _named(ir_stmts: list[dict[str, Any]], loop: PipelinedLoop | None) -> list[NamedStatement]:
     """Give each IR statement its kernel text and line (see :mod:`.loop_match`); one that
     fits none says so, with its operation and buffers in the kernel's spelling."""
     body = loop.body if loop else ()
     named: list[NamedStatement] = []
-    for stmt, index in zip(ir_stmts, align(ir_stmts, body), strict=True):
-        if index is not None:
-            named.append({"text": body[index].text, "line": body[index].line})
+    kernels = _kernels(ir_stmts, body)
+    aligned = _serving(kernels, align(kernels, body))
+    for stmt, (found, added) in zip(ir_stmts, aligned, strict=True):
+        if found is not None:
+            entry: NamedStatement = {"text": found.text, "line": found.line}
+            if added:  # TileLang's own, for the kernel statement it serves
+                entry["added"] = added
+            if stmt.get("replayed"):
+                entry["replayed"] = list(stmt.get("reader_stages", []))
+            named.append(entry)
             continue
         why = f"fits no statement of the loop at kernel line {loop.line} by its operation " \
               "and buffers" if loop else "no T.Pipelined loop of the kernel names its buffers"
@@ -44,32 +97,67 @@ def _named(ir_stmts: list[dict[str, Any]], loop: PipelinedLoop | None) -> list[N
     return named
 
 
-def _roles(ws: dict[str, Any], source: list[Statement]) -> list[Role]:
+def _rows(ws: dict[str, Any], body: Sequence[Statement]
+          ) -> list[tuple[Statement, list[str] | None]]:
+    """The kernel statements the roles table has a row for: each statement of the loop,
+    or, for a compound one TileLang took apart (an ``if`` split per statement, a condition
+    folded while tracing), the statements inside it, each with the warp groups whose
+    statements were matched to it (see :mod:`.loop_match`; a statement of a branch not
+    taken while tracing runs in none). None: a statement of the loop itself, whose groups
+    are told by its buffers."""
+    taken: dict[int, list[str]] = {}
+    for role in ("producer", "consumer"):
+        ir = [s for s in ws[role] if not _is_sync(s)]
+        for found in align(_kernels(ir, body), body):
+            if found is not None and role not in taken.setdefault(id(found), []):
+                taken[id(found)].append(role)
+
+    def inside(stmt: Statement) -> bool:
+        return any(id(each) in taken or inside(each) for each in stmt.inner)
+
+    def rows(stmt: Statement, nested: bool) -> list[tuple[Statement, list[str] | None]]:
+        if id(stmt) in taken or not inside(stmt):
+            return [(stmt, taken.get(id(stmt), []) if nested else None)]
+        return [row for each in stmt.inner for row in rows(each, True)]
+
+    return [row for stmt in body for row in rows(stmt, False)]
+
+
+def _roles(ws: dict[str, Any], body: Sequence[Statement]) -> list[Role]:
     """Who runs each source statement once the loop is warp-specialised."""
     rows: list[Role] = []
     barriers = {b["name"] for b in ws["barriers"]}
+    # What the kernel names: not a barrier (a TMA copy names its own), nor a buffer
+    # TileLang made for a warp group (a phase counter, the producer's copy of a mask).
+    named = frozenset().union(*(stmt.names for stmt in body)) - barriers
     known = {name for role in ("producer", "consumer") for ir in ws[role]
-             for name in ir["buffers"]} - barriers
+             for name in ir["buffers"]} & named
 
     def data(ir: dict[str, Any]) -> set[str]:
-        return set(ir["buffers"]) - barriers  # a TMA copy also names its barrier
+        # What the statement itself touches: not what the condition guarding it reads.
+        return (set(ir["buffers"]) - set(ir.get("condition", []))) & named
+
+    # The statements each group runs of the kernel's (a barrier call, guarded by the
+    # kernel's condition, names the condition's buffers: it is the compiler's, below).
+    runs = {role: [ir for ir in ws[role] if not _is_sync(ir)]
+            for role in ("producer", "consumer")}
 
     def roles_of(stmt: Statement) -> list[str]:
         # The buffers a statement names must be the ones its IR touches; a mere subset
         # would let "T.copy(row_max, prev_max)" claim a loop that reads both.
         wanted = stmt.names & known
         exact = [role for role in ("producer", "consumer")
-                 if any(wanted and data(ir) == wanted for ir in ws[role])]
+                 if any(wanted and data(ir) == wanted for ir in runs[role])]
         return exact or [role for role in ("producer", "consumer")
-                         if any(data(ir) and data(ir) <= stmt.names for ir in ws[role])]
+                         if any(data(ir) and data(ir) <= stmt.names for ir in runs[role])]
 
-    for stmt in source:
-        roles = roles_of(stmt)
+    for stmt, matched in _rows(ws, body):
+        roles = matched if matched is not None else roles_of(stmt)
         rows.append({"text": stmt.text, "line": stmt.line,
                      "role": " + ".join(roles) or "none", "inserted": False})
     for role in ("producer", "consumer"):
         for ir in ws[role]:
-            if any(word in ir["op"] for word in _SYNC_OPS):
+            if _is_sync(ir):
                 rows.append({"text": ir["ir"], "line": None, "role": role, "inserted": True,
                              "op": ir["op"].rsplit(".", 1)[-1]})
     return rows
@@ -265,4 +353,14 @@ def success(ir: dict[str, Any], cuda: str, source: str, factory: str, num_stages
         result["unneeded_sync"] = _sync_lines(ir["unneeded_sync"], source, cuda, source_name)
     if ir.get("schedule"):
         result["schedule"] = ir["schedule"]
+        ws_schedule = ir["schedule"].get("warp_specialized")
+        if ws_schedule and ws_loop is not None:
+            _name_planned(ws_schedule["statements"], kernel_loops[ws_loop])
     return result
+
+
+def _name_planned(statements: list[dict[str, Any]], loop: PipelinedLoop) -> None:
+    """The warp-specialised figure's statements (the loop as planned, before the split),
+    each with its kernel text and line, as the tables name them."""
+    for stmt, named in zip(statements, _named(statements, loop), strict=True):
+        stmt.update(named)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # typing.Required is Python 3.11+; annotations stay strings a
 # Bump when the shape of a result changes: every cached entry becomes a miss. Stored
 # snapshots of an older schema are still read: a new schema may add facts (declared in
 # core.results.fact_table with its number), never nest or rename them.
-RESULT_SCHEMA = 9
+RESULT_SCHEMA = 10
 
 FailureKind = Literal["exception", "timeout", "crash", "unavailable"]
 FAILURE_KINDS: tuple[FailureKind, ...] = ("exception", "timeout", "crash", "unavailable")
@@ -42,11 +42,16 @@ class ErrorInfo(TypedDict):
 class NamedStatement(TypedDict, total=False):
     """A statement of a pipelined loop, by its source text and kernel line; with line
     None, its operation and buffers as the IR gives them, and ``why`` no kernel line is
-    given (schema 6)."""
+    given (schema 6). ``added`` (schema 10): a statement TileLang added, what it is, named
+    by the kernel statement it serves; ``replayed`` (schema 10): a binding TileLang left
+    out of the stage and order arrays and evaluates again with each statement that reads
+    it, those statements' stages."""
 
     text: Required[str]
     line: Required[int | None]
     why: str
+    added: str
+    replayed: list[int]
 
 
 class PipelineLoop(TypedDict, total=False):
@@ -185,6 +190,9 @@ class Result(TypedDict, total=False):
     # derived from the IR and bulky, so never in snapshots; absent when nothing is
     # pipelined and in results read back from a snapshot.
     schedule: dict[str, Any]
+    # Since schema 10, only where the kernel's text gives pass configs that the
+    # factory's decorators keep out of TileLang's reach: {"keys": as written, "why"}.
+    unapplied_configs: dict[str, Any]
     # Since schema 4, where the page shows "resources": what NVIDIA's compiler made of
     # the CUDA (core/hardware/resources.py), the SASS listing, the compiler's version
     # (provenance), or why it could not compile.

@@ -27,6 +27,7 @@ from ...core.records.timeline_data import attach as attach_timelines
 from ...core.records.timeline_data import load_timelines
 from ...core.results.pass_compare import unmatched
 from ...core.results.result import Result, over_limit, shared_bytes
+from ...core.results.unread import unread
 from ..collector import all_directives, all_unread, project_directives
 from ..messages import error, info
 from ..state import BuildState, build_state, settings
@@ -60,6 +61,7 @@ def check_project(app: Sphinx, env: BuildEnvironment) -> list[str]:
                     frozenset({spec.name for spec in specs} - {spec.name for spec in unique}))
     _check_asserts(specs, state)
     _report_hazards(specs, state)
+    _report_unread(specs, state)
     _check_pass_names(specs, state)
     _attach_bench(app, unique, state)
     attach_hardware(app, unique, state)
@@ -275,6 +277,27 @@ def _report_hazards(specs: list[DirectiveSpec], state: BuildState) -> None:
                 continue
             state.findings.error(f"{spec.name}: {variant.heading}: :expect-hazard: lists "
                                  f"it, but {why}", "hazard", location=where)
+
+
+def _report_unread(specs: list[DirectiveSpec], state: BuildState) -> None:
+    """Warn, once per directive and reason, where a lowered variant's page shows less than
+    it should (a figure not drawn, a statement on no kernel line): the page says the same
+    where the part would be."""
+    for spec in specs:
+        reasons: dict[str, list[VariantSpec]] = {}
+
+        def where(line: int, spec: DirectiveSpec = spec) -> str:
+            # As the page numbers it: the document's line, or the :file:'s own.
+            if spec.kernel_line is None:
+                return f"{spec.variants[0].source_name}:{line}"
+            return f"line {spec.kernel_line + line - 1}"
+
+        for variant in spec.variants:
+            for reason in unread(state.result(variant), where):
+                reasons.setdefault(reason, []).append(variant)
+        for reason, variants in reasons.items():
+            state.findings.warn(f"{spec.name}: {variant_names(variants)}: {reason}",
+                                "unread", location=(spec.docname, spec.lineno))
 
 
 def _statements(spec: DirectiveSpec, finding: dict[str, Any]) -> str:

@@ -14,8 +14,14 @@ from .tables import Cell, Span, code, doc_line, table
 
 
 def _stage_cell(loop: PipelineLoop, i: int) -> str:
-    # The stage and order arrays hold one entry per statement the pipeliner scheduled; a
-    # body it read differently (a conditional it folded, say) leaves a statement without.
+    # The stage and order arrays hold one entry per statement the pipeliner scheduled: a
+    # binding it replays with its readers has none, and says theirs.
+    statements = loop["statements"]
+    stmt = statements[i] if i < len(statements) else None
+    if stmt is not None and "replayed" in stmt:
+        stages = ", ".join(str(s) for s in stmt["replayed"]) or "none"
+        return f"with its readers: stage {stages}"
+    i -= sum(1 for s in statements[:i] if "replayed" in s)
     if i >= len(loop["stage"]):
         return "—"
     order = loop["order"][i] if i < len(loop["order"]) else "?"
@@ -35,8 +41,11 @@ def _schedule_rows(rows: list[tuple[VariantSpec, Result]]) -> dict[tuple[str, st
             continue
         for loop in result["pipeline"]:
             for i, stmt in enumerate(loop["statements"]):
-                row = found.setdefault((str(stmt["line"] or ""), stmt["text"]),
-                                       {"line": stmt["line"], "why": stmt.get("why")})
+                added = stmt.get("added")
+                text = f"{added}\n{stmt['text']}" if added else stmt["text"]
+                row = found.setdefault((str(stmt["line"] or ""), text),
+                                       {"line": stmt["line"], "why": stmt.get("why"),
+                                        "added": added, "text": stmt["text"]})
                 row[variant.label] = _stage_cell(loop, i)
         warp = result.get("warp_specialized")
         for role in warp["roles"] if warp else []:
@@ -62,6 +71,9 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
         if inserted:
             label = [nodes.emphasis(text="inserted by the compiler: "), code(f"T.{text}"),
                      nodes.emphasis(text=f" ({role})")]
+        elif row.get("added"):  # TileLang's own statement, for the kernel's it serves
+            label = [nodes.emphasis(text="added by TileLang for "), code(row["text"]),
+                     nodes.emphasis(text=f": {row['added']}")]
         elif row.get("why"):
             label = [code(text), nodes.emphasis(text=f" (no kernel line: {row['why']})")]
         missing = "—" if inserted else "not pipelined"
@@ -80,11 +92,16 @@ def annotation_part(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]])
                   key_columns=2)
     if not any(loop["stage"] for _, r in ok for loop in r["pipeline"]):
         return found
+    replayed = any("replayed" in stmt for _, r in ok for loop in r["pipeline"]
+                   for stmt in loop["statements"])
     key = nodes.paragraph(classes=["tl-note", "tl-annotations-key"], text=(
         "stage s: the statement runs s iterations after the first statements of its "
         "iteration (stage 0 issues the copies of a tile, stage 2 uses that tile two "
         "iterations later); order: its place among the statements of one steady-state "
-        "iteration."))
+        "iteration." + (" with its readers: a name bound to a value that reads nothing "
+                        "the loop writes; TileLang gives it no stage of its own and "
+                        "evaluates it again with each statement that reads it, in those "
+                        "statements' stages." if replayed else "")))
     holder = nodes.container()
     holder += found
     holder += key

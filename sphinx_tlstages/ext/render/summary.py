@@ -15,6 +15,7 @@ from ...core.results.cuda import source_map
 from ...core.results.kernels import Kernel, kernel_at, kernels, shared_of
 from ...core.results.loop_waits import waits_by_loop
 from ...core.results.result import Result, shared_bytes
+from ...core.results.unread import configs_unread
 from .bench import bench_table
 from .decisions import schedule_cell, split_note
 from .hazard_rows import hazards_table
@@ -265,6 +266,23 @@ def waits_key(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
     return nodes.paragraph(classes=["tl-note", "tl-waits-key"], text=text)
 
 
+def configs_note(spec: DirectiveSpec, rows: list[tuple[VariantSpec, Result]]
+                 ) -> nodes.Node | None:
+    """Pass configs the kernel's text gives that its decorators kept out of TileLang's
+    reach, with the variants lowered without them; None where every variant has its own."""
+    said: dict[str, list[str]] = {}
+    for variant, result in rows:
+        configs = result.get("unapplied_configs") if result.get("ok") else None
+        if configs:
+            text = configs_unread(configs, lambda n: doc_line(spec, n) if spec.kernel_line
+                                  is None else f"line {doc_line(spec, n)}") + "."
+            said.setdefault(text, []).append(variant.heading)
+    if not said:
+        return None
+    return nodes.paragraph(classes=["tl-note", "tl-unapplied-configs"], text=" ".join(
+        f"{', '.join(labels)}: {text}" for text, labels in said.items()))
+
+
 @renders("summary")
 def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
     """The summary table, the hazard check's verdicts and each GPU's numbers (with the
@@ -274,6 +292,7 @@ def _summary(spec: DirectiveSpec, rows: Rows, context: Context) -> Drawn:
                                        context.version)]
     verdicts = hazards_table(spec, rows, context)
     notes = [note for note in (kernels_note(rows), waits_key(rows), hip_note(rows),
-                               synchronous_note(rows), split_note(spec, rows))
+                               synchronous_note(rows), split_note(spec, rows),
+                               configs_note(spec, rows))
              if note is not None]
     return Drawn([summary_table(spec, rows), *notes, *verdicts, *numbers])

@@ -15,7 +15,8 @@ from tilelang import tvm
 from tvm.tirx.stmt_functor import post_order_visit, pre_order_visit
 
 from .gemm import gemm_instructions
-from .walk import op_name, statements
+from .planned import scheduled
+from .walk import op_name, statements, summary
 
 # Passes whose output the facts are read from; everything else is only named.
 WATCHED = (
@@ -72,18 +73,27 @@ def _buffers(stmt: Any) -> list[str]:
 
 
 def _summary(stmt: Any) -> dict[str, Any]:
-    value = getattr(stmt, "value", None)
-    op = getattr(getattr(value, "op", None), "name", type(stmt).__name__)
+    """An IR statement's operation, buffers and first line of IR (see :func:`.walk.summary`)."""
     lines = [line.strip() for line in stmt.script().splitlines()]
     code = [line for line in lines if line and not line.startswith("#")
             and " = T.Buffer(" not in line and not line.endswith(" = T.int32()")]
-    return {"op": str(op), "buffers": _buffers(stmt), "ir": code[0] if code else ""}
+    return {**summary(stmt), "buffers": _buffers(stmt), "ir": code[0] if code else ""}
 
 
 def _body(stmt: Any) -> list[Any]:
     while type(stmt).__name__ in ("SBlockRealize", "BlockRealize"):
         stmt = stmt.block.body
     return list(stmt.seq) if type(stmt).__name__ == "SeqStmt" else [stmt]
+
+
+def _statements_of(loop: Any) -> list[dict[str, Any]]:
+    """A planned loop's statements, each summarised; a binding the planner left out of
+    the schedule (see :mod:`.planned`) says so, with the stages of its readers."""
+    found = scheduled(loop)
+    if found is None:  # annotations that do not fit the body: the body as it reads
+        return [_summary(s) for s in _body(loop.body)]
+    return [{**_summary(p.stmt), "replayed": True, "reader_stages": p.reader_stages}
+            if p.replayed else _summary(p.stmt) for p in found]
 
 
 def pipeline_loops(func: Any) -> list[dict[str, Any]]:
@@ -101,7 +111,7 @@ def pipeline_loops(func: Any) -> list[dict[str, Any]]:
                 "num_stages": int(ann.get("tl_pipelined_num_stages", -1)),
                 "stage": [int(s) for s in ann["software_pipeline_stage"]],
                 "order": [int(o) for o in ann.get("software_pipeline_order", [])],
-                "statements": [_summary(s) for s in _body(node.body)],
+                "statements": _statements_of(node),
             })
 
     _visit(func.body, visit)
@@ -204,41 +214,62 @@ def _slots(loop: Any) -> int:
     return max(found)
 
 
-def _specialised_loops(stmt: Any) -> list[dict[str, Any]]:
-    """The loops the producer branch runs, the ``T.Pipelined`` loops that were
-    warp-specialised: loop variable, trip count (None: not a number) and ring slots."""
-    found: list[dict[str, Any]] = []
+def _waits_on_barriers(loop: Any) -> bool:
+    found = [False]
 
-    def visit(node: Any) -> bool:
-        if isinstance(node, tvm.tirx.For) and not _left_to_pipeliner(node):
-            extent = node.extent
-            found.append({"var": str(node.loop_var.name), "slots": _slots(node),
-                          "trips": int(extent.value)
-                          if isinstance(extent, tvm.tirx.IntImm) else None})
-            return False
-        return True
+    def visit(node: Any) -> None:
+        if isinstance(node, tvm.tirx.Call) and "barrier" in op_name(node):
+            found[0] = True
 
-    if stmt is not None:
-        pre_order_visit(stmt, visit)
-    return found
+    _visit(loop.body, visit)
+    return found[0]
 
 
-def _branch_statements(stmt: Any) -> list[dict[str, Any]]:
-    """The statements of the outermost loops of one warp group's branch (the pipelined
-    loop, rewritten): tile operations and whole inner loops alike; not those of a loop
-    left to the software pipeliner, which is another loop of the kernel."""
-    found: list[dict[str, Any]] = []
-    if stmt is None:
-        return found
+def _ring_loops(stmt: Any | None) -> list[Any]:
+    """The outermost loops of one warp group's branch that are the ``T.Pipelined`` loop,
+    rewritten: those that wait or arrive on the barrier ring. Not a loop left to the
+    software pipeliner (another loop of the kernel), nor one TileLang or the kernel runs
+    beside it (a copy of a mask into the producer's own buffer before it, the
+    normalisation after it); every outermost loop where none touches a barrier."""
+    loops: list[Any] = []
 
     def visit(node: Any) -> bool:
         if isinstance(node, tvm.tirx.For):
             if not _left_to_pipeliner(node):
-                found.extend(_summary(s) for s in _body(node.body))
-            return False  # its inner loops belong to these statements
+                loops.append(node)
+            return False  # its inner loops belong to its statements
         return True
 
-    pre_order_visit(stmt, visit)
+    if stmt is not None:
+        pre_order_visit(stmt, visit)
+    return [loop for loop in loops if _waits_on_barriers(loop)] or loops
+
+
+def _specialised_loops(stmt: Any) -> list[dict[str, Any]]:
+    """The loops the producer branch runs, the ``T.Pipelined`` loops that were
+    warp-specialised: loop variable, trip count (None: not a number) and ring slots."""
+    return [{"var": str(loop.loop_var.name), "slots": _slots(loop),
+             "trips": int(loop.extent.value)
+             if isinstance(loop.extent, tvm.tirx.IntImm) else None}
+            for loop in _ring_loops(stmt)]
+
+
+def _branch_statements(stmt: Any) -> list[dict[str, Any]]:
+    """The statements of one warp group's specialised loops: tile operations and whole
+    inner loops alike; the statements of an ``if`` holding several (a condition around
+    the whole iteration, which the split leaves whole) each apart, guarded."""
+    found: list[dict[str, Any]] = []
+    for loop in _ring_loops(stmt):
+        for each in _body(loop.body):
+            inner = each.then_case if type(each).__name__ == "IfThenElse" \
+                and each.else_case is None else None
+            parts = _body(inner) if inner is not None else []
+            if len(parts) > 1:
+                condition = _buffers(tvm.tirx.Evaluate(each.condition))
+                found.extend({**_summary(part), "guarded": True, "condition": condition,
+                              "buffers": [*condition, *_buffers(part)]} for part in parts)
+            else:
+                found.append(_summary(each))
     return found
 
 

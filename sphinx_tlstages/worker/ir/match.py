@@ -118,7 +118,9 @@ class Match:
                 return False
             return (self.expr(p.condition, e.condition) and self.stmt(p.then_case, e.then_case)
                     and (p.else_case is None or self.stmt(p.else_case, e.else_case)))
-        if kp in ("LetStmt", "Bind"):
+        if kp == "Bind":  # binds in the enclosing scope: no body (TileLang 0.1.14 on)
+            return self.expr(p.value, e.value)
+        if kp == "LetStmt":  # the older form, its scope its body
             return self.expr(p.value, e.value) and self.stmt(p.body, e.body)
         if kp == "AttrStmt":
             return str(p.attr_key) == str(e.attr_key) and self.stmt(p.body, e.body)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from .match import identify
+from .planned import body, scheduled
 from .walk import (
     annotated_loops,
     buffer_names,
@@ -32,10 +33,12 @@ from .walk import (
     flatten,
     integer,
     kind,
+    label,
     op_name,
     parent_seq,
     short,
     simplified,
+    statements,
     strip,
     version_dims,
     visit_calls,
@@ -51,17 +54,6 @@ BEFORE = ("tl.AutoWarpSpecialization", "tl.ProducerConsumerWarpSpecialized")
 BEFORE_WS = "before:warp-specialization"
 _SYNC = {"ptx_commit_group": "commit", "ptx_wait_group": "wait"}
 Json = dict[str, Any]
-
-
-def label(stmt: Any) -> str:
-    """A short name for an IR statement that no source text names: its operation and
-    buffers (``T.copy(K, K_shared)``), read without printing the IR."""
-    stmt = strip(stmt)
-    call = call_of(stmt)
-    buffers = ", ".join(buffer_names(stmt))
-    if call is not None:
-        return f"T.{short(op_name(call))}({buffers})"
-    return f"{kind(stmt)} over {buffers}" if buffers else kind(stmt)
 
 
 def _from_version(versions: list[tuple[str, Any, str]]) -> Any | None:
@@ -86,6 +78,16 @@ def _versions(found: list[tuple[str, Any, str]], var: Any | None, at: int) -> li
     return out
 
 
+def _emitted(part: Any) -> list[Any]:
+    """The statements the pipeliner emitted in a step or the loop body, in order: a block
+    holding several (a replayed binding before the statement that reads it) gives each."""
+    out: list[Any] = []
+    for stmt in flatten(part):
+        inner = strip(stmt)
+        out.extend(_emitted(inner) if kind(inner) == "SeqStmt" else [stmt])
+    return out
+
+
 def _items(part: Any, planned: list[Any], planned_var: Any, stage: list[int],
            new_var: Any | None, new_min: int, step: int) -> list[Json]:
     """The statements and sync calls of one prologue/epilogue step (``step``: its iteration
@@ -93,7 +95,7 @@ def _items(part: Any, planned: list[Any], planned_var: Any, stage: list[int],
     items: list[Json] = []
     used: set[int] = set()
     depth = max(stage)
-    for stmt in flatten(part):
+    for stmt in _emitted(part):
         call = call_of(stmt)
         if call is not None and short(op_name(call)) in _SYNC:
             entry: Json = {"sync": _SYNC[short(op_name(call))]}
@@ -133,49 +135,117 @@ def _items(part: Any, planned: list[Any], planned_var: Any, stage: list[int],
     return items
 
 
+def _is_step(item: Any, planned: list[Any], var: Any) -> bool:
+    """Whether ``item`` is a block the pipeliner emitted for this loop: every statement in
+    it a copy of a planned one, a sync call, or nothing."""
+    if kind(item) not in ("SBlockRealize", "BlockRealize", "SBlock", "Block"):
+        return False
+    for stmt in _emitted(item):
+        call = call_of(stmt)
+        if call is not None and short(op_name(call)) in _SYNC:
+            continue
+        if kind(strip(stmt)) == "Evaluate" and integer(strip(stmt).value) == 0:
+            continue
+        if identify(stmt, planned, var, set()) is None:
+            return False
+    return True
+
+
+def _unrolled_steps(func: Any, planned: list[Any], var: Any, depth: int) -> list[Any] | None:
+    """The steps of a loop whose steady state runs once: the pipeliner emits that
+    iteration as a block of its own, not a loop, between the prologue and the epilogue
+    (``2 * depth + 1`` blocks in a row); None where no statement list holds them."""
+    want = 2 * depth + 1
+    for seq in statements(func.body):
+        if kind(seq) != "SeqStmt":
+            continue
+        run: list[Any] = []
+        for item in [*seq.seq, None]:
+            if item is not None and _is_step(item, planned, var):
+                run.append(item)
+                continue
+            if len(run) == want:
+                return run
+            run = []
+    return None
+
+
 def cp_async_schedules(planned_func: Any, injected_func: Any) -> list[Json]:
     """One entry per ``T.Pipelined`` loop that ``tl.InjectSoftwarePipeline`` rewrote:
-    ``planned_func`` after ``tl.PipelinePlanning``, ``injected_func`` after the pipeliner."""
+    ``planned_func`` after ``tl.PipelinePlanning``, ``injected_func`` after the pipeliner.
+    A loop whose steady state runs once has no loop left (``"unrolled": True``): its one
+    iteration is read as the body, at ``k = 0``. A loop whose statements are all in one
+    stage is left as it was (``"whole": True``): there is nothing to read."""
     planned_loops = annotated_loops(planned_func, "software_pipeline_stage")
-    body_loops = annotated_loops(injected_func, "tl_pipelined_num_stages")
+    body_loops = iter(annotated_loops(injected_func, "tl_pipelined_num_stages"))
     dims = version_dims(planned_func, injected_func) if planned_loops else {}
     out: list[Json] = []
-    for plan, loop in zip(planned_loops, body_loops, strict=False):
+    for plan in planned_loops:
         ann = plan.annotations
-        stmts = flatten(plan.body)
-        stage = [int(s) for s in ann["software_pipeline_stage"]]
-        if len(stage) != len(stmts) or not stage:
-            continue
-        order = [int(o) for o in ann.get("software_pipeline_order", range(len(stage)))]
+        found_plan = scheduled(plan)
+        if not found_plan:
+            raise ValueError(f"the loop over {plan.loop_var.name} has "
+                             f"{len(ann['software_pipeline_stage'])} stages for "
+                             f"{len(body(plan))} statements")
+        stmts = [p.stmt for p in found_plan]
+        # One entry per statement: a replayed binding runs with its readers.
+        stage = [p.drawn_stage for p in found_plan]
+        order = [p.order if p.order is not None else -1 for p in found_plan]
+        producers = iter(int(a) for a in ann.get("software_pipeline_async_producers", []))
         depth = max(stage)
-        found = parent_seq(injected_func, loop)
-        seq, at = found if found else ([], -1)
-        prologue = seq[max(at - depth, 0):at] if at >= 0 else []
-        epilogue = seq[at + 1:at + 1 + depth] if at >= 0 else []
-        loop_min = integer(loop.min) or 0
-        extent, trip = integer(loop.extent), integer(plan.extent)
+        trip = integer(plan.extent)
         var = plan.loop_var
-        out.append({
+        entry: Json = {
             "loop_var": str(var.name),
-            "num_stages": int(ann.get("tl_pipelined_num_stages",
-                                      loop.annotations["tl_pipelined_num_stages"])),
+            "num_stages": int(ann["tl_pipelined_num_stages"])
+            if "tl_pipelined_num_stages" in ann else None,
             "stage": stage,
             "order": order,
-            "async_producers": [int(a) for a in
-                                ann.get("software_pipeline_async_producers", [])],
+            "async_producers": [0 if p.replayed else next(producers, 0)
+                                for p in found_plan],
+            "replayed": [i for i, p in enumerate(found_plan) if p.replayed],
             "statements": [{"ir": label(s)} for s in stmts],
             # This loop's own buffers: another loop's are versioned too.
             "version_dims": {name: size for name, size in dims.items()
                              if any(name in buffer_names(s) for s in stmts)},
             "trip_count": trip if trip is not None else str(plan.extent),
-            "loop": {"min": loop_min, "extent": extent if extent is not None
-                     else str(loop.extent)},
-            "prologue": [_items(part, stmts, var, stage, None, 0, step)
-                         for step, part in enumerate(prologue)],
-            "body": _items(loop.body, stmts, var, stage, loop.loop_var, loop_min, 0),
-            "epilogue": [_items(part, stmts, var, stage, None, 0, (trip or 0) + step)
-                         for step, part in enumerate(epilogue)],
-        })
+        }
+        if len({p.stage for p in found_plan if p.stage is not None}) <= 1:
+            # Every statement in one stage: nothing overlaps, and the pipeliner leaves the
+            # loop as it was (no prologue, no epilogue, no loop of its own to find).
+            entry.update(whole=True, loop={"min": 0, "extent": trip}, body=[])
+            prologue, epilogue = [], []
+        elif trip is not None and depth and trip - depth == 1:
+            steps = _unrolled_steps(injected_func, stmts, var, depth)
+            if steps is None:
+                raise ValueError(f"the loop over {var.name} runs {trip} times at depth "
+                                 f"{depth}, and its steps were not found")
+            prologue, epilogue = steps[:depth], steps[depth + 1:]
+            once = _items(steps[depth], stmts, var, stage, None, 0, depth)
+            entry.update(unrolled=True, loop={"min": 0, "extent": 1},
+                         body=[{**{k: v for k, v in item.items() if k != "iter"},
+                                "offset": item["iter"]} if "iter" in item else item
+                               for item in once])
+        else:
+            loop = next(body_loops, None)
+            if loop is None:
+                raise ValueError(f"the pipeliner left no loop over {var.name}")
+            found = parent_seq(injected_func, loop)
+            seq, at = found if found else ([], -1)
+            prologue = seq[max(at - depth, 0):at] if at >= 0 else []
+            epilogue = seq[at + 1:at + 1 + depth] if at >= 0 else []
+            loop_min = integer(loop.min) or 0
+            extent = integer(loop.extent)
+            if entry["num_stages"] is None:
+                entry["num_stages"] = int(loop.annotations["tl_pipelined_num_stages"])
+            entry.update(loop={"min": loop_min, "extent": extent if extent is not None
+                               else str(loop.extent)},
+                         body=_items(loop.body, stmts, var, stage, loop.loop_var, loop_min, 0))
+        entry["prologue"] = [_items(part, stmts, var, stage, None, 0, step)
+                             for step, part in enumerate(prologue)]
+        entry["epilogue"] = [_items(part, stmts, var, stage, None, 0, (trip or 0) + step)
+                             for step, part in enumerate(epilogue)]
+        out.append(entry)
     return out
 
 
@@ -220,6 +290,8 @@ def disagreements(loops: list[Json], generated: list[Json]) -> list[str]:
     """Where the schedule read after the pipeliner disagrees with the final code (empty
     when they agree): the loop's extent, and the commits and waits before, in and after it."""
     problems: list[str] = []
+    # Those the final code has a pipelined loop for.
+    loops = [loop for loop in loops if not loop.get("unrolled") and not loop.get("whole")]
     if len(loops) != len(generated):
         return [f"{len(loops)} pipelined loop(s) read, {len(generated)} in the final code"]
     for i, (loop, gen) in enumerate(zip(loops, generated, strict=True)):
@@ -254,7 +326,8 @@ def read(kept: dict[str, Any], main: Any, device: Any) -> Json | None:
         return None
     out: Json = {"schema": SCHEDULE_SCHEMA, "loops": loops, "warp_specialized": warp}
     final = kept.get("final")
-    if loops and final is not None:
+    if any(not loop.get("unrolled") and not loop.get("whole") for loop in loops) \
+            and final is not None:
         generated = generated_loops(device(final))
         out["generated"] = generated
         out["problems"] = disagreements(loops, generated)

@@ -80,6 +80,56 @@ def buffer_names(stmt: Any) -> list[str]:
     return names
 
 
+def label(stmt: Any) -> str:
+    """A short name for an IR statement that no source text names: its operation and
+    buffers (``T.copy(K, K_shared)``, ``scale = (sb)`` for a binding), read without
+    printing the IR."""
+    stmt = strip(stmt)
+    call = call_of(stmt)
+    buffers = ", ".join(buffer_names(stmt))
+    if call is not None:
+        return f"T.{short(op_name(call))}({buffers})"
+    if kind(stmt) in ("Bind", "LetStmt"):
+        return f"{stmt.var.name} = ({buffers})"
+    return f"{kind(stmt)} over {buffers}" if buffers else kind(stmt)
+
+
+# The binding ``tl.IfStmtBinding`` adds to keep a condition's value where the statements
+# it guards could change what it reads (``src/transform/if_stmt_binding.cc``).
+_CONDITION = "if_condition"
+
+
+def guarded(stmt: Any) -> Any | None:
+    """The one statement an ``if`` without ``else`` guards, through nested guards (a
+    condition TileLang split per statement); None for anything else."""
+    inner = None
+    stmt = strip(stmt)
+    while kind(stmt) == "IfThenElse" and stmt.else_case is None:
+        stmt = strip(stmt.then_case)
+        if kind(stmt) == "SeqStmt":
+            return None
+        inner = stmt
+    return inner
+
+
+def summary(stmt: Any) -> dict[str, Any]:
+    """What the kernel's statements are matched by (:mod:`...core.results.loop_match`):
+    the operation (a guarded statement's, for ``if c: op``), the buffers, whether it is
+    guarded, and what it is where TileLang added it (the binding that keeps a condition's
+    value)."""
+    stmt = strip(stmt)
+    inner = guarded(stmt)
+    what = inner if inner is not None else stmt
+    call = call_of(what)
+    found: dict[str, Any] = {"op": op_name(call) if call is not None else kind(what),
+                             "buffers": buffer_names(stmt)}
+    if inner is not None:
+        found["guarded"] = True
+    if kind(stmt) == "Bind" and str(stmt.var.name).startswith(_CONDITION):
+        found["added"] = "its condition's value, kept once for the statements it guards"
+    return found
+
+
 def statements(stmt: Any) -> list[Any]:
     """Every statement of ``stmt``, itself included, in program order (no expression is
     walked into: none holds a statement), each once."""

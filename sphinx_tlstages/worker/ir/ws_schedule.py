@@ -24,10 +24,12 @@ from .walk import (
     flatten,
     integer,
     kind,
+    label,
     op_name,
     parent_seq,
     short,
     strip,
+    summary,
     version_dims,
 )
 
@@ -195,8 +197,7 @@ def warp_specialized_schedule(before_func: Any, ws_func: Any) -> Json | None:
                  "version_dims": {name: size for name, size
                                   in version_dims(before_func, ws_func).items()
                                   if name in touched},
-                 "statements": [{"ir": f"T.{_op(s)}({', '.join(buffer_names(s))})"}
-                                for s in planned],
+                 "statements": [{"ir": label(s), **summary(s)} for s in planned],
                  "producer_threads": integer(split.condition.b)}
     period = max(2 * stages, 2)
     for role, branch in (("producer", split.then_case), ("consumer", split.else_case)):
