@@ -137,10 +137,15 @@ def _check_timing(entry: object, where: str) -> None:
         raise BenchFileError(f"{where}: tflops must be a number")
 
 
-def validate(data: object, name: str) -> dict[str, Any]:
-    """``data`` if it is a bench file of this schema; raises :class:`BenchFileError`."""
-    if not isinstance(data, dict) or data.get("schema") != BENCH_SCHEMA:
-        raise BenchFileError(f"{name}: not a tl-pipeline bench file of schema {BENCH_SCHEMA}")
+def entries(data: object, name: str, what: str, schema: int, kind: str | None = None
+            ) -> Iterator[tuple[str, dict[str, Any], str, Any]]:
+    """The layout every GPU record shares (bench numbers, hardware records, timelines):
+    ``schema`` (and ``kind``), the GPU by name, each directive's ``variants``; each
+    directive's entry, each variant's id and what is recorded for it, for the caller to
+    check (``what``: the record's kind, in the error). Raises :class:`BenchFileError`."""
+    if not isinstance(data, dict) or data.get("schema") != schema \
+            or (kind is not None and data.get("kind") != kind):
+        raise BenchFileError(f"{name}: not a tl-pipeline {what} of schema {schema}")
     gpu = data.get("gpu")
     if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str):
         raise BenchFileError(f"{name}: 'gpu' must name the GPU")
@@ -151,10 +156,18 @@ def validate(data: object, name: str) -> dict[str, Any]:
         variants = entry.get("variants") if isinstance(entry, dict) else None
         if not isinstance(variants, dict):
             raise BenchFileError(f"{name}: {directive}: 'variants' must be an object")
-        for stages, numbers in variants.items():
-            _check_timing(numbers, f"{name}: {directive} num_stages={stages}")
-            if not isinstance(numbers.get("fingerprint"), str):
-                raise BenchFileError(f"{name}: {directive} num_stages={stages}: no fingerprint")
+        for variant, recorded in variants.items():
+            yield directive, entry, variant, recorded
+
+
+def validate(data: object, name: str) -> dict[str, Any]:
+    """``data`` if it is a bench file of this schema; raises :class:`BenchFileError`."""
+    for directive, _, stages, numbers in entries(data, name, "bench file", BENCH_SCHEMA):
+        _check_timing(numbers, f"{name}: {directive} num_stages={stages}")
+        if not isinstance(numbers.get("fingerprint"), str):
+            raise BenchFileError(f"{name}: {directive} num_stages={stages}: no fingerprint")
+    assert isinstance(data, dict)  # as entries() checked
+    for directive, entry in data["directives"].items():
         if entry.get("reference") is not None:
             _check_timing(entry["reference"], f"{name}: {directive} reference")
     return data

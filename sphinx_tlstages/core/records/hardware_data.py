@@ -31,6 +31,7 @@ from .bench_data import (
     BenchFileError,
     BenchSet,
     cuda_fingerprint,
+    entries,
     fingerprint,
     headers_changed,
     load_all,
@@ -57,30 +58,18 @@ def _check_tool(entry: object, where: str) -> None:
 
 def validate(data: object, name: str) -> dict[str, Any]:
     """``data`` if it is a hardware record of this schema; raises ``BenchFileError``."""
-    if not isinstance(data, dict) or data.get("schema") != HARDWARE_SCHEMA \
-            or data.get("kind") != "hardware":
-        raise BenchFileError(f"{name}: not a tl-pipeline hardware record of schema "
-                             f"{HARDWARE_SCHEMA}")
-    gpu = data.get("gpu")
-    if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str):
-        raise BenchFileError(f"{name}: 'gpu' must name the GPU")
-    directives = data.get("directives")
-    if not isinstance(directives, dict):
-        raise BenchFileError(f"{name}: 'directives' must be an object")
-    for directive, entry in directives.items():
-        variants = entry.get("variants") if isinstance(entry, dict) else None
-        if not isinstance(variants, dict):
-            raise BenchFileError(f"{name}: {directive}: 'variants' must be an object")
-        for variant, record in variants.items():
-            where = f"{name}: {directive} {variant}"
-            if not isinstance(record, dict) or not isinstance(record.get("fingerprint"), str):
-                raise BenchFileError(f"{where}: no fingerprint")
-            if "not_run" in record:
-                if not isinstance(record["not_run"], str):
-                    raise BenchFileError(f"{where}: 'not_run' must say why")
-                continue
-            for tool in TOOL_NAMES:
-                _check_tool(record.get(tool), f"{where}: {tool}")
+    for directive, _, variant, record in entries(data, name, "hardware record",
+                                                 HARDWARE_SCHEMA, kind="hardware"):
+        where = f"{name}: {directive} {variant}"
+        if not isinstance(record, dict) or not isinstance(record.get("fingerprint"), str):
+            raise BenchFileError(f"{where}: no fingerprint")
+        if "not_run" in record:
+            if not isinstance(record["not_run"], str):
+                raise BenchFileError(f"{where}: 'not_run' must say why")
+            continue
+        for tool in TOOL_NAMES:
+            _check_tool(record.get(tool), f"{where}: {tool}")
+    assert isinstance(data, dict)  # as entries() checked
     return data
 
 

@@ -49,6 +49,7 @@ from .bench_data import (
     benched,
     code_fingerprint,
     cuda_fingerprint,
+    entries,
     fingerprint,
     is_stale,
     load_all,
@@ -245,21 +246,10 @@ def _entry(entry: object, where: str) -> None:
 
 def validate(data: object, name: str) -> dict[str, Any]:
     """``data`` if it is a timeline file of this schema; raises BenchFileError."""
-    if not isinstance(data, dict) or data.get("schema") != TIMELINE_SCHEMA:
-        raise BenchFileError(f"{name}: not a tl-pipeline timeline file of schema "
-                             f"{TIMELINE_SCHEMA}")
-    gpu = data.get("gpu")
-    if not isinstance(gpu, dict) or not isinstance(gpu.get("name"), str):
-        raise BenchFileError(f"{name}: 'gpu' must name the GPU")
-    directives = data.get("directives")
-    if not isinstance(directives, dict):
-        raise BenchFileError(f"{name}: 'directives' must be an object")
-    for directive, entry in directives.items():
-        variants = entry.get("variants") if isinstance(entry, dict) else None
-        if not isinstance(variants, dict):
-            raise BenchFileError(f"{name}: {directive}: 'variants' must be an object")
-        for ident, recorded in variants.items():
-            _entry(recorded, f"{name}: {directive} {ident}")
+    for directive, _, ident, recorded in entries(data, name, "timeline file",
+                                                 TIMELINE_SCHEMA):
+        _entry(recorded, f"{name}: {directive} {ident}")
+    assert isinstance(data, dict)  # as entries() checked
     return data
 
 
