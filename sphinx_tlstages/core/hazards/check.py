@@ -29,6 +29,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any
 
+from ..results.line_links import line_spans
 from .rings import Unchecked, certain, check_rings
 
 Json = dict[str, Any]
@@ -38,12 +39,7 @@ _KEPT = 4
 
 def cuda_words(lines: list[int]) -> str:
     """``CUDA lines 40-42, 45`` (``""`` for none): a statement's lines in the listing."""
-    spans: list[list[int]] = []
-    for line in sorted(set(lines)):
-        if spans and line == spans[-1][1] + 1:
-            spans[-1][1] = line
-        else:
-            spans.append([line, line])
+    spans = line_spans(lines)
     said = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans)
     return f"CUDA line{'s' if len(lines) > 1 else ''} {said}" if spans else ""
 

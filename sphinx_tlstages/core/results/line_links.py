@@ -16,7 +16,7 @@ import ast
 import functools
 import html
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from .cuda import Mapped
@@ -51,6 +51,18 @@ def _calls(source: str) -> dict[int, str]:
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "T":
             calls.setdefault(node.lineno, node.func.attr)
     return calls
+
+
+def line_spans(lines: Iterable[int]) -> list[tuple[int, int]]:
+    """Line numbers as sorted runs of consecutive lines (``40, 41, 42, 45``: ``(40, 42),
+    (45, 45)``)."""
+    spans: list[list[int]] = []
+    for line in sorted(set(lines)):
+        if spans and line == spans[-1][1] + 1:
+            spans[-1][1] = line
+        else:
+            spans.append([line, line])
+    return [(a, b) for a, b in spans]
 
 
 def statement_lines(lines: Sequence[str], start: int) -> range:

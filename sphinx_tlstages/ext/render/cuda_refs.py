@@ -15,6 +15,7 @@ from docutils import nodes
 
 from ...core.parts import shows
 from ...core.plan.spec import DirectiveSpec, VariantSpec
+from ...core.results.line_links import line_spans
 from ...core.results.result import Result
 from .parts import Context
 
@@ -24,21 +25,11 @@ def anchor(spec: DirectiveSpec, variant: VariantSpec, line: int) -> str:
     return f"{spec.node_id}-{variant.label}-L{line}"
 
 
-def _spans(lines: Iterable[int]) -> list[tuple[int, int]]:
-    spans: list[list[int]] = []
-    for line in sorted(set(lines)):
-        if spans and line == spans[-1][1] + 1:
-            spans[-1][1] = line
-        else:
-            spans.append([line, line])
-    return [(a, b) for a, b in spans]
-
-
 def cuda_lines(spec: DirectiveSpec, variant: VariantSpec, result: Result,
                lines: Iterable[int], context: Context) -> list[nodes.Node]:
     """``CUDA lines 40-42, 45`` (as :func:`...core.hazards.check.cuda_words` says it),
     each span's first number linked to the listing where the page has it."""
-    spans = _spans(lines)
+    spans = line_spans(lines)
     if not spans:
         return []
     count = sum(b - a + 1 for a, b in spans)
