@@ -94,6 +94,7 @@ def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
     from sphinx_tlstages.core.results import cuda as cuda_text
     from sphinx_tlstages.core.results import facts
     from sphinx_tlstages.core.results.passes import PassLog
+    from sphinx_tlstages.core.results.unread import unread
     from sphinx_tlstages.worker import lowering
     from sphinx_tlstages.worker.ir import facts as ir_facts
     from sphinx_tlstages.worker.kernel_module import prim_func
@@ -128,14 +129,14 @@ def one(roots: dict[str, Path], entry: dict[str, Any]) -> list[dict[str, Any]]:
                 result = facts.success(ir, cuda_text.normalise(cuda, file_name), source,
                                        factory_name, ns, 0.0, source_name=file_name)
                 unlined = _unlined(dict(result))
-                schedule = result.get("schedule") or {}
+                # As the build says it: the figure not drawn, and why.
+                figure = [why for why in unread(dict(result)) if why.startswith("the schedule")]
                 statements = sum(len(loop["statements"]) for loop in result["pipeline"]) \
                     + len([r for r in (result.get("warp_specialized") or {}).get("roles", [])
                            if not r.get("inserted")])
                 row.update(statements=statements, unlined=unlined,
-                           schedule_error=schedule.get("error"),
-                           outcome="ok" if not unlined and not schedule.get("error")
-                           else "missing")
+                           schedule_error=figure[0] if figure else None,
+                           outcome="ok" if not unlined and not figure else "missing")
                 rows.append(row)
     return rows
 
