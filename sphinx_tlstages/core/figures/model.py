@@ -73,7 +73,8 @@ def schedule_figures(result: Result, line: Callable[[int | None], int | None] = 
     if schedule is None:
         if result.get("from_snapshot"):
             return [], "shown from the committed snapshot, which does not record the schedule"
-        if any(loop.get("stage") for loop in result.get("pipeline") or []):
+        if any(loop.get("stage") for loop in result.get("pipeline") or []) \
+                or result.get("warp_specialized"):
             return [], f"{schedule_unread(None)}, so it is not drawn"
         return [], ("nothing is pipelined (no software pipeline, no warp specialisation): "
                     "num_stages has no effect on this loop")

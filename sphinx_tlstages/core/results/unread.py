@@ -53,7 +53,8 @@ def unread(result: Mapping[str, Any], where: Callable[[int], str] = lambda n: f"
     found: list[str] = []
     schedule = result.get("schedule")
     # A page built from a snapshot has no schedule to draw, and says so itself.
-    planned = any(loop.get("stage") for loop in result.get("pipeline") or [])
+    planned = any(loop.get("stage") for loop in result.get("pipeline") or []) \
+        or bool(result.get("warp_specialized"))
     why = schedule_unread(schedule) if schedule or (planned and not result.get(
         "from_snapshot")) else None
     if why:

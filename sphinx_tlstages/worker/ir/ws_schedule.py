@@ -183,8 +183,11 @@ def warp_specialized_schedule(before_func: Any, ws_func: Any) -> Json | None:
             scope.append(node)
 
     post_order_visit(ws_func.body, visit)
-    if not scope or kind(scope[0].body) != "IfThenElse":
+    if not scope:
         return None
+    if kind(scope[0].body) != "IfThenElse":
+        raise ValueError("the warp-specialised block is not split into a producer and a "
+                         f"consumer branch ({kind(scope[0].body)})")
     split = scope[0].body
     plan = _specialised_plan(plans, split.then_case)
     planned = flatten(plan.body)
@@ -203,7 +206,7 @@ def warp_specialized_schedule(before_func: Any, ws_func: Any) -> Json | None:
     for role, branch in (("producer", split.then_case), ("consumer", split.else_case)):
         before, loop, after = _branch_loop(branch, var_name)
         if loop is None:
-            return None
+            raise ValueError(f"the {role} branch runs no loop over {var_name}")
         extent = integer(loop.extent)
         out[role] = {
             "before": _loose(before),
