@@ -24,6 +24,7 @@ from sphinx_tlstages.core.records.timeline_data import order_problems, validate
 from sphinx_tlstages.core.results.probes import instrument
 from sphinx_tlstages.ext.collector import all_directives
 from sphinx_tlstages.ext.state import build_state
+from sphinx_tlstages.worker.resources import nvcc_command
 
 from .kernels import GEMM, GEMM_PARAMS, rst
 
@@ -57,10 +58,10 @@ def _nvcc(code: str, folder: Path) -> subprocess.CompletedProcess[str]:
     source = folder / "probed.cu"
     source.write_text(code)
     assert TOOLKIT is not None
-    return subprocess.run([TOOLKIT.nvcc, "--cubin", "-O3", "-arch=sm_90a", "-std=c++20",
-                           f"-I{package / 'src'}", f"-I{package / '3rdparty/cutlass/include'}",
-                           "-w",
-                           "-o", str(folder / "probed.cubin"), str(source)],
+    # The host compiler named as the product names it: a build machine may have g++ only.
+    options = ["--cubin", "-O3", "-arch=sm_90a", "-std=c++20", f"-I{package / 'src'}",
+               f"-I{package / '3rdparty/cutlass/include'}", "-w"]
+    return subprocess.run(nvcc_command(TOOLKIT.nvcc, options, folder / "probed.cubin", source),
                           capture_output=True, text=True, check=False)
 
 
