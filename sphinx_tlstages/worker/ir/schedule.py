@@ -286,15 +286,37 @@ def _marks(items: list[Json]) -> list[Json]:
             if i.get("sync") in ("commit", "wait")]
 
 
+def _in_final_code(loop: Json) -> bool:
+    """Whether the final code keeps a pipelined loop for this one: not where its steady
+    state runs once (emitted as a block) or never (the loop runs no more times than its
+    depth: later passes drop the empty loop), nor where it was left as it was."""
+    extent = loop["loop"]["extent"]
+    return not (loop.get("unrolled") or loop.get("whole")
+                or (isinstance(extent, int) and extent <= 0))
+
+
+def _paired(loops: list[Json], generated: list[Json]) -> list[Json]:
+    """The final code's loop for each loop read, in the order read: the first left of the
+    same extent, else the first left (the kernels of a module need not come in the
+    source's order)."""
+    left = list(generated)
+    out: list[Json] = []
+    for loop in loops:
+        same = [g for g in left if g["extent"] == loop["loop"]["extent"]]
+        chosen = (same or left)[0]
+        left.remove(chosen)
+        out.append(chosen)
+    return out
+
+
 def disagreements(loops: list[Json], generated: list[Json]) -> list[str]:
     """Where the schedule read after the pipeliner disagrees with the final code (empty
     when they agree): the loop's extent, and the commits and waits before, in and after it."""
     problems: list[str] = []
-    # Those the final code has a pipelined loop for.
-    loops = [loop for loop in loops if not loop.get("unrolled") and not loop.get("whole")]
+    loops = [loop for loop in loops if _in_final_code(loop)]
     if len(loops) != len(generated):
         return [f"{len(loops)} pipelined loop(s) read, {len(generated)} in the final code"]
-    for i, (loop, gen) in enumerate(zip(loops, generated, strict=True)):
+    for i, (loop, gen) in enumerate(zip(loops, _paired(loops, generated), strict=True)):
         prologue = _marks([s for step in loop["prologue"] for s in step])
         epilogue = _marks([s for step in loop["epilogue"] for s in step])
         before = _marks(gen["before"])
@@ -304,7 +326,10 @@ def disagreements(loops: list[Json], generated: list[Json]) -> list[str]:
             problems.append(f"loop {i}: the steady state's commits and waits differ")
         if _marks(gen["after"])[:len(epilogue)] != epilogue:
             problems.append(f"loop {i}: the epilogue's commits and waits differ")
-        if gen["extent"] != loop["loop"]["extent"]:
+        # A symbolic extent is printed as the IR has it at each pass: numbers compare.
+        read_extent = loop["loop"]["extent"]
+        if isinstance(gen["extent"], int) and isinstance(read_extent, int) \
+                and gen["extent"] != read_extent:
             problems.append(f"loop {i}: extent {loop['loop']['extent']} read, "
                             f"{gen['extent']} in the final code")
     return problems
@@ -326,9 +351,12 @@ def read(kept: dict[str, Any], main: Any, device: Any) -> Json | None:
         return None
     out: Json = {"schema": SCHEDULE_SCHEMA, "loops": loops, "warp_specialized": warp}
     final = kept.get("final")
-    if any(not loop.get("unrolled") and not loop.get("whole") for loop in loops) \
-            and final is not None:
-        generated = generated_loops(device(final))
+    if any(_in_final_code(loop) for loop in loops) and final is not None:
+        # Every kernel's loops: a prim_func with two T.Kernel blocks becomes two device
+        # functions, each with its own pipelined loop.
+        kernels = [device(final), *(f for f in final.functions.values()
+                                    if not f.same_as(device(final)))]
+        generated = [found for func in kernels for found in generated_loops(func)]
         out["generated"] = generated
         out["problems"] = disagreements(loops, generated)
     return out
