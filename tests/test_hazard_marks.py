@@ -250,6 +250,10 @@ def test_a_race_with_a_statements_scratch_is_said_at_both_statements(
     assert "TileLang's reduction (tl::AllReduce) read from its workspace, which lies on " \
            "W_shared's bytes" in finding["text"], finding
     assert not re.search(r"\bat [a-z_]+=\d", finding["text"]), finding  # no TileLang index
+    # Both accesses lie outside the kernel's loops: each is placed by the loop it precedes
+    # (two loops over k: the second), never "outside the pipelined loop" beside a line
+    # inside one.
+    assert finding["text"].count("before the second loop over k") == 2, finding
     figures, note = schedule_figures(workspace_race)  # type: ignore[arg-type]
     assert note is None, note
     marked = [fig for fig in figures if fig.get("hazards")]

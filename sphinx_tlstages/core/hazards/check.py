@@ -63,7 +63,13 @@ def _slot(record: Json, buffers: dict[str, Json]) -> str:
 
 
 def _when(record: Json) -> str:
-    return f"at {record['at']}" if record.get("at") else "outside the pipelined loop"
+    """Where an access is: its iterations of the kernel's loops (``at k=3``), or, outside
+    them, the loop it comes before or after (``outside``: words the walk gives once
+    done)."""
+    if record.get("at"):
+        return f"at {record['at']}"
+    outside = record.get("outside")
+    return str(outside()) if callable(outside) else "outside the pipelined loop"
 
 
 def _sure(copy: Json, read: Json) -> bool:

@@ -297,6 +297,7 @@ def masked_loop(trace: Trace, stmt: Any, form: str, first: int, trips: int) -> N
         raise Undecided(f"{exc}, with {var.name} any iteration the mask {form} runs or "
                         "skips") from None
     trace.env.pop(var, None)
+    trace.passing(var)
 
 
 def _masked_walk(trace: Trace, stmt: Any, form: str, runs: int, trips: int) -> None:

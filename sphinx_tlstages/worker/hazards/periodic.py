@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 # What differs between iterations that repeat: where the record was made, and what names
 # a statement or a thread's bytes (the same statement's, computed again).
-_IGNORED = frozenset({"at", "own", "node", "site"})
+_IGNORED = frozenset({"at", "outside", "own", "node", "site"})
 
 
 # Loops of at most this many iterations are walked whole: the words of a verdict (how

@@ -22,6 +22,7 @@ what is read of the IR once (:mod:`.memo`), and the choices a walk leaves to the
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable, Collection, Hashable
 from typing import Any
 
@@ -92,6 +93,9 @@ class Trace:
         # code (a reduction's unrolled loop), which no page names.
         self.where: list[str] = []
         self.shown: list[bool] = []
+        # The variables of the shown loops walked whole at the kernel's outermost level, in
+        # order: a record made outside every shown loop says which it comes before or after.
+        self.passed: list[str] = []
         self.loops = loops
         # ``(K0, P)`` of :mod:`.sizes`: a loop of many iterations is walked to its period
         # (:mod:`.periodic`); None (a brute-force reference): every iteration.
@@ -304,6 +308,9 @@ class Trace:
                             f"{self.spans[0][0]} to {self.spans[-1][1]} (a role is one range)")
         record["at"] = " ".join(w for w, shown in zip(self.where, self.shown, strict=True)
                                 if shown)
+        if not record["at"]:
+            # Read once the walk is done, when every loop it passes is known.
+            record["outside"] = functools.partial(outside, self.passed, len(self.passed))
         record["role"] = self.role
         record["group"] = self.group
         if self.threads is not None and self.threads in self.env:
@@ -448,6 +455,14 @@ class Trace:
             if skipped:  # on to the last iterations (:mod:`.periodic`)
                 value, repeats = value + skipped, None
         self.env.pop(stmt.loop_var, None)
+        if shown:
+            self.passing(stmt.loop_var)
+
+    def passing(self, var: Any) -> None:
+        """A shown loop walked whole: where no shown loop holds it, the records made from
+        now on come after it."""
+        if not any(self.shown):
+            self.passed.append(str(var.name))
 
     def enter(self, iteration: str, shown: bool = True) -> None:
         """Walk into an iteration (``k=3``), said in the records' ``at`` where ``shown``."""
@@ -661,3 +676,21 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any], list[tuple[str, 
             else:
                 passed.append(str(node.args[0].buffer.name))
     return found, passed, known, helpers
+
+
+_ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
+
+
+def outside(loops: list[str], passed: int) -> str:
+    """Where a record made outside every shown loop lies, once the walk is done
+    (``loops``: the shown loops it walked at the outermost level, ``passed``: how many of
+    them came before the record): ``before the loop over k``, ``after the second loop over
+    k`` (an ordinal where two loops have one variable's name)."""
+    if not loops:
+        return "outside the pipelined loop"
+    index = min(passed, len(loops) - 1)
+    name = loops[index]
+    same = [i for i, other in enumerate(loops) if other == name]
+    nth = same.index(index)
+    which = f"{_ORDINALS[nth]} " if len(same) > 1 and nth < len(_ORDINALS) else ""
+    return f"{'before' if passed < len(loops) else 'after'} the {which}loop over {name}"
