@@ -1702,6 +1702,32 @@ def test_a_consumer_that_runs_a_phase_ahead_is_not_checked() -> None:
         assert "pair[0]" in found["text"].split(" arrivals")[0], found
 
 
+# Two warp groups handing a tile over by a named barrier: the copying group's one-sided
+# arrive (T.named_barrier_arrive, bar.arrive 1, 256) meets the summing group's
+# bar.sync 1, 256.
+HANDED_OVER = read("hazards/handed_over.py")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_a_tile_handed_over_by_a_named_barrier_is_never_a_false_hazard(arch: str) -> None:
+    """The trace walks one role's code after the other's, which orders nothing between
+    them: a named barrier counting more threads than execute it is how the two meet, and
+    the check, which does not follow one from a role to another, says so ("not checked")
+    where it was "hazard". Without the handoff nothing orders the copy and the read: a
+    race, flagged (TileLang's own barrier over the copying group alone changes nothing)."""
+    after, code = lowered(HANDED_OVER, "handed_over", arch, M=256)
+    assert "__named_barrier_arrive(1, 256)" in code and "__sync_thread_partial(1, 256)" in code
+    found = check(after, arch)
+    assert found["verdict"] == "not checked", found
+    assert "run in two roles" in found["text"] and "T.named_barrier_arrive" in found["text"]
+    assert "(the producer)" in found["text"] and "(the consumer)" in found["text"], found
+    after, code = lowered(HANDED_OVER, "handed_over", arch, M=256, handoff=False)
+    assert "__named_barrier_arrive" not in code
+    found = check(after, arch)
+    assert found["verdict"] == "hazard", found
+    assert found["findings"][0]["buffer"] == "tile", found
+
+
 # --- atomics and extern functions on shared memory ---------------------------------------
 
 # A histogram of each streamed tile counted with T.atomic_add into shared memory (the bin

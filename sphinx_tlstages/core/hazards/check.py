@@ -72,6 +72,13 @@ def _when(record: Json) -> str:
     return str(outside()) if callable(outside) else "outside the pipelined loop"
 
 
+def _who(record: Json) -> str:
+    """The threads an access is made by: ``the producer``, ``threads 128-255``."""
+    role = str(record.get("role", "all"))
+    return "every thread" if role == "all" else role if role.startswith("threads") \
+        else f"the {role}"
+
+
 def _sure(copy: Json, read: Json) -> bool:
     """Whether a copy and a read whose extents meet surely touch a byte in common: not
     where one's bytes are any of its extent or none (``maybe``: an extern function handed
@@ -175,7 +182,7 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json], first: bool = 
       orders the read only once a wait has seen that arrival's phase complete
       (:func:`_umma_retired`).
     """
-    state = _CpAsync(buffers, _umma_retired(records))
+    state = _CpAsync(buffers, _umma_retired(records), any(_between_roles(r) for r in records))
     for at, record in enumerate(records):
         step = state.steps.get(record["op"])
         if step is not None:
@@ -185,12 +192,26 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json], first: bool = 
     return state.findings
 
 
+def _between_roles(record: Json) -> bool:
+    """Whether a record is a named barrier that counts more threads than execute it
+    (``bar.sync 1, 256`` run by 128): it waits for other threads' arrivals, another
+    role's ``bar.sync`` or one-sided ``bar.arrive``."""
+    if record["op"] != "sync" or not record.get("named"):
+        return False
+    threads, count = record.get("threads"), record.get("count")
+    return threads is None or not isinstance(count, int) or count > threads[1] - threads[0] + 1
+
+
 class _CpAsync:
     """The cp.async model's state along a trace (:func:`check_cp_async`), a step per
     record it follows; what it finds in :attr:`findings`."""
 
-    def __init__(self, buffers: dict[str, Json], retired: dict[int, int]) -> None:
+    def __init__(self, buffers: dict[str, Json], retired: dict[int, int],
+                 named: bool = False) -> None:
         self.buffers, self.retired = buffers, retired
+        # Whether the trace holds a named barrier between roles (:func:`_between_roles`),
+        # which may order two of them: see :meth:`across`.
+        self.named = named
         self.findings: list[Json] = []
         self.committed = 0
         self.writes: list[Json] = []  # copies not yet published: {record, group, done, published}
@@ -202,14 +223,25 @@ class _CpAsync:
     def add(self, kind: str, record: Json, text: str, other: Json) -> None:
         """A finding on ``record``'s buffer, with the two accesses that race (each said
         at its own lines by the page: ``accesses``)."""
+        # Where an access has no place to say (a kernel without loops), its words are
+        # empty: the sentence closes up.
         self.findings.append({"kind": kind, "buffer": record["buffer"],
-                              "at": record.get("at", ""), "text": text,
+                              "at": record.get("at", ""), "text": " ".join(text.split()),
                               "accesses": [_access(record), _access(other)]})
 
     @staticmethod
     def elsewhere(copy: Json, read: Json) -> bool:
         """A copy signalled to a reader of another role: the ring model's."""
         return bool(copy.get("signal")) and copy["role"] != read["role"]
+
+    def across(self, copy: Json, read: Json) -> bool:
+        """A copy and a read of two roles in a trace with a named barrier: the trace
+        walks one role's code after the other's, which is no order of the two; a named
+        barrier they share (one role's ``bar.sync id, count`` met by the other's, or by
+        its one-sided ``bar.arrive``, ``T.named_barrier_arrive``) may order them, and the
+        check does not follow one from a role to another (:meth:`unsure`)."""
+        roles = (copy.get("role", "all"), read.get("role", "all"))
+        return self.named and "all" not in roles and roles[0] != roles[1]
 
     def copy(self, at: int, record: Json) -> None:
         """A WAR where the copy overwrites what an unordered read of another thread
@@ -222,6 +254,9 @@ class _CpAsync:
                 continue
             if not _sure(record, mine):
                 undecided = undecided or (mine, "bytes")
+                continue
+            if self.across(record, mine):
+                undecided = undecided or (mine, "roles")
                 continue
             owned = _own(record, mine)
             if owned is None:
@@ -252,7 +287,13 @@ class _CpAsync:
         to their own bytes (``why``: ``threads``), or the read may not touch the copy's
         bytes (``bytes``): "not checked" unless a race is found elsewhere, never
         "hazard"."""
-        if why == "threads":
+        if why == "roles":
+            said = (f"the cp.async into {copy['buffer']} {_when(copy)} ({_who(copy)}) and "
+                    f"the read of {read['buffer']} {_when(read)} ({_who(read)}) run in two "
+                    "roles, which only a named barrier they share orders (bar.sync, or "
+                    "bar.arrive from T.named_barrier_arrive): the check does not follow a "
+                    "named barrier from one role to another")
+        elif why == "threads":
             said = (f"whether the threads that read {read['buffer']} {_when(read)} read "
                     f"only what they copied themselves (the cp.async {_when(copy)}) cannot "
                     "be told: their bytes are known per thread only as ranges, which meet")
@@ -264,7 +305,9 @@ class _CpAsync:
             said = (f"which bytes of {read['buffer']} the {read.get('how')} read "
                     f"{_when(read)} takes past its first is not known, and the cp.async "
                     f"{_when(copy)} lands in the rest of its slot")
-        self.add("UNSURE", read, f"{said}, and no __syncthreads orders the two", copy)
+        if why != "roles":
+            said += ", and no __syncthreads orders the two"
+        self.add("UNSURE", read, said, copy)
 
     def commit(self, at: int, record: Json) -> None:
         self.committed += 1
@@ -302,6 +345,9 @@ class _CpAsync:
                     write["done"] and any(_covers(named, copy, record)
                                           for named in write["published"])):
                 undecided = undecided or (copy, "bytes")
+                continue
+            if self.across(copy, record):
+                undecided = undecided or (copy, "roles")
                 continue
             into = "it" if copy["buffer"] == record["buffer"] else \
                 f"{copy['buffer']}, which shares its bytes,"

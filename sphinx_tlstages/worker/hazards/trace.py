@@ -685,9 +685,10 @@ def outside(loops: list[str], passed: int) -> str:
     """Where a record made outside every shown loop lies, once the walk is done
     (``loops``: the shown loops it walked at the outermost level, ``passed``: how many of
     them came before the record): ``before the loop over k``, ``after the second loop over
-    k`` (an ordinal where two loops have one variable's name)."""
-    if not loops:
-        return "outside the pipelined loop"
+    k`` (an ordinal where two loops have one variable's name); ``""`` where there are
+    none."""
+    if not loops:  # a kernel without such loops: nothing to place it by
+        return ""
     index = min(passed, len(loops) - 1)
     name = loops[index]
     same = [i for i, other in enumerate(loops) if other == name]

@@ -31,7 +31,10 @@ def sync(trace: Trace, name: str, args: list[Any]) -> None:
     named = len(args) >= 3 and integer(args[2]) not in (None, 0)
     what = "cluster sync" if scope == "cluster" else \
         "named barrier" if len(args) > 1 else "__syncthreads"
-    trace.emit({"op": "sync", "named": named, "what": what})
+    record = {"op": "sync", "named": named, "what": what}
+    if named:  # more threads than execute it: it waits for another role's (bar.arrive)
+        record["count"] = integer(args[2])
+    trace.emit(record)
 
 
 def barrier(trace: Trace, load: Any) -> str:
