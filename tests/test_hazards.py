@@ -1709,23 +1709,30 @@ HANDED_OVER = read("hazards/handed_over.py")
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-def test_a_tile_handed_over_by_a_named_barrier_is_never_a_false_hazard(arch: str) -> None:
-    """The trace walks one role's code after the other's, which orders nothing between
-    them: a named barrier counting more threads than execute it is how the two meet, and
-    the check, which does not follow one from a role to another, says so ("not checked")
-    where it was "hazard". Without the handoff nothing orders the copy and the read: a
-    race, flagged (TileLang's own barrier over the copying group alone changes nothing)."""
+def test_a_tile_handed_over_by_a_named_barrier_is_ordered_by_it(arch: str) -> None:
+    """The trace walks the summing role's code before the copying role's, which orders
+    nothing between them: the named barrier does (the copying role arrives once its copy
+    is complete, the summing role waits before it reads), and the check follows it: "none
+    found" (it was "hazard"). Without the handoff nothing orders the copy and the read: a
+    race, flagged (TileLang's own barrier over the copying group alone changes nothing).
+    Read before the wait, the barrier orders nothing the check can tell: "not checked",
+    saying why, never "none"."""
     after, code = lowered(HANDED_OVER, "handed_over", arch, M=256)
     assert "__named_barrier_arrive(1, 256)" in code and "__sync_thread_partial(1, 256)" in code
     found = check(after, arch)
-    assert found["verdict"] == "not checked", found
-    assert "run in two roles" in found["text"] and "T.named_barrier_arrive" in found["text"]
-    assert "(the producer)" in found["text"] and "(the consumer)" in found["text"], found
+    assert found["verdict"] == "none", found
+    assert found["text"].endswith("over 1 slot; 1 cp.async group"), found
     after, code = lowered(HANDED_OVER, "handed_over", arch, M=256, handoff=False)
     assert "__named_barrier_arrive" not in code
     found = check(after, arch)
     assert found["verdict"] == "hazard", found
     assert found["findings"][0]["buffer"] == "tile", found
+    after, code = lowered(HANDED_OVER, "handed_over", arch, M=256, wait_first=False)
+    assert code.index("total = (total + tile") < code.index("__sync_thread_partial(1, 256)")
+    found = check(after, arch)
+    assert found["verdict"] == "not checked", found
+    assert "run in two roles that meet at named barriers" in found["text"], found
+    assert "(the producer)" in found["text"] and "(the consumer)" in found["text"], found
 
 
 # --- atomics and extern functions on shared memory ---------------------------------------

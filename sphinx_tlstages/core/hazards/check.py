@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..results.line_links import line_spans
+from .named import Meetings, between_roles
 from .rings import Unchecked, certain, check_rings
 
 Json = dict[str, Any]
@@ -182,24 +183,16 @@ def check_cp_async(records: list[Json], buffers: dict[str, Json], first: bool = 
       orders the read only once a wait has seen that arrival's phase complete
       (:func:`_umma_retired`).
     """
-    state = _CpAsync(buffers, _umma_retired(records), any(_between_roles(r) for r in records))
+    meetings = Meetings(records) if any(between_roles(r) for r in records) else None
+    state = _CpAsync(buffers, _umma_retired(records), meetings)
     for at, record in enumerate(records):
         step = state.steps.get(record["op"])
         if step is not None:
             step(at, record)
         if first and state.findings:
             break
+    state.finish()
     return state.findings
-
-
-def _between_roles(record: Json) -> bool:
-    """Whether a record is a named barrier that counts more threads than execute it
-    (``bar.sync 1, 256`` run by 128): it waits for other threads' arrivals, another
-    role's ``bar.sync`` or one-sided ``bar.arrive``."""
-    if record["op"] != "sync" or not record.get("named"):
-        return False
-    threads, count = record.get("threads"), record.get("count")
-    return threads is None or not isinstance(count, int) or count > threads[1] - threads[0] + 1
 
 
 class _CpAsync:
@@ -207,11 +200,13 @@ class _CpAsync:
     record it follows; what it finds in :attr:`findings`."""
 
     def __init__(self, buffers: dict[str, Json], retired: dict[int, int],
-                 named: bool = False) -> None:
+                 meetings: Meetings | None = None) -> None:
         self.buffers, self.retired = buffers, retired
-        # Whether the trace holds a named barrier between roles (:func:`_between_roles`),
-        # which may order two of them: see :meth:`across`.
-        self.named = named
+        # The named barriers between roles, where the trace has any (:mod:`.named`):
+        # a copy and a read of two roles are decided once the trace is done
+        # (:meth:`across`, :meth:`finish`).
+        self.meetings = meetings
+        self.between: list[tuple[Json, Json]] = []  # (write, read) of two roles
         self.findings: list[Json] = []
         self.committed = 0
         self.writes: list[Json] = []  # copies not yet published: {record, group, done, published}
@@ -234,19 +229,39 @@ class _CpAsync:
         """A copy signalled to a reader of another role: the ring model's."""
         return bool(copy.get("signal")) and copy["role"] != read["role"]
 
-    def across(self, copy: Json, read: Json) -> bool:
-        """A copy and a read of two roles in a trace with a named barrier: the trace
-        walks one role's code after the other's, which is no order of the two; a named
-        barrier they share (one role's ``bar.sync id, count`` met by the other's, or by
-        its one-sided ``bar.arrive``, ``T.named_barrier_arrive``) may order them, and the
-        check does not follow one from a role to another (:meth:`unsure`)."""
-        roles = (copy.get("role", "all"), read.get("role", "all"))
-        return self.named and "all" not in roles and roles[0] != roles[1]
+    def across(self, write: Json, read: Json) -> bool:
+        """A copy and a read of two roles in a trace with a named barrier between roles:
+        the trace walks one role's code after the other's, which is no order of the two,
+        so the pair waits for the end of the trace (:meth:`finish`), when both its
+        directions are known."""
+        roles = (write["record"].get("role", "all"), read["record"].get("role", "all"))
+        if self.meetings is None or "all" in roles or roles[0] == roles[1]:
+            return False
+        if not any(w is write and r is read for w, r in self.between):
+            self.between.append((write, read))
+        return True
+
+    def finish(self) -> None:
+        """The pairs of two roles (:meth:`across`): ordered where a named barrier orders
+        the copy, once complete, before the read, or the read before the copy
+        (:class:`.named.Meetings`); else "not checked", never "hazard"."""
+        assert self.between == [] or self.meetings is not None
+        for write, read in self.between:
+            copy, mine = write["record"], read["record"]
+            done = write.get("done_at")
+            if (done is not None and self.meetings is not None
+                    and self.meetings.orders(copy["role"], done, mine["role"], read["at"])) \
+                    or (self.meetings is not None
+                        and self.meetings.orders(mine["role"], read["at"], copy["role"],
+                                                 write["at"])):
+                continue
+            self.unsure(copy, mine, "roles")
 
     def copy(self, at: int, record: Json) -> None:
         """A WAR where the copy overwrites what an unordered read of another thread
         reads (where that cannot be told: :meth:`unsure`)."""
         undecided: tuple[Json, str] | None = None
+        entry: Json = {"record": record, "group": None, "done": False, "published": [], "at": at}
         for read in self.reads:
             mine = read["record"]
             if not _overlap(mine, record) or self.elsewhere(record, mine) \
@@ -255,8 +270,7 @@ class _CpAsync:
             if not _sure(record, mine):
                 undecided = undecided or (mine, "bytes")
                 continue
-            if self.across(record, mine):
-                undecided = undecided or (mine, "roles")
+            if self.across(entry, read):
                 continue
             owned = _own(record, mine)
             if owned is None:
@@ -279,8 +293,7 @@ class _CpAsync:
         else:
             if undecided is not None:
                 self.unsure(record, *undecided)
-        self.writes.append({"record": record, "group": None, "done": False,
-                            "published": []})
+        self.writes.append(entry)
 
     def unsure(self, copy: Json, read: Json, why: str) -> None:
         """A copy and a read no barrier orders that may not race: their threads may keep
@@ -290,9 +303,9 @@ class _CpAsync:
         if why == "roles":
             said = (f"the cp.async into {copy['buffer']} {_when(copy)} ({_who(copy)}) and "
                     f"the read of {read['buffer']} {_when(read)} ({_who(read)}) run in two "
-                    "roles, which only a named barrier they share orders (bar.sync, or "
-                    "bar.arrive from T.named_barrier_arrive): the check does not follow a "
-                    "named barrier from one role to another")
+                    "roles that meet at named barriers (bar.sync, or bar.arrive from "
+                    "T.named_barrier_arrive), and none orders the two as the check follows "
+                    "them (each phase one operation of each role, its count their threads)")
         elif why == "threads":
             said = (f"whether the threads that read {read['buffer']} {_when(read)} read "
                     f"only what they copied themselves (the cp.async {_when(copy)}) cannot "
@@ -317,8 +330,9 @@ class _CpAsync:
 
     def wait(self, at: int, record: Json) -> None:
         for write in self.writes:
-            if write["group"] is not None and write["group"] <= self.committed - record["n"]:
-                write["done"] = True
+            if write["group"] is not None and write["group"] <= self.committed - record["n"] \
+                    and not write["done"]:
+                write["done"], write["done_at"] = True, at
 
     def sync(self, at: int, record: Json) -> None:
         """A barrier publishes completed copies and orders reads (an MMA's once retired)
@@ -337,6 +351,7 @@ class _CpAsync:
         """A RAW where the read meets a copy still in flight, or complete but not
         published to another thread (where that cannot be told: :meth:`unsure`)."""
         undecided: tuple[Json, str] | None = None
+        reading: Json = {"record": record, "synced": [], "at": at}
         for write in self.writes:
             copy = write["record"]
             if not _overlap(copy, record) or self.elsewhere(copy, record):
@@ -346,8 +361,7 @@ class _CpAsync:
                                           for named in write["published"])):
                 undecided = undecided or (copy, "bytes")
                 continue
-            if self.across(copy, record):
-                undecided = undecided or (copy, "roles")
+            if self.across(write, reading):
                 continue
             into = "it" if copy["buffer"] == record["buffer"] else \
                 f"{copy['buffer']}, which shares its bytes,"
@@ -371,7 +385,7 @@ class _CpAsync:
             if undecided is not None:
                 copy, why = undecided
                 self.unsure(copy, record, why)
-        self.reads.append({"record": record, "synced": []})
+        self.reads.append(reading)
 
 
 def _umma_retired(records: list[Json]) -> dict[int, int]:
@@ -458,7 +472,7 @@ def verdict(records: list[Json], buffers: dict[str, Json]) -> Json:
         return not_checked(unsure[0]["text"])
     written = sorted({r["buffer"] for r in copies + tmas})
     slots = max([buffers.get(name, {}).get("versions") or 1 for name in written])
-    said = [f"{groups} cp.async groups" for groups in
+    said = [f"{groups} cp.async group{'s' if groups != 1 else ''}" for groups in
             [sum(1 for r in records if r["op"] == "commit")
              + sum(r["commits"] for r in records if r["op"] == "skipped")] if copies]
     if rings:

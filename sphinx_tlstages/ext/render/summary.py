@@ -260,7 +260,7 @@ def waits_key(rows: list[tuple[VariantSpec, Result]]) -> nodes.Node | None:
             "line of its T.Pipelined, where a kernel has several); <n> waits until at most "
             "n committed groups of copies are still in flight (<0>: all have landed).")
     verdicts = [r.get("hazards") for _, r in rows if r.get("ok")]
-    if any(h is not None and "cp.async groups" in h["text"] for h in verdicts):
+    if any(h is not None and "cp.async group" in h["text"] for h in verdicts):
         text += (" The hazard check's \"N cp.async groups\" counts the groups a block "
                  "commits as it runs (one per loop iteration), not the calls in the code.")
     return nodes.paragraph(classes=["tl-note", "tl-waits-key"], text=text)

@@ -17,7 +17,7 @@ SYNC_OPS = frozenset({"ptx_commit_group", "ptx_wait_group", "tvm_storage_sync",
                       "ptx_arrive_barrier_expect_tx", "mbarrier_expect_tx", "tma_load",
                       "tma_load_multicast", "ptx_init_barrier_thread_count", "warpgroup_wait",
                       "wait_wgmma", "ptx_cp_async_barrier_noinc", "ptx_cp_async_barrier",
-                      "tcgen05_mma_arrive"})
+                      "tcgen05_mma_arrive", "named_barrier_arrive"})
 # Records that name the statement they come from (redundant synchronisation is found per
 # statement).
 SITE_OPS = frozenset({"sync", "wait", "bwait"})

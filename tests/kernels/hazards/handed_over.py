@@ -1,16 +1,17 @@
 @tilelang.jit
-def handed_over(M, N=64, block=64, handoff=True):
+def handed_over(M, N=64, block=64, handoff=True, wait_first=True):
     # Two warp groups: the second copies a tile of X into shared memory with cp.async,
     # waits for its own copies and says the tile is in with a one-sided arrive on named
     # barrier 1 (bar.arrive); the first waits at that barrier (bar.sync 1, 256), then sums
-    # one row of the tile per thread. Without the handoff nothing orders the two.
+    # one row of the tile per thread. Without the handoff nothing orders the two; reading
+    # before the wait (wait_first=False) reads a tile still being copied.
     @T.prim_func
     def kernel(X: T.Tensor((M, N), "float32"), S: T.Tensor((M,), "float32")):
         with T.Kernel(T.ceildiv(M, block), threads=256) as bx:
             tile = T.alloc_shared((block, N), "float32")
             tx = T.get_thread_binding()
             if tx < 128:
-                if handoff:
+                if handoff and wait_first:
                     T.sync_threads(1, 256)
                 if tx < block:
                     total = T.alloc_var("float32")
@@ -18,6 +19,8 @@ def handed_over(M, N=64, block=64, handoff=True):
                     for j in T.serial(N):
                         total += tile[tx, j]
                     S[bx * block + tx] = total
+                if handoff and not wait_first:
+                    T.sync_threads(1, 256)
             else:
                 t = tx - 128
                 for i in T.serial(block * N // 4 // 128):

@@ -32,9 +32,18 @@ def sync(trace: Trace, name: str, args: list[Any]) -> None:
     what = "cluster sync" if scope == "cluster" else \
         "named barrier" if len(args) > 1 else "__syncthreads"
     record = {"op": "sync", "named": named, "what": what}
-    if named:  # more threads than execute it: it waits for another role's (bar.arrive)
-        record["count"] = integer(args[2])
+    if named:  # its id and count: it may count another role's arrivals (bar.arrive)
+        record["id"], record["count"] = integer(args[1]), integer(args[2])
     trace.emit(record)
+
+
+@rule("named_barrier_arrive")
+def named_arrive(trace: Trace, name: str, args: list[Any]) -> None:
+    """``bar.arrive id, count`` (``T.named_barrier_arrive``; PTX ISA, "bar, barrier"):
+    the executing threads arrive on a named barrier without waiting, their memory
+    accesses before it performed for the threads that wait on that phase (a ``bar.sync``
+    of the same id). Orders nothing for the arriving threads' later accesses."""
+    trace.emit({"op": "barrive", "id": integer(args[0]), "count": integer(args[1])})
 
 
 def barrier(trace: Trace, load: Any) -> str:
