@@ -391,3 +391,42 @@ def test_a_drift_says_the_line_a_statement_moved_to() -> None:
              + _said("cuda", cuda, later)]
     assert snapshot_compare.only_moved(moves)
     assert not snapshot_compare.only_moved([*moves, ("2", "threads 128 -> 256")])
+
+
+# --- named barriers between roles (core.hazards.named) -----------------------------------
+
+def _handoff(*, count: int = 256, arrive_after_wait: bool = True, arrivals: int = 1,
+             skipped: bool = False, barrier: bool = True) -> list[dict[str, Any]]:
+    """A trace as the walk makes it of a tile handed from a copying role to a reading one,
+    the reading role's code first (the trace's order of roles is the code's): the reader
+    waits at named barrier 1 (``bar.sync 1, count`` by its 128 threads), then reads; the
+    copier copies, commits, waits for its own group and arrives (``bar.arrive 1, count``)."""
+    reader = {"role": "consumer", "threads": (0, 127)}
+    copier = {"role": "producer", "threads": (128, 255)}
+    arrive = [{"op": "barrive", "id": 1, "count": count, **copier}] * arrivals
+    wait = [{"op": "wait", "n": 0, **copier}]
+    return [
+        *([{"op": "sync", "named": True, "id": 1, "count": count, **reader}] if barrier else []),
+        {"op": "read", "buffer": "tile", "root": "tile", "lo": 0, "hi": 1023, **reader},
+        {"op": "copy", "buffer": "tile", "root": "tile", "lo": 0, "hi": 1023, **copier},
+        {"op": "commit", **copier},
+        *(wait if not barrier else (wait + arrive) if arrive_after_wait else (arrive + wait)),
+        *([{"op": "skipped", "commits": 0, **copier}] if skipped else []),
+    ]
+
+
+def test_a_named_barrier_between_roles_orders_a_completed_copy_before_the_wait() -> None:
+    from sphinx_tlstages.core.hazards.check import check_cp_async
+
+    assert check_cp_async(_handoff(), {}) == []
+    # Nothing between the roles: the copy and the read race.
+    [race] = check_cp_async(_handoff(barrier=False), {})
+    assert race["kind"] == "WAR" and race["buffer"] == "tile", race
+    # Each of these leaves the phases unpaired or the copy incomplete at the arrival:
+    # "not checked" (UNSURE), never a race and never ordered.
+    for trace in (_handoff(count=384), _handoff(arrivals=2), _handoff(skipped=True),
+                  _handoff(arrive_after_wait=False)):
+        found = check_cp_async(trace, {})
+        assert [f["kind"] for f in found] == ["UNSURE"], found
+        assert "run in two roles that meet at named barriers" in found[0]["text"]
+        assert "(the producer)" in found[0]["text"] and "(the consumer)" in found[0]["text"]

@@ -332,7 +332,11 @@ class _CpAsync:
         for write in self.writes:
             if write["group"] is not None and write["group"] <= self.committed - record["n"] \
                     and not write["done"]:
-                write["done"], write["done_at"] = True, at
+                write["done"] = True
+                # Where in its own role's code the copy is complete (a wait of another
+                # role's is no point of this one's: :meth:`finish` orders within roles).
+                if record.get("role") == write["record"].get("role"):
+                    write["done_at"] = at
 
     def sync(self, at: int, record: Json) -> None:
         """A barrier publishes completed copies and orders reads (an MMA's once retired)
