@@ -1735,6 +1735,26 @@ def test_a_tile_handed_over_by_a_named_barrier_is_ordered_by_it(arch: str) -> No
     assert "(the producer)" in found["text"] and "(the consumer)" in found["text"], found
 
 
+def test_an_access_outside_the_loops_is_placed_by_its_own_roles_loops() -> None:
+    """Where an access outside every loop is: the loop it comes before or after, counted
+    among its own role's loops in a warp-specialised kernel (a reader sees one loop over
+    k in the source, the producer's and the consumer's in the code), an ordinal only where
+    one role has two loops of one name, nothing where there is no loop to place it by."""
+    from sphinx_tlstages.worker.hazards.trace import outside
+
+    roles = [("k", "producer"), ("k", "consumer")]
+    assert outside(roles, 0, "producer") == "before the producer's loop over k"
+    assert outside(roles, 1, "consumer") == "before the consumer's loop over k"
+    assert outside(roles, 2, "consumer") == "after the consumer's loop over k"
+    assert outside(roles, 0, "all") == "before the producer's loop over k"
+    two = [("k", "all"), ("k", "all")]
+    assert [outside(two, n) for n in range(3)] == [
+        "before the first loop over k", "before the second loop over k",
+        "after the second loop over k"]
+    assert outside([("ko", "all"), ("k", "all")], 1) == "before the loop over k"
+    assert outside([], 0) == outside([("k", "producer")], 1, "consumer") == ""
+
+
 # --- atomics and extern functions on shared memory ---------------------------------------
 
 # A histogram of each streamed tile counted with T.atomic_add into shared memory (the bin

@@ -93,9 +93,10 @@ class Trace:
         # code (a reduction's unrolled loop), which no page names.
         self.where: list[str] = []
         self.shown: list[bool] = []
-        # The variables of the shown loops walked whole at the kernel's outermost level, in
-        # order: a record made outside every shown loop says which it comes before or after.
-        self.passed: list[str] = []
+        # The shown loops walked whole at the kernel's outermost level, in order (each
+        # variable's name and the role running it): a record made outside every shown
+        # loop says which it comes before or after.
+        self.passed: list[tuple[str, str]] = []
         self.loops = loops
         # ``(K0, P)`` of :mod:`.sizes`: a loop of many iterations is walked to its period
         # (:mod:`.periodic`); None (a brute-force reference): every iteration.
@@ -310,7 +311,8 @@ class Trace:
                                 if shown)
         if not record["at"]:
             # Read once the walk is done, when every loop it passes is known.
-            record["outside"] = functools.partial(outside, self.passed, len(self.passed))
+            record["outside"] = functools.partial(outside, self.passed, len(self.passed),
+                                                  self.role)
         record["role"] = self.role
         record["group"] = self.group
         if self.threads is not None and self.threads in self.env:
@@ -462,7 +464,7 @@ class Trace:
         """A shown loop walked whole: where no shown loop holds it, the records made from
         now on come after it."""
         if not any(self.shown):
-            self.passed.append(str(var.name))
+            self.passed.append((str(var.name), self.role))
 
     def enter(self, iteration: str, shown: bool = True) -> None:
         """Walk into an iteration (``k=3``), said in the records' ``at`` where ``shown``."""
@@ -681,17 +683,24 @@ def _loads(expr: Any) -> tuple[list[Any], list[str], list[Any], list[tuple[str, 
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth")
 
 
-def outside(loops: list[str], passed: int) -> str:
+def outside(loops: list[tuple[str, str]], passed: int, role: str = "all") -> str:
     """Where a record made outside every shown loop lies, once the walk is done
-    (``loops``: the shown loops it walked at the outermost level, ``passed``: how many of
-    them came before the record): ``before the loop over k``, ``after the second loop over
-    k`` (an ordinal where two loops have one variable's name); ``""`` where there are
-    none."""
-    if not loops:  # a kernel without such loops: nothing to place it by
+    (``loops``: the shown loops it walked at the outermost level, each with the role
+    running it; ``passed``: how many of them came before the record; ``role``: the
+    record's): ``before the loop over k``, ``after the second loop over k`` (an ordinal
+    where two loops have one variable's name), ``before the consumer's loop over k`` (a
+    role's own loops only, in a warp-specialised kernel); ``""`` where there are none."""
+    mine = [(i, loop) for i, loop in enumerate(loops)
+            if role == "all" or loop[1] in (role, "all")]
+    if not mine:  # a kernel without such loops: nothing to place it by
         return ""
-    index = min(passed, len(loops) - 1)
-    name = loops[index]
-    same = [i for i, other in enumerate(loops) if other == name]
+    before = sum(1 for i, _ in mine if i < passed)
+    index = min(before, len(mine) - 1)
+    name, owner = mine[index][1]
+    same = [i for i, (_, loop) in enumerate(mine) if loop == (name, owner)]
     nth = same.index(index)
     which = f"{_ORDINALS[nth]} " if len(same) > 1 and nth < len(_ORDINALS) else ""
-    return f"{'before' if passed < len(loops) else 'after'} the {which}loop over {name}"
+    loop = f"the {which}loop over {name}" if owner == "all" else \
+        f"the {owner}'s {which}loop over {name}" if not owner.startswith("threads") \
+        else f"the {which}loop over {name} of {owner}"
+    return f"{'before' if before < len(mine) else 'after'} {loop}"
