@@ -233,27 +233,25 @@ class _CpAsync:
         """A copy and a read of two roles in a trace with a named barrier between roles:
         the trace walks one role's code after the other's, which is no order of the two,
         so the pair waits for the end of the trace (:meth:`finish`), when both its
-        directions are known."""
+        directions are known. (A pair is met once: by the later of its two records.)"""
         roles = (write["record"].get("role", "all"), read["record"].get("role", "all"))
         if self.meetings is None or "all" in roles or roles[0] == roles[1]:
             return False
-        if not any(w is write and r is read for w, r in self.between):
-            self.between.append((write, read))
+        self.between.append((write, read))
         return True
 
     def finish(self) -> None:
         """The pairs of two roles (:meth:`across`): ordered where a named barrier orders
         the copy, once complete, before the read, or the read before the copy
         (:class:`.named.Meetings`); else "not checked", never "hazard"."""
-        assert self.between == [] or self.meetings is not None
+        meetings = self.meetings
         for write, read in self.between:
+            assert meetings is not None  # pairs are kept only where there are meetings
             copy, mine = write["record"], read["record"]
             done = write.get("done_at")
-            if (done is not None and self.meetings is not None
-                    and self.meetings.orders(copy["role"], done, mine["role"], read["at"])) \
-                    or (self.meetings is not None
-                        and self.meetings.orders(mine["role"], read["at"], copy["role"],
-                                                 write["at"])):
+            if (done is not None and meetings.orders(copy["role"], done, mine["role"],
+                                                     read["at"])) \
+                    or meetings.orders(mine["role"], read["at"], copy["role"], write["at"]):
                 continue
             self.unsure(copy, mine, "roles")
 
