@@ -35,11 +35,12 @@ def between_roles(record: Json) -> bool:
         return True
     if record["op"] != "sync" or not record.get("named"):
         return False
-    threads, count = record.get("threads"), record.get("count")
-    return threads is None or not isinstance(count, int) or count > threads[1] - threads[0] + 1
+    size, count = _size(record.get("threads")), record.get("count")
+    return size is None or not isinstance(count, int) or count > size
 
 
 def _size(threads: Any) -> int | None:
+    """How many threads a record's ``threads`` span holds (None: not known)."""
     return None if threads is None else int(threads[1]) - int(threads[0]) + 1
 
 
@@ -58,20 +59,18 @@ class Meetings:
                 by_id.setdefault(record.get("id"), []).append((at, record))
         for bar, found in by_id.items():
             roles: dict[str, list[tuple[int, bool]]] = {}
-            threads: dict[str, Any] = {}
-            counts = {record.get("count") for _, record in found}
+            spans: dict[str, set[Any]] = {}  # role -> the thread spans of its operations
             for at, record in found:
                 role = str(record.get("role", "all"))
                 roles.setdefault(role, []).append((at, record["op"] == "sync"))
-                threads.setdefault(role, set()).add(tuple(record.get("threads") or ()))
-            sizes = [_size(next(iter(spans))) if len(spans) == 1 and () not in spans
-                     else None for spans in threads.values()]
-            if not isinstance(bar, int) or len(counts) != 1 or "all" in roles \
-                    or len(roles) < 2 or None in sizes \
-                    or len({len(ops) for ops in roles.values()}) != 1:
-                continue
-            (count,) = counts
-            if isinstance(count, int) and sum(s for s in sizes if s is not None) == count:
+                spans.setdefault(role, set()).add(record.get("threads"))
+            counts = {record.get("count") for _, record in found}
+            sizes = [_size(next(iter(held))) for held in spans.values() if len(held) == 1]
+            known = [size for size in sizes if size is not None]
+            if isinstance(bar, int) and len(counts) == 1 and "all" not in roles \
+                    and len(roles) > 1 and len(known) == len(roles) \
+                    and len({len(ops) for ops in roles.values()}) == 1 \
+                    and sum(known) == counts.pop():
                 self.phases[bar] = roles
 
     def orders(self, first: str, after: int, then: str, before: int) -> bool:
